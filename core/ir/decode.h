@@ -1,0 +1,31 @@
+// Decoding: the wire Graph (proto) into interned UOps, validating every node as it goes.
+#ifndef UOPD_CORE_IR_DECODE_H_
+#define UOPD_CORE_IR_DECODE_H_
+
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/ir/graph.h"
+#include "core/ir/limits.h"
+#include "uopd/v1/graph.pb.h"
+
+namespace uopd {
+
+struct DecodedGraph {
+  const UOp* root = nullptr;
+  // The first wire index of each node (duplicates on the wire merge into one UOp), so later
+  // errors can name the node the way the client numbered it.
+  absl::flat_hash_map<const UOp*, int> wire_index;
+};
+
+// Decodes and validates `wire` into `graph` (IR.md "Validation"). Errors are INVALID_ARGUMENT
+// naming the wire node index, its op and the rule broken, or UNIMPLEMENTED for well-formed
+// constructs this server does not support yet (post-lowering ops, vector dtypes).
+// Never recurses on client data. `graph` keeps whatever nodes were made before an error.
+absl::StatusOr<DecodedGraph> DecodeGraph(const v1::Graph& wire, Graph& graph,
+                                         const IrLimits& limits = {});
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_IR_DECODE_H_

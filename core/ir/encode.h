@@ -1,0 +1,15 @@
+// Encoding: interned UOps back to the wire Graph, in topological order with the root last.
+#ifndef UOPD_CORE_IR_ENCODE_H_
+#define UOPD_CORE_IR_ENCODE_H_
+
+#include "core/ir/uop.h"
+#include "uopd/v1/graph.pb.h"
+
+namespace uopd {
+
+// Every node reachable from `root` exactly once, sources before users.
+v1::Graph EncodeGraph(const UOp* root);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_IR_ENCODE_H_
