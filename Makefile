@@ -19,7 +19,8 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 serve: build
-	$(BUILD_DIR)/server/uopd --listen=127.0.0.1:50051
+	@echo "uopd: the gRPC daemon lands with issue 5; running the CPU conformance check instead"
+	$(BUILD_DIR)/tests/uopd-conformance --device CPU tests/corpus
 
 clean:
 	rm -rf $(BUILD_DIR)

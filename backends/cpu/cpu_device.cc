@@ -1,0 +1,21 @@
+#include "backends/cpu/cpu_device.h"
+
+#include "backends/cpu/cpu_allocator.h"
+#include "backends/cpu/llvm_compiler.h"
+#include "backends/cpu/orc_runtime.h"
+
+namespace uopd {
+
+absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
+                                                        const CpuDeviceOptions& options) {
+  auto runtime = OrcRuntime::Create(pool);
+  if (!runtime.ok()) return runtime.status();
+  std::vector<CompilerPair> compilers;
+  compilers.push_back({std::make_unique<LlvmRenderer>(options.renderer),
+                       std::make_unique<LlvmCompiler>()});
+  int threads = pool == nullptr ? 1 : pool->size() + 1;
+  return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
+                                  std::move(compilers), std::move(*runtime), threads);
+}
+
+}  // namespace uopd

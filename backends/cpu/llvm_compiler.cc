@@ -1,0 +1,133 @@
+#include "backends/cpu/llvm_compiler.h"
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/llvm_status.h"
+#include "backends/cpu/support_bitcode.h"
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace uopd {
+namespace {
+
+// Bump when the renderer or the support library changes what a kernel compiles to.
+constexpr int kCodegenVersion = 1;
+
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const HostTarget& t) {
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, error);
+  if (target == nullptr) return absl::InternalError(absl::StrCat("llvm target ", t.triple, ": ", error));
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      t.triple, t.cpu, t.features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (tm == nullptr) return absl::InternalError("cannot create an LLVM target machine");
+  return tm;
+}
+
+// Links the support library into `module`, keeping only what the kernel calls, as internal
+// functions the optimizer inlines.
+absl::Status LinkSupport(llvm::Module& module) {
+  auto buffer = llvm::MemoryBuffer::getMemBuffer(
+      llvm::StringRef(reinterpret_cast<const char*>(kSupportBitcode), kSupportBitcodeSize),
+      "uopd_support", /*RequiresNullTerminator=*/false);
+  auto support = llvm::parseBitcodeFile(buffer->getMemBufferRef(), module.getContext());
+  if (!support) return FromLlvmError(support.takeError(), "support library");
+  for (llvm::Function& fn : **support) {
+    // Built for a generic CPU: take the kernel's target instead, so everything inlines.
+    fn.removeFnAttr("target-cpu");
+    fn.removeFnAttr("target-features");
+    fn.removeFnAttr("tune-cpu");
+  }
+  (*support)->setTargetTriple(module.getTargetTriple());
+  (*support)->setDataLayout(module.getDataLayout());
+  if (llvm::Linker::linkModules(module, std::move(*support), llvm::Linker::LinkOnlyNeeded)) {
+    return absl::InternalError("linking the support library failed");
+  }
+  for (llvm::Function& fn : module) {
+    if (!fn.isDeclaration() && fn.getName().starts_with("uopd_")) {
+      fn.setLinkage(llvm::GlobalValue::InternalLinkage);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Optimize(llvm::Module& module, llvm::TargetMachine& tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(&tm, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  passes.run(module, mam);
+}
+
+}  // namespace
+
+LlvmCompiler::LlvmCompiler(HostTarget target) : target_(std::move(target)) { InitializeLlvmOnce(); }
+
+std::string LlvmCompiler::Identity() const {
+  return absl::StrCat("llvm-", LLVM_VERSION_STRING, ";uopd-cpu-codegen-", kCodegenVersion, ";O3;pic");
+}
+
+absl::StatusOr<CompiledKernel> LlvmCompiler::Compile(const ProgramSpec& spec) const {
+  return CompileIr(spec.src, spec.name);
+}
+
+absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
+                                                       const std::string& entry) const {
+  llvm::LLVMContext context;
+  llvm::SMDiagnostic diagnostic;
+  std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(ir, diagnostic, context);
+  if (module == nullptr) {
+    std::string message;
+    llvm::raw_string_ostream stream(message);
+    diagnostic.print(entry.c_str(), stream);
+    return absl::InternalError(absl::StrCat("kernel ", entry, ": generated LLVM IR does not parse: ",
+                                            stream.str()));
+  }
+  auto tm = MakeTargetMachine(target_);
+  if (!tm.ok()) return tm.status();
+  module->setModuleIdentifier(entry);
+  module->setSourceFileName(entry);
+  module->setTargetTriple(target_.triple);
+  module->setDataLayout((*tm)->createDataLayout());
+  if (absl::Status linked = LinkSupport(*module); !linked.ok()) return linked;
+  std::string errors;
+  llvm::raw_string_ostream error_stream(errors);
+  if (llvm::verifyModule(*module, &error_stream)) {
+    return absl::InternalError(absl::StrCat("kernel ", entry, ": generated LLVM IR is invalid: ",
+                                            error_stream.str()));
+  }
+  Optimize(*module, **tm);
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream object_stream(object);
+  llvm::legacy::PassManager codegen;
+  if ((*tm)->addPassesToEmitFile(codegen, object_stream, nullptr,
+                                 llvm::CodeGenFileType::ObjectFile)) {
+    return absl::InternalError("the LLVM target cannot emit object files");
+  }
+  codegen.run(*module);
+  return CompiledKernel{std::string(object.begin(), object.end()), entry};
+}
+
+}  // namespace uopd

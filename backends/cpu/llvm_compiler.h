@@ -1,0 +1,31 @@
+// LlvmCompiler: LLVM IR text to a relocatable ELF object, with LLVM 19 in process.
+//
+// Parse, link the support library (core/util/kernel_support.c), verify, optimize with the new pass
+// manager at O3, and emit a position-independent object for the host target. Output depends only
+// on the source and the target, so equal kernels compile to identical bytes.
+#ifndef UOPD_BACKENDS_CPU_LLVM_COMPILER_H_
+#define UOPD_BACKENDS_CPU_LLVM_COMPILER_H_
+
+#include "backends/cpu/host_target.h"
+#include "core/device/compiler.h"
+
+namespace uopd {
+
+// Safe for concurrent use: every compile has its own LLVMContext and TargetMachine.
+class LlvmCompiler : public Compiler {
+ public:
+  explicit LlvmCompiler(HostTarget target = GetHostTarget());
+  absl::StatusOr<CompiledKernel> Compile(const ProgramSpec& spec) const override;
+  std::string Target() const override { return target_.Describe(); }
+  std::string Identity() const override;
+
+  // Compiles LLVM IR text with entry `entry` (exposed for benchmarks).
+  absl::StatusOr<CompiledKernel> CompileIr(const std::string& ir, const std::string& entry) const;
+
+ private:
+  HostTarget target_;
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_BACKENDS_CPU_LLVM_COMPILER_H_

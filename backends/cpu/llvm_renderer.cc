@@ -1,0 +1,667 @@
+#include "backends/cpu/llvm_renderer.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/util/kernel_support.h"
+#include "core/codegen/program_spec_builder.h"
+#include "core/ir/value_range.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+// Float types x86 cannot compute in: kept as bits, widened to float for arithmetic.
+bool IsEmulatedFloat(Scalar s) {
+  return s == Scalar::kFloat16 || s == Scalar::kBfloat16 || s == Scalar::kFp8E4M3 ||
+         s == Scalar::kFp8E5M2;
+}
+
+absl::string_view NarrowFn(Scalar s) {
+  switch (s) {
+    case Scalar::kFloat16: return "uopd_f64_to_f16";
+    case Scalar::kBfloat16: return "uopd_f64_to_bf16";
+    case Scalar::kFp8E4M3: return "uopd_f64_to_fp8e4m3";
+    default: return "uopd_f64_to_fp8e5m2";
+  }
+}
+absl::string_view WidenFn(Scalar s) {
+  switch (s) {
+    case Scalar::kFloat16: return "uopd_f16_to_f32";
+    case Scalar::kBfloat16: return "uopd_bf16_to_f32";
+    case Scalar::kFp8E4M3: return "uopd_fp8e4m3_to_f32";
+    default: return "uopd_fp8e5m2_to_f32";
+  }
+}
+
+class IrWriter {
+ public:
+  explicit IrWriter(const LinearProgram& program) : p_(program) {}
+
+  std::string Render() {
+    operand_.resize(p_.instrs.size());
+    for (size_t i = 0; i < p_.instrs.size(); ++i) EmitInstr(static_cast<int>(i));
+    return Assemble();
+  }
+
+ private:
+  // ---- Types ----------------------------------------------------------------------------------
+
+  std::string IndexType() const { return p_.index_bits == 32 ? "i32" : "i64"; }
+
+  // The type a value lives in while computed.
+  std::string RegType(const DType& d) const {
+    switch (d.scalar) {
+      case Scalar::kBool: return "i1";
+      case Scalar::kIndex: return IndexType();
+      case Scalar::kInt8: case Scalar::kUint8: case Scalar::kFp8E4M3: case Scalar::kFp8E5M2:
+        return "i8";
+      case Scalar::kInt16: case Scalar::kUint16: case Scalar::kFloat16: case Scalar::kBfloat16:
+        return "i16";
+      case Scalar::kInt32: case Scalar::kUint32: return "i32";
+      case Scalar::kInt64: case Scalar::kUint64: return "i64";
+      case Scalar::kFloat32: return "float";
+      case Scalar::kFloat64: return "double";
+      default: return "void";
+    }
+  }
+  // The type a value is stored as in a buffer: bools are one byte.
+  std::string MemType(const DType& d) const {
+    return d.scalar == Scalar::kBool ? "i8" : RegType(d);
+  }
+  // The type arithmetic happens in: emulated floats compute in float.
+  std::string ComputeType(const DType& d) const {
+    return IsEmulatedFloat(d.scalar) ? "float" : RegType(d);
+  }
+  static bool IsFloatCompute(const DType& d) { return IsFloat(d.scalar); }
+  static bool IsSigned(const DType& d) {
+    return IsInt(d.scalar) && !IsUnsigned(d.scalar);
+  }
+  int Bits(const DType& d) const {
+    if (d.scalar == Scalar::kIndex) return p_.index_bits;
+    if (d.scalar == Scalar::kBool) return 1;
+    return ScalarItemSize(d.scalar) * 8;
+  }
+
+  // ---- Output helpers -------------------------------------------------------------------------
+
+  std::string Fresh(absl::string_view hint) { return absl::StrCat("%", hint, ".", counter_++); }
+  void Line(absl::string_view text) { absl::StrAppend(&body_, "  ", text, "\n"); }
+  void Label(absl::string_view label) { absl::StrAppend(&body_, label, ":\n"); }
+  const std::string& Op(int i) const { return operand_[i]; }
+  const DType& TypeOf(int i) const { return p_.instrs[i].dtype; }
+
+  static std::string FloatLiteral(double v, bool is_double) {
+    if (!is_double) v = static_cast<double>(static_cast<float>(v));
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    return absl::StrFormat("0x%016X", bits);
+  }
+
+  std::string ConstLiteral(const Instr& in) const {
+    const DType& d = in.dtype;
+    if (IsFloat(d.scalar)) {
+      double v = in.arg.kind == ArgKind::kF64 ? in.arg.f : static_cast<double>(in.arg.i);
+      if (IsEmulatedFloat(d.scalar)) {
+        uint32_t bits = d.scalar == Scalar::kFloat16    ? uopd_f64_to_f16(v)
+                        : d.scalar == Scalar::kBfloat16 ? uopd_f64_to_bf16(v)
+                        : d.scalar == Scalar::kFp8E4M3  ? uopd_f64_to_fp8e4m3(v)
+                                                        : uopd_f64_to_fp8e5m2(v);
+        int width = ScalarItemSize(d.scalar) * 8;
+        return absl::StrCat(static_cast<int64_t>(WrapToDType(bits, width == 16 ? Scalar::kInt16
+                                                                               : Scalar::kInt8)));
+      }
+      return FloatLiteral(v, d.scalar == Scalar::kFloat64);
+    }
+    if (d.scalar == Scalar::kBool) {
+      bool b = in.arg.kind == ArgKind::kBool ? in.arg.b : in.arg.i != 0;
+      return b ? "true" : "false";
+    }
+    // Integers print as the signed value of their bits at the register width.
+    Int128 v = in.arg.kind == ArgKind::kU64 ? Int128{static_cast<uint64_t>(in.arg.i)}
+               : in.arg.kind == ArgKind::kBool ? Int128{in.arg.b}
+               : in.arg.kind == ArgKind::kF64  ? static_cast<Int128>(in.arg.f)
+                                               : Int128{in.arg.i};
+    Scalar as = Bits(d) == 8    ? Scalar::kInt8
+                : Bits(d) == 16 ? Scalar::kInt16
+                : Bits(d) == 32 ? Scalar::kInt32
+                                : Scalar::kInt64;
+    return absl::StrCat(static_cast<int64_t>(WrapToDType(v, as)));
+  }
+
+  // Widens an emulated float value to float; other values pass through.
+  std::string ToCompute(const std::string& value, const DType& d) {
+    if (!IsEmulatedFloat(d.scalar)) return value;
+    std::string wide = Fresh("w");
+    Line(absl::StrCat(wide, " = zext ", RegType(d), " ", value, " to i32"));
+    std::string f = Fresh("f");
+    Line(absl::StrCat(f, " = call float @", WidenFn(d.scalar), "(i32 ", wide, ")"));
+    return f;
+  }
+  // Rounds a float (or double) result back to an emulated float's bits.
+  std::string FromCompute(const std::string& value, const std::string& from_type, const DType& d) {
+    if (!IsEmulatedFloat(d.scalar)) return value;
+    std::string dbl = value;
+    if (from_type == "float") {
+      dbl = Fresh("d");
+      Line(absl::StrCat(dbl, " = fpext float ", value, " to double"));
+    }
+    std::string bits = Fresh("b");
+    Line(absl::StrCat(bits, " = call i32 @", NarrowFn(d.scalar), "(double ", dbl, ")"));
+    std::string out = Fresh("h");
+    Line(absl::StrCat(out, " = trunc i32 ", bits, " to ", RegType(d)));
+    return out;
+  }
+
+  // ---- Instructions ---------------------------------------------------------------------------
+
+  void EmitInstr(int i) {
+    const Instr& in = p_.instrs[i];
+    const std::string self = absl::StrCat("%v", i);
+    switch (in.kind) {
+      case InstrKind::kConst:
+        operand_[i] = ConstLiteral(in);
+        return;
+      case InstrKind::kVar: {
+        std::string arg = absl::StrCat("%var", in.var);
+        if (RegType(in.dtype) == "i64") {
+          operand_[i] = arg;
+        } else {
+          Line(absl::StrCat(self, " = trunc i64 ", arg, " to ", RegType(in.dtype)));
+          operand_[i] = self;
+        }
+        return;
+      }
+      case InstrKind::kAlu:
+        operand_[i] = EmitAlu(in, self);
+        return;
+      case InstrKind::kCast:
+        operand_[i] = EmitCast(in.src[0], in.dtype, self);
+        return;
+      case InstrKind::kBitcast:
+        operand_[i] = EmitBitcast(in.src[0], in.dtype, self);
+        return;
+      case InstrKind::kLoad:
+        operand_[i] = EmitLoad(in, self);
+        return;
+      case InstrKind::kStore:
+        EmitStore(in, i);
+        return;
+      case InstrKind::kCheckBounds:
+        EmitCheck(in, i);
+        return;
+      case InstrKind::kAccDefine: {
+        std::string type = RegType(in.dtype);
+        absl::StrAppend(&allocas_, "  %acc", i, " = alloca ", type, "\n");
+        Line(absl::StrCat("store ", type, " ", Op(in.src[0]), ", ptr %acc", i));
+        operand_[i] = absl::StrCat("%acc", i);
+        return;
+      }
+      case InstrKind::kAccUpdate:
+        EmitAccUpdate(in);
+        return;
+      case InstrKind::kAccRead:
+        Line(absl::StrCat(self, " = load ", RegType(in.dtype), ", ptr ", Op(in.src[0])));
+        operand_[i] = self;
+        return;
+      case InstrKind::kLoopBegin: {
+        std::string t = IndexType();
+        absl::StrAppend(&allocas_, "  %v", i, ".addr = alloca ", t, "\n");
+        Line(absl::StrCat("store ", t, " ", Op(in.src[0]), ", ptr %v", i, ".addr"));
+        Line(absl::StrCat("br label %loop", i, ".cond"));
+        Label(absl::StrCat("loop", i, ".cond"));
+        Line(absl::StrCat(self, " = load ", t, ", ptr %v", i, ".addr"));
+        Line(absl::StrCat("%v", i, ".go = icmp slt ", t, " ", self, ", ", Op(in.src[1])));
+        Line(absl::StrCat("br i1 %v", i, ".go, label %loop", i, ".body, label %loop", i, ".exit"));
+        Label(absl::StrCat("loop", i, ".body"));
+        operand_[i] = self;
+        return;
+      }
+      case InstrKind::kLoopEnd: {
+        int loop = in.src[0];
+        std::string t = IndexType();
+        Line(absl::StrCat("%v", loop, ".next = add nsw ", t, " %v", loop, ", 1"));
+        Line(absl::StrCat("store ", t, " %v", loop, ".next, ptr %v", loop, ".addr"));
+        Line(absl::StrCat("br label %loop", loop, ".cond, !llvm.loop !", LoopMetadata()));
+        Label(absl::StrCat("loop", loop, ".exit"));
+        return;
+      }
+    }
+  }
+
+  int LoopMetadata() {
+    int id = next_metadata_++;
+    absl::StrAppend(&metadata_, "!", id, " = distinct !{!", id, ", !", mustprogress_id_, "}\n");
+    return id;
+  }
+
+  std::string EmitAccUpdate(const Instr& in) {
+    const DType& d = in.dtype;
+    std::string acc = Op(in.src[0]);
+    std::string old = Fresh("acc");
+    Line(absl::StrCat(old, " = load ", RegType(d), ", ptr ", acc));
+    // Reassociation is allowed for the accumulation alone, which lets LLVM vectorize reductions;
+    // tinygrad's own optimizer reorders reductions the same way (upcast, unroll).
+    std::string updated = Combine(in.op, old, Op(in.src[1]), d, /*reassoc=*/true);
+    Line(absl::StrCat("store ", RegType(d), " ", updated, ", ptr ", acc));
+    return updated;
+  }
+
+  // a op b for the reduction ops (ADD, MUL, MAX) and every binary ALU op.
+  std::string Combine(uopd::Op op, const std::string& a_in, const std::string& b_in, const DType& d,
+                      bool reassoc) {
+    std::string a = ToCompute(a_in, d), b = ToCompute(b_in, d);
+    std::string t = ComputeType(d);
+    std::string r = Fresh("r");
+    bool fl = IsFloatCompute(d);
+    bool is_bool = d.scalar == Scalar::kBool;
+    std::string fm = reassoc ? "reassoc nsz " : "";
+    switch (op) {
+      case Op::kAdd:
+        if (is_bool) Line(absl::StrCat(r, " = or i1 ", a, ", ", b));
+        else Line(absl::StrCat(r, " = ", fl ? "fadd " + fm : "add ", t, " ", a, ", ", b));
+        break;
+      case Op::kSub:
+        Line(absl::StrCat(r, " = ", fl ? "fsub " : "sub ", t, " ", a, ", ", b));
+        break;
+      case Op::kMul:
+        if (is_bool) Line(absl::StrCat(r, " = and i1 ", a, ", ", b));
+        else Line(absl::StrCat(r, " = ", fl ? "fmul " + fm : "mul ", t, " ", a, ", ", b));
+        break;
+      case Op::kMax: {
+        std::string c = Fresh("c");
+        if (fl) Line(absl::StrCat(c, " = fcmp ogt ", t, " ", a, ", ", b));
+        else Line(absl::StrCat(c, " = icmp ", IsSigned(d) ? "sgt " : "ugt ", t, " ", a, ", ", b));
+        Line(absl::StrCat(r, " = select i1 ", c, ", ", t, " ", a, ", ", t, " ", b));
+        break;
+      }
+      case Op::kFdiv:
+        Line(absl::StrCat(r, " = fdiv ", t, " ", a, ", ", b));
+        break;
+      case Op::kPow:
+        Declare(t, absl::StrCat("llvm.pow.", IntrinsicSuffix(t)), absl::StrCat(t, ", ", t));
+        Line(absl::StrCat(r, " = call ", t, " @llvm.pow.", IntrinsicSuffix(t), "(", t, " ", a, ", ",
+                          t, " ", b, ")"));
+        break;
+      case Op::kIdiv:
+      case Op::kMod:
+        return SafeDivide(op, a, b, d);
+      case Op::kAnd:
+      case Op::kOr:
+      case Op::kXor:
+        Line(absl::StrCat(r, " = ", op == Op::kAnd ? "and " : op == Op::kOr ? "or " : "xor ", t,
+                          " ", a, ", ", b));
+        break;
+      default:
+        break;
+    }
+    return FromCompute(r, t, d);
+  }
+
+  // Records the declaration of an LLVM intrinsic the body calls.
+  void Declare(const std::string& ret, const std::string& name, const std::string& params) {
+    declarations_.emplace(name, absl::StrCat("declare ", ret, " @", name, "(", params, ")\n"));
+  }
+
+  static std::string IntrinsicSuffix(const std::string& t) { return t == "double" ? "f64" : "f32"; }
+
+  // IDIV/MOD with C semantics, defined where C leaves it undefined so no client input can trap:
+  // x/0 = 0 and x%0 = 0; INT_MIN/-1 wraps to INT_MIN (and x%-1 = 0).
+  std::string SafeDivide(uopd::Op op, const std::string& a, const std::string& b, const DType& d) {
+    std::string t = RegType(d);
+    bool is_signed = IsSigned(d);
+    std::string div = op == Op::kIdiv ? (is_signed ? "sdiv" : "udiv") : (is_signed ? "srem" : "urem");
+    std::string zero = Fresh("z");
+    Line(absl::StrCat(zero, " = icmp eq ", t, " ", b, ", 0"));
+    std::string bad = zero, minus_one;
+    if (is_signed) {
+      minus_one = Fresh("m");
+      Line(absl::StrCat(minus_one, " = icmp eq ", t, " ", b, ", -1"));
+      bad = Fresh("bad");
+      Line(absl::StrCat(bad, " = or i1 ", zero, ", ", minus_one));
+    }
+    std::string safe = Fresh("sd");
+    Line(absl::StrCat(safe, " = select i1 ", bad, ", ", t, " 1, ", t, " ", b));
+    std::string q = Fresh("q");
+    Line(absl::StrCat(q, " = ", div, " ", t, " ", a, ", ", safe));
+    if (is_signed) {
+      std::string by_minus_one = "0";
+      if (op == Op::kIdiv) {
+        by_minus_one = Fresh("neg");
+        Line(absl::StrCat(by_minus_one, " = sub ", t, " 0, ", a));
+      }
+      std::string q2 = Fresh("q");
+      Line(absl::StrCat(q2, " = select i1 ", minus_one, ", ", t, " ", by_minus_one, ", ", t, " ", q));
+      q = q2;
+    }
+    std::string r = Fresh("r");
+    Line(absl::StrCat(r, " = select i1 ", zero, ", ", t, " 0, ", t, " ", q));
+    return r;
+  }
+
+  std::string EmitAlu(const Instr& in, const std::string& self) {
+    const DType& d = in.dtype;
+    auto src = [&](int k) { return Op(in.src[k]); };
+    auto src_type = [&](int k) { return TypeOf(in.src[k]); };
+    uopd::Op op = in.op;
+    if (IsComparison(op)) {
+      const DType& od = src_type(0);
+      std::string a = ToCompute(src(0), od), b = ToCompute(src(1), od);
+      std::string t = ComputeType(od);
+      std::string pred;
+      if (IsFloatCompute(od)) {
+        pred = op == Op::kCmplt ? "fcmp olt" : op == Op::kCmpne ? "fcmp une" : "fcmp oeq";
+      } else {
+        bool s = IsSigned(od);
+        pred = op == Op::kCmplt ? (s ? "icmp slt" : "icmp ult") : op == Op::kCmpne ? "icmp ne" : "icmp eq";
+      }
+      Line(absl::StrCat(self, " = ", pred, " ", t, " ", a, ", ", b));
+      return self;
+    }
+    if (op == Op::kWhere) {
+      std::string t = RegType(d);
+      Line(absl::StrCat(self, " = select i1 ", src(0), ", ", t, " ", src(1), ", ", t, " ", src(2)));
+      return self;
+    }
+    if (op == Op::kThreefry) {
+      Line(absl::StrCat(self, " = call i64 @uopd_threefry(i64 ", src(0), ", i64 ", src(1), ")"));
+      return self;
+    }
+    if (op == Op::kMulacc) {
+      std::string prod = Combine(Op::kMul, src(0), src(1), d, false);
+      return Combine(Op::kAdd, prod, src(2), d, false);
+    }
+    if (op == Op::kShl || op == Op::kShr) {
+      std::string t = RegType(d);
+      std::string amount = Resize(src(1), src_type(1), d);
+      // Shifting by the width or more is poison in LLVM; mask like x86 does.
+      std::string masked = Fresh("sh");
+      Line(absl::StrCat(masked, " = and ", t, " ", amount, ", ", Bits(d) - 1));
+      std::string inst = op == Op::kShl ? "shl" : (IsSigned(d) ? "ashr" : "lshr");
+      Line(absl::StrCat(self, " = ", inst, " ", t, " ", src(0), ", ", masked));
+      return self;
+    }
+    if (IsUnaryAlu(op)) {
+      std::string x = ToCompute(src(0), d);
+      std::string t = ComputeType(d);
+      std::string r = Fresh("u");
+      switch (op) {
+        case Op::kNeg:
+          if (IsFloatCompute(d)) Line(absl::StrCat(r, " = fneg ", t, " ", x));
+          else if (d.scalar == Scalar::kBool) Line(absl::StrCat(r, " = xor i1 ", x, ", true"));
+          else Line(absl::StrCat(r, " = sub ", t, " 0, ", x));
+          break;
+        case Op::kReciprocal:
+          Line(absl::StrCat(r, " = fdiv ", t, " ", FloatLiteral(1.0, t == "double"), ", ", x));
+          break;
+        default: {
+          absl::string_view name = op == Op::kExp2   ? "exp2"
+                                   : op == Op::kLog2 ? "log2"
+                                   : op == Op::kSin  ? "sin"
+                                   : op == Op::kSqrt ? "sqrt"
+                                                     : "trunc";
+          Declare(t, absl::StrCat("llvm.", name, ".", IntrinsicSuffix(t)), t);
+          Line(absl::StrCat(r, " = call ", t, " @llvm.", name, ".", IntrinsicSuffix(t), "(", t, " ",
+                            x, ")"));
+          break;
+        }
+      }
+      return FromCompute(r, t, d);
+    }
+    return Combine(op, src(0), src(1), d, false);
+  }
+
+  // An integer value resized to another integer dtype (sign-extending signed sources).
+  std::string Resize(const std::string& v, const DType& from, const DType& to) {
+    int fb = Bits(from), tb = Bits(to);
+    if (fb == tb) return v;
+    std::string r = Fresh("rs");
+    std::string inst = fb > tb ? "trunc" : (IsSigned(from) ? "sext" : "zext");
+    Line(absl::StrCat(r, " = ", inst, " ", RegType(from), " ", v, " to ", RegType(to)));
+    return r;
+  }
+
+  std::string EmitCast(int src_index, const DType& to, const std::string& self) {
+    const DType& from = TypeOf(src_index);
+    std::string v = Op(src_index);
+    if (RegType(from) == RegType(to) && IsFloat(from.scalar) == IsFloat(to.scalar) &&
+        from.scalar == to.scalar) {
+      return v;
+    }
+    if (to.scalar == Scalar::kBool) {
+      if (IsFloat(from.scalar)) {
+        std::string f = ToCompute(v, from);
+        Line(absl::StrCat(self, " = fcmp une ", ComputeType(from), " ", f, ", 0.0"));
+      } else {
+        Line(absl::StrCat(self, " = icmp ne ", RegType(from), " ", v, ", 0"));
+      }
+      return self;
+    }
+    if (IsFloat(to.scalar)) {
+      // To a float: compute in double for emulated targets (exact from every source but int64).
+      std::string target = IsEmulatedFloat(to.scalar) ? "double" : RegType(to);
+      std::string r = Fresh("cv");
+      if (IsFloat(from.scalar)) {
+        std::string f = ToCompute(v, from);
+        std::string ft = ComputeType(from);
+        if (ft == target) r = f;
+        else Line(absl::StrCat(r, " = ", ft == "double" ? "fptrunc " : "fpext ", ft, " ", f, " to ", target));
+      } else {
+        bool s = IsSigned(from);
+        Line(absl::StrCat(r, " = ", s ? "sitofp " : "uitofp ", RegType(from), " ", v, " to ", target));
+      }
+      if (IsEmulatedFloat(to.scalar)) return FromCompute(r, target, to);
+      return r;
+    }
+    // To an integer.
+    if (IsFloat(from.scalar)) {
+      std::string f = ToCompute(v, from);
+      std::string ft = ComputeType(from);
+      std::string suffix = IntrinsicSuffix(ft);
+      if (IsSigned(to)) {
+        Declare(RegType(to), absl::StrCat("llvm.fptosi.sat.", RegType(to), ".", suffix), ft);
+        Line(absl::StrCat(self, " = call ", RegType(to), " @llvm.fptosi.sat.", RegType(to), ".",
+                          suffix, "(", ft, " ", f, ")"));
+        return self;
+      }
+      if (Bits(to) == 64) {
+        Declare("i64", absl::StrCat("llvm.fptoui.sat.i64.", suffix), ft);
+        Line(absl::StrCat(self, " = call i64 @llvm.fptoui.sat.i64.", suffix, "(", ft, " ", f, ")"));
+        return self;
+      }
+      // Narrow unsigned targets wrap negative values, as x86's conversion through int64 does.
+      std::string wide = Fresh("cv");
+      Declare("i64", absl::StrCat("llvm.fptosi.sat.i64.", suffix), ft);
+      Line(absl::StrCat(wide, " = call i64 @llvm.fptosi.sat.i64.", suffix, "(", ft, " ", f, ")"));
+      Line(absl::StrCat(self, " = trunc i64 ", wide, " to ", RegType(to)));
+      return self;
+    }
+    if (from.scalar == Scalar::kBool) {
+      Line(absl::StrCat(self, " = zext i1 ", v, " to ", RegType(to)));
+      return self;
+    }
+    return Resize(v, from, to);
+  }
+
+  std::string EmitBitcast(int src_index, const DType& to, const std::string& self) {
+    const DType& from = TypeOf(src_index);
+    std::string v = Op(src_index);
+    std::string ft = RegType(from), tt = RegType(to);
+    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool) {
+      return EmitCast(src_index, to, self);  // bool <-> 8-bit: the byte's value
+    }
+    if (ft == tt) return v;
+    Line(absl::StrCat(self, " = bitcast ", ft, " ", v, " to ", tt));
+    return self;
+  }
+
+  std::string Address(int slot, const DType& d, const std::string& index) {
+    std::string addr = Fresh("p");
+    Line(absl::StrCat(addr, " = getelementptr inbounds ", MemType(d), ", ptr %buf", slot, ", ",
+                      IndexType(), " ", index));
+    return addr;
+  }
+
+  const BufferParam& Param(int slot) const {
+    for (const BufferParam& p : p_.globals) {
+      if (p.slot == slot) return p;
+    }
+    return p_.globals.front();  // unreachable: the lowering only emits declared slots
+  }
+
+  std::string EmitLoad(const Instr& in, const std::string& self) {
+    const DType& d = in.dtype;
+    std::string zero = d.scalar == Scalar::kBool ? "false" : IsFloat(d.scalar) && !IsEmulatedFloat(d.scalar) ? "0.0" : "0";
+    if (Param(in.slot).size == 0) return zero;  // never valid: the bounds check ran first
+    std::string index = Op(in.src[0]);
+    bool masked = in.src.size() > 1;
+    if (masked) {
+      // Branch-free: read element 0 when masked off (every buffer has one), then select.
+      std::string safe = Fresh("si");
+      Line(absl::StrCat(safe, " = select i1 ", Op(in.src[1]), ", ", IndexType(), " ", index, ", ",
+                        IndexType(), " 0"));
+      index = safe;
+    }
+    std::string addr = Address(in.slot, d, index);
+    std::string raw = masked || d.scalar == Scalar::kBool ? Fresh("ld") : self;
+    Line(absl::StrCat(raw, " = load ", MemType(d), ", ptr ", addr));
+    std::string value = raw;
+    if (d.scalar == Scalar::kBool) {
+      value = masked ? Fresh("b") : self;
+      Line(absl::StrCat(value, " = icmp ne i8 ", raw, ", 0"));
+    }
+    if (masked) {
+      Line(absl::StrCat(self, " = select i1 ", Op(in.src[1]), ", ", RegType(d), " ", value, ", ",
+                        RegType(d), " ", zero));
+    }
+    return self;
+  }
+
+  void EmitStore(const Instr& in, int i) {
+    const DType& d = in.dtype;
+    bool masked = in.src.size() > 2;
+    if (masked) {
+      Line(absl::StrCat("br i1 ", Op(in.src[2]), ", label %st", i, ", label %st", i, ".done"));
+      Label(absl::StrCat("st", i));
+    }
+    std::string value = Op(in.src[1]);
+    if (d.scalar == Scalar::kBool) {
+      std::string byte = Fresh("byte");
+      Line(absl::StrCat(byte, " = zext i1 ", value, " to i8"));
+      value = byte;
+    }
+    std::string addr = Address(in.slot, d, Op(in.src[0]));
+    Line(absl::StrCat("store ", MemType(d), " ", value, ", ptr ", addr));
+    if (masked) {
+      Line(absl::StrCat("br label %st", i, ".done"));
+      Label(absl::StrCat("st", i, ".done"));
+    }
+  }
+
+  void EmitCheck(const Instr& in, int i) {
+    std::string t = IndexType();
+    std::string index = Op(in.src[0]);
+    std::string ok = Fresh("inb");
+    Int128 limit = p_.index_bits == 32 ? (Int128{1} << 31) - 1 : (Int128{1} << 63) - 1;
+    if (in.size > limit) {
+      Line(absl::StrCat(ok, " = icmp sge ", t, " ", index, ", 0"));
+    } else {
+      // Unsigned compare: negative indices are huge, so one test covers both ends.
+      Line(absl::StrCat(ok, " = icmp ult ", t, " ", index, ", ", in.size));
+    }
+    if (in.src.size() > 1) {
+      std::string off = Fresh("off");
+      Line(absl::StrCat(off, " = xor i1 ", Op(in.src[1]), ", true"));
+      std::string either = Fresh("inb");
+      Line(absl::StrCat(either, " = or i1 ", off, ", ", ok));
+      ok = either;
+    }
+    Line(absl::StrCat("br i1 ", ok, ", label %chk", i, ".ok, label %chk", i, ".fail, !prof !",
+                      unlikely_id_));
+    Label(absl::StrCat("chk", i, ".fail"));
+    Line(absl::StrCat("ret i32 ", in.slot + 1));
+    Label(absl::StrCat("chk", i, ".ok"));
+  }
+
+  std::string Assemble() {
+    std::string params;
+    for (int slot = 0; slot < p_.buf_count; ++slot) {
+      absl::StrAppend(&params, slot ? ", " : "", "ptr noalias %buf", slot);
+    }
+    for (size_t v = 0; v < p_.var_names.size(); ++v) {
+      absl::StrAppend(&params, params.empty() ? "" : ", ", "i64 %var", v);
+    }
+    std::string out = absl::StrCat("; kernel ", p_.name, ": ", p_.proven_accesses,
+                                   " accesses proven in bounds, ", p_.guarded_accesses,
+                                   " checked at run time\n");
+    absl::StrAppend(&out, "define internal i32 @", p_.name, "_body(", params, ") #0 {\nentry:\n",
+                    allocas_, body_, "  ret i32 0\n}\n\n");
+    // The entry: a uniform signature over arrays of buffer pointers and variable values.
+    absl::StrAppend(&out, "define i32 @", p_.name, "(ptr %bufs, ptr %vals) #1 {\nentry:\n");
+    std::string args;
+    for (int slot = 0; slot < p_.buf_count; ++slot) {
+      absl::StrAppend(&out, "  %b", slot, ".p = getelementptr ptr, ptr %bufs, i64 ", slot, "\n",
+                      "  %b", slot, " = load ptr, ptr %b", slot, ".p\n");
+      absl::StrAppend(&args, slot ? ", " : "", "ptr %b", slot);
+    }
+    for (size_t v = 0; v < p_.var_names.size(); ++v) {
+      absl::StrAppend(&out, "  %a", v, ".p = getelementptr i64, ptr %vals, i64 ", v, "\n",
+                      "  %a", v, " = load i64, ptr %a", v, ".p\n");
+      absl::StrAppend(&args, args.empty() ? "" : ", ", "i64 %a", v);
+    }
+    absl::StrAppend(&out, "  %r = call i32 @", p_.name, "_body(", args, ")\n  ret i32 %r\n}\n\n");
+    absl::StrAppend(&out,
+                    "declare i32 @uopd_f64_to_f16(double)\n"
+                    "declare i32 @uopd_f64_to_bf16(double)\n"
+                    "declare i32 @uopd_f64_to_fp8e4m3(double)\n"
+                    "declare i32 @uopd_f64_to_fp8e5m2(double)\n"
+                    "declare float @uopd_f16_to_f32(i32)\n"
+                    "declare float @uopd_bf16_to_f32(i32)\n"
+                    "declare float @uopd_fp8e4m3_to_f32(i32)\n"
+                    "declare float @uopd_fp8e5m2_to_f32(i32)\n"
+                    "declare i64 @uopd_threefry(i64, i64)\n");
+    for (const auto& [name, declaration] : declarations_) out += declaration;
+    out += "\n";
+    absl::StrAppend(&out, "attributes #0 = { nounwind noinline }\nattributes #1 = { nounwind }\n\n");
+    absl::StrAppend(&out, "!", mustprogress_id_, " = !{!\"llvm.loop.mustprogress\"}\n", "!",
+                    unlikely_id_, " = !{!\"branch_weights\", i32 1048575, i32 1}\n", metadata_);
+    return out;
+  }
+
+  const LinearProgram& p_;
+  std::vector<std::string> operand_;  // how each instruction's value is spelled as an operand
+  std::string allocas_;               // entry-block allocas (loop counters, accumulators)
+  std::string body_;
+  std::string metadata_;
+  std::map<std::string, std::string> declarations_;  // ordered: the output is deterministic
+  int counter_ = 0;
+  const int mustprogress_id_ = 0;
+  const int unlikely_id_ = 1;
+  int next_metadata_ = 2;
+};
+
+}  // namespace
+
+std::string RenderLlvmIr(const LinearProgram& program) { return IrWriter(program).Render(); }
+
+absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst> ast,
+                                                 const std::string& name) const {
+  LowerOptions lower_options;
+  lower_options.min_parallel_work = options_.min_parallel_work;
+  UOPD_ASSIGN_OR_RETURN(LinearProgram program,
+                        LowerKernel(*ast, SanitizeKernelName(name), lower_options));
+  ProgramSpec spec = SpecFromLinearProgram(program, "CPU", std::move(ast));
+  spec.src = RenderLlvmIr(program);
+  if (program.parallel) spec.global_size[0] = program.parallel_extent;
+  return spec;
+}
+
+std::string LlvmRenderer::Identity() const {
+  return absl::StrCat("llvm-ir/v1;split=", options_.min_parallel_work);
+}
+
+}  // namespace uopd

@@ -1,0 +1,41 @@
+// LlvmRenderer: lowers a kernel AST (core/codegen) and renders it as LLVM IR text for the CPU.
+//
+// Each kernel is two functions: `<name>_body`, which takes one noalias pointer per buffer slot
+// and one i64 per variable (var_names order: the client's, then core_id and core_count), and the
+// entry `<name>(ptr bufs, ptr vals)` with one uniform signature, so the runtime can call any
+// kernel without per-signature glue. The entry returns 0, or slot + 1 when a run-time bounds
+// check failed. float16, bfloat16 and fp8 values are kept as their bits and computed in float32
+// through the support library (core/util/kernel_support.c), rounding after every operation as
+// tinygrad's C backend does.
+#ifndef UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
+#define UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
+
+#include "core/codegen/linear_program.h"
+#include "core/codegen/lower.h"
+#include "core/device/renderer.h"
+
+namespace uopd {
+
+struct LlvmRendererOptions {
+  // Kernels with at least this many loop iterations split their outer loop across threads.
+  int64_t min_parallel_work = int64_t{1} << 16;
+};
+
+// Immutable: safe for concurrent use.
+class LlvmRenderer : public Renderer {
+ public:
+  explicit LlvmRenderer(LlvmRendererOptions options = {}) : options_(options) {}
+  absl::StatusOr<ProgramSpec> Render(std::shared_ptr<const KernelAst> ast,
+                                     const std::string& name) const override;
+  std::string Identity() const override;
+
+ private:
+  LlvmRendererOptions options_;
+};
+
+// The LLVM IR of a lowered kernel (exposed for golden tests and benchmarks).
+std::string RenderLlvmIr(const LinearProgram& program);
+
+}  // namespace uopd
+
+#endif  // UOPD_BACKENDS_CPU_LLVM_RENDERER_H_

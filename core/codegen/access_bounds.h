@@ -1,0 +1,20 @@
+// Proving memory accesses in bounds from value ranges, using the mask condition of a guarded
+// access (WHERE(valid, idx, Invalid)) to narrow the ranges of the variables it constrains.
+#ifndef UOPD_CORE_CODEGEN_ACCESS_BOUNDS_H_
+#define UOPD_CORE_CODEGEN_ACCESS_BOUNDS_H_
+
+#include <vector>
+
+#include "core/ir/value_range.h"
+
+namespace uopd {
+
+// True when 0 <= idx < size holds for every value `idx` can take while all `conditions` hold.
+// `ranges` holds the unconstrained ranges (shared across calls); narrowed ranges are computed
+// separately per call. Sound, not complete: false means "not proven", not "out of bounds".
+bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, int64_t size,
+                   ValueRanges& ranges);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CODEGEN_ACCESS_BOUNDS_H_

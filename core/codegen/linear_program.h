@@ -1,0 +1,69 @@
+// LinearProgram: a kernel lowered to a straight list of instructions with explicit loops,
+// accumulators, loads, stores and bounds checks. The shared output of the lowering, which every
+// backend's renderer turns into its source language.
+#ifndef UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_
+#define UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_
+
+#include <string>
+#include <vector>
+
+#include "core/device/program_spec.h"
+#include "core/ir/uop.h"
+
+namespace uopd {
+
+enum class InstrKind : uint8_t {
+  kConst,        // a constant: `arg` (CONST semantics for `dtype`)
+  kVar,          // the value of runtime variable number `var` (position in var_names)
+  kAlu,          // `op` over src (IR semantics; IDIV/MOD by zero are defined, see below)
+  kCast,         // CAST src[0] to dtype
+  kBitcast,      // BITCAST src[0] to dtype
+  kLoad,         // element src[0] of buffer `slot`; with src[1] (bool) the load happens only
+                 // when it is true and yields 0 otherwise
+  kStore,        // buffer `slot`[src[0]] = src[1], only when src[2] (bool) is true if present
+  kCheckBounds,  // ends the kernel with error `slot` + 1 unless 0 <= src[0] < `size`
+                 // (checked only when src[1] is true, if present)
+  kAccDefine,    // a mutable accumulator of `dtype`, starting at src[0]
+  kAccUpdate,    // src[0] (an accumulator) = src[0] `op` src[1]
+  kAccRead,      // the current value of accumulator src[0]
+  kLoopBegin,    // for (x = src[0]; x < src[1]; ++x): this instruction's value is x
+  kLoopEnd,      // closes the loop begun by src[0]
+};
+
+struct Instr {
+  InstrKind kind = InstrKind::kConst;
+  Op op = Op::kAdd;
+  DType dtype;           // the value's dtype (INDEX stays INDEX: see index_bits)
+  std::vector<int> src;  // indices of earlier instructions
+  Arg arg;               // kConst
+  int var = -1;          // kVar
+  int slot = -1;         // kLoad, kStore, kCheckBounds
+  int64_t size = 0;      // kCheckBounds: the buffer's element count
+  const UOp* origin = nullptr;  // the AST node this came from, for dumps and messages
+};
+
+struct LinearProgram {
+  std::string name;
+  std::vector<Instr> instrs;
+  std::vector<BufferParam> globals;  // by slot
+  std::vector<int> outs;
+  std::vector<int> ins;
+  int buf_count = 0;
+  std::vector<VarInfo> vars;           // client variables, sorted by name
+  std::vector<std::string> var_names;  // vars, then core_id and core_count
+  // Width INDEX values are computed in: 32 when every index value provably fits in int32.
+  int index_bits = 64;
+  // Whether the outermost loop is split across CPU threads through core_id / core_count, and
+  // its (symbolic) trip count: the most threads that can help.
+  bool parallel = false;
+  SymbolicDim parallel_extent;
+  int proven_accesses = 0;
+  int guarded_accesses = 0;
+
+  // A readable listing, one instruction a line, with the access-proof counts at the end.
+  std::string Dump() const;
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_

@@ -1,0 +1,474 @@
+#include "core/codegen/lower.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/codegen/access_bounds.h"
+#include "core/ir/printer.h"
+#include "core/ir/value_range.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+absl::Status NodeError(const UOp& node, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("lower: ", DescribeNode(node), ": ", what));
+}
+
+bool IsIdentityOf(Op op) { return op == Op::kAdd || op == Op::kMul || op == Op::kMax; }
+
+// The identity of a reduction, as a CONST argument for `dtype`.
+Arg ReduceIdentity(Op op, const DType& dtype) {
+  Scalar s = dtype.scalar;
+  if (op == Op::kAdd) return IsFloat(s) ? Arg::F64(0.0) : (s == Scalar::kBool ? Arg::Bool(false) : Arg::I64(0));
+  if (op == Op::kMul) return IsFloat(s) ? Arg::F64(1.0) : (s == Scalar::kBool ? Arg::Bool(true) : Arg::I64(1));
+  // MAX: the lowest value of the dtype.
+  if (IsFloat(s)) return Arg::F64(-std::numeric_limits<double>::infinity());
+  if (s == Scalar::kBool) return Arg::Bool(false);
+  Interval range = DTypeRange(s);
+  return Arg::I64(static_cast<int64_t>(range.min));
+}
+
+// Ranges opened together (by one END or REDUCE) run outermost-first in axis order, which is
+// the memory order tinygrad's scheduler numbers them in.
+std::vector<const UOp*> SortedRanges(absl::Span<const UOp* const> ranges) {
+  std::vector<const UOp*> sorted(ranges.begin(), ranges.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const UOp* a, const UOp* b) {
+    return a->arg().axis < b->arg().axis;
+  });
+  return sorted;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const KernelAst& ast, const LowerOptions& options) : ast_(ast), options_(options) {}
+
+  absl::StatusOr<LinearProgram> Run(const std::string& name) {
+    program_.name = name;
+    topo_ = Toposort(ast_.root);
+    UOPD_RETURN_IF_ERROR(CollectSignature());
+    ChooseIndexWidth();
+    ChooseParallelLoop();
+    scopes_.emplace_back();
+    for (const UOp* stmt : ast_.root->src()) UOPD_RETURN_IF_ERROR(Statement(stmt));
+    return std::move(program_);
+  }
+
+ private:
+  // ---- Signature: buffers, variables --------------------------------------------------------
+
+  absl::Status CollectSignature() {
+    std::map<int, BufferParam> buffers;
+    std::map<std::string, const UOp*> vars;
+    absl::flat_hash_set<int> stored;
+    for (const UOp* node : topo_) {
+      if (node->op() == Op::kDefineGlobal) {
+        int slot = static_cast<int>(node->arg().i);
+        buffers[slot] = BufferParam{slot, node->dtype().Base(), node->dtype().size};
+      } else if (node->op() == Op::kDefineVar) {
+        auto [it, inserted] = vars.emplace(node->arg().str, node);
+        if (!inserted && (it->second->arg().var_min != node->arg().var_min ||
+                          it->second->arg().var_max != node->arg().var_max)) {
+          return NodeError(*node, absl::StrCat("variable '", node->arg().str,
+                                               "' is declared again with other bounds"));
+        }
+      } else if (node->op() == Op::kStore) {
+        stored.insert(SlotOf(node->src(0)->src(0)));
+      }
+    }
+    // An element-typed INDEX is a load wherever it is used other than as a STORE's target.
+    absl::flat_hash_set<const UOp*> load_uses;
+    for (const UOp* node : topo_) {
+      for (size_t i = 0; i < node->num_src(); ++i) {
+        if (node->op() == Op::kStore && i == 0) continue;
+        load_uses.insert(node->src(i));
+      }
+    }
+    absl::flat_hash_set<int> loaded;
+    for (const UOp* node : topo_) {
+      bool is_load = (node->op() == Op::kIndex && !node->dtype().ptr && load_uses.contains(node)) ||
+                     node->op() == Op::kLoad;
+      if (!is_load) continue;
+      const UOp* index = node->op() == Op::kLoad ? node->src(0) : node;
+      loaded.insert(SlotOf(index->src(0)));
+    }
+    for (const auto& [slot, param] : buffers) {
+      program_.globals.push_back(param);
+      program_.buf_count = slot + 1;
+      if (stored.contains(slot)) program_.outs.push_back(slot);
+      if (loaded.contains(slot) && !stored.contains(slot)) program_.ins.push_back(slot);
+    }
+    for (const auto& [name, node] : vars) {
+      var_index_[node] = static_cast<int>(program_.vars.size());
+      program_.vars.push_back(VarInfo{name, node->arg().var_min, node->arg().var_max});
+      program_.var_names.push_back(name);
+    }
+    // Equal-named variables share one runtime value.
+    for (const UOp* node : topo_) {
+      if (node->op() == Op::kDefineVar) var_index_[node] = var_index_.at(vars.at(node->arg().str));
+    }
+    core_id_var_ = static_cast<int>(program_.var_names.size());
+    program_.var_names.push_back(kCoreIdVar);
+    program_.var_names.push_back(kCoreCountVar);
+    return absl::OkStatus();
+  }
+
+  static int SlotOf(const UOp* buffer) {
+    while (buffer->op() == Op::kAfter) buffer = buffer->src(0);
+    return static_cast<int>(buffer->arg().i);
+  }
+
+  // int32 for INDEX when every index value, and every loop counter's increment, fits.
+  void ChooseIndexWidth() {
+    constexpr Int128 kLimit = (Int128{1} << 31) - 2;
+    for (const UOp* node : topo_) {
+      if (node->dtype().ptr || node->dtype().scalar != Scalar::kIndex || node->IsInvalid()) continue;
+      Interval r = ranges_.Get(node);
+      if (r.min < -kLimit || r.max > kLimit) {
+        program_.index_bits = 64;
+        return;
+      }
+    }
+    program_.index_bits = 32;
+  }
+
+  // Split the outermost loop across threads when the kernel is one parallel loop nest with
+  // enough work. Only a kernel whose every statement sits inside that loop can be split:
+  // anything outside it would run once per thread.
+  void ChooseParallelLoop() {
+    if (options_.min_parallel_work <= 0 || ast_.root->num_src() != 1) return;
+    const UOp* end = ast_.root->src(0);
+    if (end->op() != Op::kEnd) return;
+    const UOp* outer = SortedRanges(end->src().subspan(1)).front();
+    AxisType type = outer->arg().axis_type;
+    if (type != AxisType::kLoop && type != AxisType::kGlobal) return;
+    Int128 work = 1;
+    for (const UOp* node : topo_) {
+      if (node->op() != Op::kRange) continue;
+      work *= std::max<Int128>(1, ranges_.Get(node->src(0)).max);
+      if (work >= options_.min_parallel_work) break;
+    }
+    if (work < options_.min_parallel_work) return;
+    Interval extent = ranges_.Get(outer->src(0));
+    if (extent.max < 2) return;
+    // core_id * chunk must not overflow the index width.
+    if (program_.index_bits == 32 && extent.max > (Int128{1} << 29)) program_.index_bits = 64;
+    program_.parallel = true;
+    parallel_range_ = outer;
+    const UOp* end_expr = outer->src(0);
+    if (end_expr->IsConst()) {
+      program_.parallel_extent.constant = static_cast<int64_t>(ConstIntValue(*end_expr));
+    } else {
+      program_.parallel_extent.expr = end_expr;
+    }
+  }
+
+  // ---- Emission -------------------------------------------------------------------------------
+
+  int Emit(Instr instr) {
+    program_.instrs.push_back(std::move(instr));
+    return static_cast<int>(program_.instrs.size()) - 1;
+  }
+  int EmitConst(const DType& dtype, Arg arg, const UOp* origin = nullptr) {
+    return Emit(Instr{.kind = InstrKind::kConst, .dtype = dtype, .arg = std::move(arg), .origin = origin});
+  }
+  int IndexConst(int64_t v) { return EmitConst(DType::Of(Scalar::kIndex), Arg::I64(v)); }
+  int Alu(Op op, const DType& dtype, std::vector<int> src, const UOp* origin = nullptr) {
+    return Emit(Instr{.kind = InstrKind::kAlu, .op = op, .dtype = dtype, .src = std::move(src),
+                      .origin = origin});
+  }
+
+  const int* Memo(const UOp* node) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      if (auto found = it->find(node); found != it->end()) return &found->second;
+    }
+    return nullptr;
+  }
+
+  absl::Status OpenLoop(const UOp* range) {
+    if (open_ranges_.contains(range)) return NodeError(*range, "RANGE is already open here");
+    UOPD_ASSIGN_OR_RETURN(int end, Value(range->src(0)));
+    int start;
+    if (range == parallel_range_) {
+      // [core_id * chunk, min(start + chunk, end)) with chunk = ceil(end / core_count).
+      const DType index = DType::Of(Scalar::kIndex);
+      int core_id = Emit(Instr{.kind = InstrKind::kVar, .dtype = index, .var = core_id_var_});
+      int cores = Emit(Instr{.kind = InstrKind::kVar, .dtype = index, .var = core_id_var_ + 1});
+      int chunk = Alu(Op::kIdiv, index, {Alu(Op::kSub, index, {Alu(Op::kAdd, index, {end, cores}),
+                                                               IndexConst(1)}),
+                                         cores});
+      start = Alu(Op::kMul, index, {core_id, chunk});
+      int stop = Alu(Op::kAdd, index, {start, chunk});
+      int stop_lt_end = Alu(Op::kCmplt, DType::Of(Scalar::kBool), {stop, end});
+      end = Alu(Op::kWhere, index, {stop_lt_end, stop, end});
+    } else {
+      start = IndexConst(0);
+    }
+    int loop = Emit(Instr{.kind = InstrKind::kLoopBegin, .dtype = DType::Of(Scalar::kIndex),
+                          .src = {start, end}, .origin = range});
+    open_ranges_[range] = loop;
+    scopes_.emplace_back();
+    return absl::OkStatus();
+  }
+
+  void CloseLoop(const UOp* range) {
+    Emit(Instr{.kind = InstrKind::kLoopEnd, .src = {open_ranges_.at(range)}, .origin = range});
+    open_ranges_.erase(range);
+    scopes_.pop_back();
+  }
+
+  absl::Status Statement(const UOp* node) {
+    if (done_statements_.contains(node)) return absl::OkStatus();
+    switch (node->op()) {
+      case Op::kStore:
+        UOPD_RETURN_IF_ERROR(Store(node));
+        break;
+      case Op::kEnd: {
+        std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
+        for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+        UOPD_RETURN_IF_ERROR(Statement(node->src(0)));
+        for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
+        break;
+      }
+      case Op::kGroup:
+        for (const UOp* src : node->src()) UOPD_RETURN_IF_ERROR(Statement(src));
+        break;
+      case Op::kAfter: {
+        UOPD_ASSIGN_OR_RETURN(int slot, Buffer(node));
+        (void)slot;  // as a statement, an AFTER only orders what it depends on
+        break;
+      }
+      default:
+        return NodeError(*node, "is not a statement");
+    }
+    done_statements_.insert(node);
+    return absl::OkStatus();
+  }
+
+  absl::Status AfterDeps(const UOp* after) {
+    for (size_t i = 1; i < after->num_src(); ++i) {
+      const UOp* dep = after->src(i);
+      if (dep->op() == Op::kRange) {
+        if (!open_ranges_.contains(dep)) {
+          return NodeError(*after, absl::StrCat("depends on RANGE %", dep->id(),
+                                                " outside the loop of that range"));
+        }
+        continue;
+      }
+      if (!done_statements_.contains(dep)) {
+        // The dependency runs here, once per iteration of every open loop: only correct when
+        // it depends on each of those loops itself.
+        const auto& free = FreeRanges(dep);
+        for (const auto& [range, loop] : open_ranges_) {
+          if (!free.contains(range)) {
+            return absl::UnimplementedError(absl::StrCat(
+                "lower: ", DescribeNode(*dep), " is ordered by ", DescribeNode(*after),
+                " inside the loop of RANGE %", range->id(), ", which it does not depend on"));
+          }
+        }
+      }
+      UOPD_RETURN_IF_ERROR(Statement(dep));
+    }
+    return absl::OkStatus();
+  }
+
+  // The RANGEs `node` depends on that are not closed within it (by an END or REDUCE).
+  const absl::flat_hash_set<const UOp*>& FreeRanges(const UOp* node) {
+    if (auto it = free_ranges_.find(node); it != free_ranges_.end()) return it->second;
+    for (const UOp* n : Toposort(node)) {
+      if (free_ranges_.contains(n)) continue;
+      absl::flat_hash_set<const UOp*> free;
+      size_t first_closed = n->num_src();
+      if (n->op() == Op::kEnd || n->op() == Op::kReduce) first_closed = 1;
+      for (size_t i = 0; i < n->num_src(); ++i) {
+        const auto& src_free = free_ranges_.at(n->src(i));
+        free.insert(src_free.begin(), src_free.end());
+      }
+      if (n->op() == Op::kRange) free.insert(n);
+      for (size_t i = first_closed; i < n->num_src(); ++i) {
+        // A closed range leaves, but what its end depends on stays.
+        free.erase(n->src(i));
+      }
+      free_ranges_.emplace(n, std::move(free));
+    }
+    return free_ranges_.at(node);
+  }
+
+  // Follows an AFTER chain to its DEFINE_GLOBAL, emitting what each AFTER orders the buffer
+  // after, innermost first: AFTER(AFTER(buf, a), b) means a, then b, then the access.
+  absl::StatusOr<int> Buffer(const UOp* buffer) {
+    std::vector<const UOp*> chain;
+    while (buffer->op() == Op::kAfter) {
+      chain.push_back(buffer);
+      buffer = buffer->src(0);
+    }
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) UOPD_RETURN_IF_ERROR(AfterDeps(*it));
+    if (buffer->op() != Op::kDefineGlobal) return NodeError(*buffer, "is not a buffer");
+    return static_cast<int>(buffer->arg().i);
+  }
+
+  struct Access {
+    int slot;
+    int index;
+    int valid = -1;  // -1: unconditional
+  };
+
+  // Splits WHERE(valid, idx, Invalid) (possibly nested) into the conditions and the index.
+  absl::StatusOr<Access> LowerAccess(const UOp* index_node) {
+    UOPD_ASSIGN_OR_RETURN(int slot, Buffer(index_node->src(0)));
+    const UOp* idx = index_node->src(1);
+    std::vector<const UOp*> conditions;
+    while (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) {
+      conditions.push_back(idx->src(0));
+      idx = idx->src(1);
+    }
+    for (const UOp* node : Toposort(idx)) {
+      if (node->IsInvalid()) {
+        return NodeError(*index_node, "Invalid appears outside a WHERE(valid, idx, Invalid) guard");
+      }
+    }
+    Access access{slot, 0};
+    UOPD_ASSIGN_OR_RETURN(access.index, Value(idx));
+    for (const UOp* cond : conditions) {
+      UOPD_ASSIGN_OR_RETURN(int c, Value(cond));
+      access.valid = access.valid < 0 ? c : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, c});
+    }
+    const BufferParam* param = nullptr;
+    for (const BufferParam& p : program_.globals) {
+      if (p.slot == slot) param = &p;
+    }
+    if (ProveInBounds(idx, conditions, param->size, ranges_)) {
+      ++program_.proven_accesses;
+    } else {
+      ++program_.guarded_accesses;
+      std::vector<int> src = {access.index};
+      if (access.valid >= 0) src.push_back(access.valid);
+      Emit(Instr{.kind = InstrKind::kCheckBounds, .src = std::move(src), .slot = slot,
+                 .size = param->size, .origin = index_node});
+    }
+    return access;
+  }
+
+  absl::Status Store(const UOp* store) {
+    UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(store->src(0)));
+    UOPD_ASSIGN_OR_RETURN(int value, Value(store->src(1)));
+    std::vector<int> src = {access.index, value};
+    if (access.valid >= 0) src.push_back(access.valid);
+    Emit(Instr{.kind = InstrKind::kStore, .dtype = store->src(1)->dtype(), .src = std::move(src),
+               .slot = access.slot, .origin = store});
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<int> Load(const UOp* node, const UOp* index_node, const UOp* alt) {
+    UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(index_node));
+    std::vector<int> src = {access.index};
+    if (access.valid >= 0) src.push_back(access.valid);
+    int loaded = Emit(Instr{.kind = InstrKind::kLoad, .dtype = node->dtype(), .src = std::move(src),
+                            .slot = access.slot, .origin = node});
+    if (alt != nullptr && access.valid >= 0) {
+      UOPD_ASSIGN_OR_RETURN(int alt_value, Value(alt));
+      return Alu(Op::kWhere, node->dtype(), {access.valid, loaded, alt_value}, node);
+    }
+    return loaded;
+  }
+
+  absl::StatusOr<int> Reduce(const UOp* node) {
+    Op op = node->arg().reduce_op;
+    if (!IsIdentityOf(op)) return NodeError(*node, "unsupported reduction");
+    int identity = EmitConst(node->dtype(), ReduceIdentity(op, node->dtype()), node);
+    int acc = Emit(Instr{.kind = InstrKind::kAccDefine, .dtype = node->dtype(), .src = {identity},
+                         .origin = node});
+    std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
+    for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+    UOPD_ASSIGN_OR_RETURN(int value, Value(node->src(0)));
+    Emit(Instr{.kind = InstrKind::kAccUpdate, .op = op, .dtype = node->dtype(), .src = {acc, value},
+               .origin = node});
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
+    return Emit(Instr{.kind = InstrKind::kAccRead, .dtype = node->dtype(), .src = {acc},
+                      .origin = node});
+  }
+
+  absl::StatusOr<int> Value(const UOp* node) {
+    if (const int* memo = Memo(node)) return *memo;
+    int result;
+    switch (node->op()) {
+      case Op::kConst:
+        if (node->IsInvalid()) return NodeError(*node, "Invalid used as a value");
+        result = EmitConst(node->dtype(), node->arg(), node);
+        break;
+      case Op::kDefineVar:
+        result = Emit(Instr{.kind = InstrKind::kVar, .dtype = node->dtype(),
+                            .var = var_index_.at(node), .origin = node});
+        break;
+      case Op::kRange: {
+        auto it = open_ranges_.find(node);
+        if (it == open_ranges_.end()) {
+          return NodeError(*node, "RANGE is used outside the END or REDUCE that closes it");
+        }
+        return it->second;
+      }
+      case Op::kIndex: {
+        if (node->dtype().ptr) return NodeError(*node, "a pointer INDEX is used as a value");
+        UOPD_ASSIGN_OR_RETURN(result, Load(node, node, nullptr));
+        break;
+      }
+      case Op::kLoad: {
+        const UOp* alt = node->num_src() > 1 ? node->src(1) : nullptr;
+        UOPD_ASSIGN_OR_RETURN(result, Load(node, node->src(0), alt));
+        break;
+      }
+      case Op::kReduce: {
+        UOPD_ASSIGN_OR_RETURN(result, Reduce(node));
+        break;
+      }
+      case Op::kCast:
+      case Op::kBitcast: {
+        UOPD_ASSIGN_OR_RETURN(int src, Value(node->src(0)));
+        result = Emit(Instr{.kind = node->op() == Op::kCast ? InstrKind::kCast : InstrKind::kBitcast,
+                            .dtype = node->dtype(), .src = {src}, .origin = node});
+        break;
+      }
+      default: {
+        if (!IsAlu(node->op())) return NodeError(*node, "cannot be used as a value");
+        std::vector<int> src;
+        for (const UOp* s : node->src()) {
+          UOPD_ASSIGN_OR_RETURN(int v, Value(s));
+          src.push_back(v);
+        }
+        result = Alu(node->op(), node->dtype(), std::move(src), node);
+        break;
+      }
+    }
+    scopes_.back()[node] = result;
+    return result;
+  }
+
+  const KernelAst& ast_;
+  const LowerOptions& options_;
+  LinearProgram program_;
+  std::vector<const UOp*> topo_;
+  ValueRanges ranges_;
+  absl::flat_hash_map<const UOp*, int> var_index_;
+  int core_id_var_ = 0;
+  const UOp* parallel_range_ = nullptr;
+  // Values computed in each open scope (the kernel body, then one per open loop).
+  std::vector<absl::flat_hash_map<const UOp*, int>> scopes_;
+  absl::flat_hash_map<const UOp*, int> open_ranges_;
+  absl::flat_hash_set<const UOp*> done_statements_;
+  absl::flat_hash_map<const UOp*, absl::flat_hash_set<const UOp*>> free_ranges_;
+};
+
+}  // namespace
+
+absl::StatusOr<LinearProgram> LowerKernel(const KernelAst& ast, const std::string& name,
+                                          const LowerOptions& options) {
+  auto program = Lowerer(ast, options).Run(name);
+  if (!program.ok()) {
+    return WithContext(program.status(), absl::StrCat("while lowering kernel ", name));
+  }
+  return program;
+}
+
+}  // namespace uopd

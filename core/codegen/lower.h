@@ -1,0 +1,32 @@
+// LowerKernel: the backend-independent lowering of a kernel AST to a LinearProgram.
+//
+// Ranges become loops (opened by the END or REDUCE that closes them, ordered by axis id),
+// reductions become accumulators with their identity, implicit and explicit loads become loads,
+// masked indices (WHERE(valid, idx, Invalid)) become guarded accesses, and every memory access
+// is either proven in bounds from value ranges (using the mask condition) or given a run-time
+// check. INDEX arithmetic is lowered to int32 when value ranges prove it fits, else int64.
+#ifndef UOPD_CORE_CODEGEN_LOWER_H_
+#define UOPD_CORE_CODEGEN_LOWER_H_
+
+#include "absl/status/statusor.h"
+#include "core/codegen/linear_program.h"
+#include "core/device/program_spec.h"
+
+namespace uopd {
+
+struct LowerOptions {
+  // Split the outermost parallel loop across CPU threads when the kernel's estimated iteration
+  // count reaches this; 0 disables splitting (GPU backends map loops to the grid instead).
+  int64_t min_parallel_work = 0;
+};
+
+// Errors: INVALID_ARGUMENT naming the node for ASTs whose structure cannot be lowered (a RANGE
+// used outside the END or REDUCE closing it, Invalid outside an index guard, a variable declared
+// twice with different bounds), UNIMPLEMENTED for valid constructs not supported yet.
+// `ast` must outlive the returned program (instructions point at its nodes).
+absl::StatusOr<LinearProgram> LowerKernel(const KernelAst& ast, const std::string& name,
+                                          const LowerOptions& options);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CODEGEN_LOWER_H_

@@ -1,0 +1,23 @@
+#include "core/ir/kernel_ast.h"
+
+#include "core/ir/decode.h"
+#include "core/ir/hash.h"
+
+namespace uopd {
+
+std::string KernelAst::DefaultName() const {
+  if (root->arg().kind == ArgKind::kKernel && !root->arg().str.empty()) return root->arg().str;
+  return "k_" + hash.substr(0, 12);
+}
+
+absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,
+                                                                 const IrLimits& limits) {
+  auto ast = std::make_shared<KernelAst>();
+  auto decoded = DecodeGraph(wire, ast->graph, limits);
+  if (!decoded.ok()) return decoded.status();
+  ast->root = decoded->root;
+  ast->hash = AstHashHex(ast->root);
+  return ast;
+}
+
+}  // namespace uopd

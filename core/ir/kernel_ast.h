@@ -1,0 +1,31 @@
+// KernelAst: a decoded, validated kernel AST with the Graph that owns its nodes. Immutable once
+// built, so one instance is shared by everything compiled from it.
+#ifndef UOPD_CORE_IR_KERNEL_AST_H_
+#define UOPD_CORE_IR_KERNEL_AST_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/ir/graph.h"
+#include "core/ir/limits.h"
+#include "uopd/v1/graph.pb.h"
+
+namespace uopd {
+
+struct KernelAst {
+  Graph graph;
+  const UOp* root = nullptr;
+  std::string hash;  // AstHashHex(root)
+
+  // The kernel's name from its SINK, or "k_" and the first hash digits when it has none.
+  std::string DefaultName() const;
+};
+
+// Decodes and validates `wire` (see DecodeGraph for the errors) and hashes it.
+absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,
+                                                                 const IrLimits& limits = {});
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_IR_KERNEL_AST_H_

@@ -1,0 +1,42 @@
+// ThreadPool: a fixed set of worker threads that run scheduled tasks. The Executor that CPU
+// kernels (and later, execution plans) run on; created in main and injected, never global.
+#ifndef UOPD_CORE_UTIL_THREAD_POOL_H_
+#define UOPD_CORE_UTIL_THREAD_POOL_H_
+
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace uopd {
+
+// Safe for concurrent use. The destructor waits for queued tasks to finish.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  void Schedule(std::function<void()> task);
+  // Runs fn(0) .. fn(n-1), using up to `n - 1` pool workers plus the calling thread, and returns
+  // when all are done. Safe to call from a pool worker (the caller always makes progress itself,
+  // so nested calls cannot deadlock).
+  void ParallelFor(int n, const std::function<void(int)>& fn);
+
+ private:
+  void WorkerLoop();
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;  // constant after construction
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_UTIL_THREAD_POOL_H_

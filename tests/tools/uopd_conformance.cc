@@ -1,0 +1,69 @@
+// uopd-conformance: runs corpus cases and plans through the Device API (no daemon) and compares
+// each output with tinygrad's. One line per failure, then "N passed, M failed"; exit 0 only when
+// nothing failed.
+//
+//   uopd-conformance [--device CPU] [--verbose] PATH...
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "backends/cpu/cpu_device.h"
+#include "core/corpus/corpus_runner.h"
+
+int main(int argc, char** argv) {
+  std::string device_name = "CPU";
+  bool verbose = false;
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--device" && i + 1 < argc) {
+      device_name = argv[++i];
+    } else if (absl::StartsWith(arg, "--device=")) {
+      device_name = arg.substr(9);
+    } else if (arg == "--verbose" || arg == "-v") {
+      verbose = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::printf("usage: uopd-conformance [--device CPU] [--verbose] PATH...\n");
+      return 0;
+    } else {
+      paths.push_back(arg);
+    }
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "usage: uopd-conformance [--device CPU] [--verbose] PATH...\n");
+    return 2;
+  }
+  uopd::ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  uopd::DeviceRegistry registry;
+  auto cpu = uopd::CreateCpuDevice(&pool);
+  if (!cpu.ok()) {
+    std::fprintf(stderr, "cannot create the CPU device: %s\n", cpu.status().ToString().c_str());
+    return 2;
+  }
+  registry.Add(std::move(*cpu));
+  auto device = registry.Get(device_name);
+  if (!device.ok()) {
+    std::fprintf(stderr, "%s\n", device.status().ToString().c_str());
+    return 2;
+  }
+  auto files = uopd::ListCorpusFiles(paths);
+  if (!files.ok()) {
+    std::fprintf(stderr, "%s\n", files.status().ToString().c_str());
+    return 2;
+  }
+  int passed = 0, failed = 0;
+  for (const std::string& file : *files) {
+    auto entry = uopd::LoadCorpusFile(file);
+    absl::Status status = entry.ok() ? uopd::RunCorpusEntry(**device, *entry) : entry.status();
+    if (status.ok()) {
+      ++passed;
+      if (verbose) std::printf("PASS %s\n", file.c_str());
+    } else {
+      ++failed;
+      std::printf("FAIL %s: %s\n", file.c_str(), status.ToString().c_str());
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
