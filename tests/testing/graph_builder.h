@@ -1,0 +1,100 @@
+// Test helper: builds wire Graphs node by node, in C++, for hand-made kernels.
+#ifndef UOPD_TESTS_TESTING_GRAPH_BUILDER_H_
+#define UOPD_TESTS_TESTING_GRAPH_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "uopd/v1/graph.pb.h"
+
+namespace uopd::testing {
+
+class GraphBuilder {
+ public:
+  using S = v1::DType::Scalar;
+
+  int Node(v1::Node::Op op, S scalar, std::vector<int> src = {}) {
+    v1::Node* node = graph_.add_nodes();
+    node->set_op(op);
+    node->mutable_dtype()->set_scalar(scalar);
+    for (int s : src) node->add_src(s);
+    return graph_.nodes_size() - 1;
+  }
+  int Buffer(int slot, S scalar, int64_t size) {
+    int n = Node(v1::Node::DEFINE_GLOBAL, scalar);
+    Mut(n)->mutable_dtype()->set_ptr(true);
+    Mut(n)->mutable_dtype()->set_size(size);
+    Mut(n)->mutable_arg()->set_i64(slot);
+    return n;
+  }
+  int Index(int64_t v) { return Int(v1::DType::INDEX, v); }
+  int Int(S scalar, int64_t v) {
+    int n = Node(v1::Node::CONST, scalar);
+    Mut(n)->mutable_arg()->set_i64(v);
+    return n;
+  }
+  int Float(S scalar, double v) {
+    int n = Node(v1::Node::CONST, scalar);
+    Mut(n)->mutable_arg()->set_f64(v);
+    return n;
+  }
+  int Bool(bool v) {
+    int n = Node(v1::Node::CONST, v1::DType::BOOL);
+    Mut(n)->mutable_arg()->set_b(v);
+    return n;
+  }
+  int Invalid() {
+    int n = Node(v1::Node::CONST, v1::DType::INDEX);
+    Mut(n)->mutable_arg()->set_invalid(true);
+    return n;
+  }
+  int Var(const std::string& name, int64_t min, int64_t max) {
+    int n = Node(v1::Node::DEFINE_VAR, v1::DType::INDEX);
+    auto* var = Mut(n)->mutable_arg()->mutable_var();
+    var->set_name(name);
+    var->set_min(min);
+    var->set_max(max);
+    return n;
+  }
+  int Range(int end, int axis, v1::RangeArg::AxisType type = v1::RangeArg::LOOP) {
+    int n = Node(v1::Node::RANGE, v1::DType::INDEX, {end});
+    Mut(n)->mutable_arg()->mutable_range()->add_axis(axis);
+    Mut(n)->mutable_arg()->mutable_range()->set_type(type);
+    return n;
+  }
+  // A load (element-typed INDEX) of buffer node `buf` at `idx`.
+  int Load(int buf, int idx) {
+    return Node(v1::Node::INDEX, graph_.nodes(buf).dtype().scalar(), {buf, idx});
+  }
+  // A store target (pointer-typed INDEX).
+  int Target(int buf, int idx) {
+    int n = Node(v1::Node::INDEX, graph_.nodes(buf).dtype().scalar(), {buf, idx});
+    *Mut(n)->mutable_dtype() = graph_.nodes(buf).dtype();
+    return n;
+  }
+  int Store(int target, int value) { return Node(v1::Node::STORE, v1::DType::VOID, {target, value}); }
+  int End(int stmt, std::vector<int> ranges) {
+    ranges.insert(ranges.begin(), stmt);
+    return Node(v1::Node::END, v1::DType::VOID, ranges);
+  }
+  int Reduce(v1::Node::Op op, S scalar, int value, std::vector<int> ranges) {
+    ranges.insert(ranges.begin(), value);
+    int n = Node(v1::Node::REDUCE, scalar, ranges);
+    Mut(n)->mutable_arg()->set_op(op);
+    return n;
+  }
+  v1::Graph Sink(std::vector<int> stmts, const std::string& name = "") {
+    int n = Node(v1::Node::SINK, v1::DType::VOID, stmts);
+    if (!name.empty()) Mut(n)->mutable_arg()->mutable_kernel()->set_name(name);
+    return graph_;
+  }
+
+  v1::Node* Mut(int n) { return graph_.mutable_nodes(n); }
+
+ private:
+  v1::Graph graph_;
+};
+
+}  // namespace uopd::testing
+
+#endif  // UOPD_TESTS_TESTING_GRAPH_BUILDER_H_
