@@ -35,6 +35,16 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const Hos
   return tm;
 }
 
+// Whether the IR calls into the support library (every kernel declares it; few use it).
+bool CallsSupport(const std::string& ir) {
+  for (size_t at = ir.find("@uopd_"); at != std::string::npos; at = ir.find("@uopd_", at + 1)) {
+    size_t line = ir.rfind('\n', at);
+    line = line == std::string::npos ? 0 : line + 1;
+    if (ir.compare(line, 8, "declare ") != 0) return true;
+  }
+  return false;
+}
+
 // Links the support library into `module`, keeping only what the kernel calls, as internal
 // functions the optimizer inlines.
 absl::Status LinkSupport(llvm::Module& module) {
@@ -110,7 +120,9 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
   module->setSourceFileName(entry);
   module->setTargetTriple(target_.triple);
   module->setDataLayout((*tm)->createDataLayout());
-  if (absl::Status linked = LinkSupport(*module); !linked.ok()) return linked;
+  if (CallsSupport(ir)) {
+    if (absl::Status linked = LinkSupport(*module); !linked.ok()) return linked;
+  }
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
   if (llvm::verifyModule(*module, &error_stream)) {
