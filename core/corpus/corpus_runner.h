@@ -9,12 +9,25 @@
 #include "absl/status/status.h"
 #include "core/corpus/corpus_file.h"
 #include "core/device/device.h"
+#include "core/plan/execution_plan.h"
 
 namespace uopd {
 
-// OK when every output matches. Otherwise: FAILED_PRECONDITION with "slot N: element ..." for a
-// wrong result, or the error that stopped the run (rendering, compiling, executing).
-absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry);
+struct CorpusRunOptions {
+  ProgramSource* source = nullptr;  // required
+  ThreadPool* pool = nullptr;       // plans run independent kernels here when set
+  bool sequential = false;          // run plan kernels one by one in submission order
+};
+
+// Runs a case (one kernel) or a plan (an ExecutionPlan over its buffers). OK when every output
+// matches. Otherwise: FAILED_PRECONDITION with "slot N: element ..." for a wrong result, or the
+// error that stopped the run (rendering, compiling, binding, executing).
+absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry, const CorpusRunOptions& options);
+
+// Runs a plan and returns the final bytes of every plan buffer, by buffer id (for comparing two
+// ways of running one plan).
+absl::StatusOr<absl::flat_hash_map<int64_t, std::string>> RunCorpusPlan(
+    Device& device, const v1::CorpusPlan& plan, const CorpusRunOptions& options);
 
 }  // namespace uopd
 

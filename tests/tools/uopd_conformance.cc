@@ -1,6 +1,6 @@
 // uopd-conformance: runs corpus cases and plans through the Device API (no daemon) and compares
 // each output with tinygrad's. One line per failure, then "N passed, M failed"; exit 0 only when
-// nothing failed.
+// nothing failed. Plans run as execution plans (independent kernels in parallel).
 //
 //   uopd-conformance [--device CPU] [--verbose] PATH...
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "backends/cpu/cpu_device.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/plan/compiling_program_source.h"
 
 int main(int argc, char** argv) {
   std::string device_name = "CPU";
@@ -52,10 +53,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", files.status().ToString().c_str());
     return 2;
   }
+  uopd::CompilingProgramSource source;
+  uopd::CorpusRunOptions options{&source, &pool};
   int passed = 0, failed = 0;
   for (const std::string& file : *files) {
     auto entry = uopd::LoadCorpusFile(file);
-    absl::Status status = entry.ok() ? uopd::RunCorpusEntry(**device, *entry) : entry.status();
+    absl::Status status = entry.ok() ? uopd::RunCorpusEntry(**device, *entry, options) : entry.status();
     if (status.ok()) {
       ++passed;
       if (verbose) std::printf("PASS %s\n", file.c_str());

@@ -1,0 +1,328 @@
+#include "core/plan/execution_plan.h"
+
+#include <chrono>
+#include <deque>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+std::string KernelLabel(const PreparedKernel& k) {
+  return absl::StrCat("kernel ", k.id, " (", k.program->spec->name, ")");
+}
+
+absl::Status BindingError(int id, const std::string& name, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("kernel ", id, " (", name, "): ", what));
+}
+
+bool IsCoreVar(const std::string& name) { return name == kCoreIdVar || name == kCoreCountVar; }
+
+// Checks one kernel's bindings against its spec and fills its buffer fields.
+absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffers) {
+  const ProgramSpec& spec = *k.program->spec;
+  if (static_cast<int>(k.buffer_indices.size()) != spec.buf_count) {
+    return BindingError(k.id, spec.name, absl::StrCat("has ", spec.buf_count, " buffer slots, ",
+                                                      k.buffer_indices.size(), " bound"));
+  }
+  k.buffer_ptrs.assign(spec.buf_count, nullptr);
+  k.buffer_ids.assign(spec.buf_count, nullptr);
+  for (const BufferParam& param : spec.globals) {
+    int index = k.buffer_indices[param.slot];
+    if (index < 0 || index >= static_cast<int>(buffers.size())) {
+      return BindingError(k.id, spec.name, absl::StrCat("slot ", param.slot, " is bound to buffer ",
+                                                        index, ", which does not exist"));
+    }
+    const BufferView& view = buffers[index];
+    if (view.dtype != param.dtype.scalar) {
+      return BindingError(k.id, spec.name,
+                          absl::StrCat("slot ", param.slot, " expects ", ScalarName(param.dtype.scalar),
+                                       ", buffer ", index, " is ", ScalarName(view.dtype)));
+    }
+    if (view.size < param.size) {
+      return BindingError(k.id, spec.name,
+                          absl::StrCat("slot ", param.slot, " needs ", param.size, " elements, buffer ",
+                                       index, " has ", view.size));
+    }
+    if (&view.storage->device() != k.device) {
+      return BindingError(k.id, spec.name,
+                          absl::StrCat("slot ", param.slot, ": buffer ", index, " lives on ",
+                                       view.storage->device().name(), ", the kernel runs on ",
+                                       k.device->name()));
+    }
+    k.buffer_ptrs[param.slot] = view.data();
+    k.buffer_ids[param.slot] = view.storage.get();
+  }
+  // Kernels assume distinct slots do not alias (their pointers are noalias): refuse overlapping
+  // bindings where either side is written.
+  absl::flat_hash_set<int> outs(spec.outs.begin(), spec.outs.end());
+  for (const BufferParam& a : spec.globals) {
+    for (const BufferParam& b : spec.globals) {
+      if (a.slot >= b.slot || (!outs.contains(a.slot) && !outs.contains(b.slot))) continue;
+      const BufferView& va = buffers[k.buffer_indices[a.slot]];
+      const BufferView& vb = buffers[k.buffer_indices[b.slot]];
+      if (va.storage != vb.storage) continue;
+      if (va.offset < vb.offset + vb.bytes() && vb.offset < va.offset + va.bytes()) {
+        return BindingError(k.id, spec.name,
+                            absl::StrCat("slots ", a.slot, " and ", b.slot,
+                                         " overlap in one buffer and one of them is written"));
+      }
+    }
+  }
+  for (int slot : spec.outs) k.output_indices.push_back(k.buffer_indices[slot]);
+  return absl::OkStatus();
+}
+
+absl::Status BindFixedVars(PreparedKernel& k) {
+  const ProgramSpec& spec = *k.program->spec;
+  for (const auto& [name, value] : k.fixedvars) {
+    auto var = std::find_if(spec.vars.begin(), spec.vars.end(),
+                            [&](const VarInfo& v) { return v.name == name; });
+    if (var == spec.vars.end()) {
+      return BindingError(k.id, spec.name, absl::StrCat("fixed variable '", name, "' is not a variable of the kernel"));
+    }
+    if (value < var->min || value > var->max) {
+      return BindingError(k.id, spec.name, absl::StrCat("fixed variable '", name, "' = ", value,
+                                                        " is outside [", var->min, ", ", var->max, "]"));
+    }
+  }
+  for (const VarInfo& var : spec.vars) {
+    if (!k.fixedvars.contains(var.name)) k.runtime_vars.push_back({var.name, var.min, var.max});
+  }
+  k.vals.assign(spec.var_names.size(), 0);
+  for (size_t i = 0; i < spec.var_names.size(); ++i) {
+    if (auto it = k.fixedvars.find(spec.var_names[i]); it != k.fixedvars.end()) k.vals[i] = it->second;
+  }
+  return absl::OkStatus();
+}
+
+// A kernel depends on the last writer of everything it touches (RAW, WAW) and, for what it
+// writes, on every reader since that writer (WAR). Storage identity: views share their base.
+void DeriveDependencies(std::vector<PreparedKernel>& kernels) {
+  absl::flat_hash_map<const void*, int> last_writer;
+  absl::flat_hash_map<const void*, std::vector<int>> readers;
+  for (PreparedKernel& k : kernels) {
+    const ProgramSpec& spec = *k.program->spec;
+    absl::flat_hash_set<int> deps;
+    std::vector<const void*> reads, writes;
+    for (int slot : spec.ins) reads.push_back(k.buffer_ids[slot]);
+    for (int slot : spec.outs) writes.push_back(k.buffer_ids[slot]);
+    for (const void* id : reads) {
+      if (auto it = last_writer.find(id); it != last_writer.end()) deps.insert(it->second);
+    }
+    for (const void* id : writes) {
+      if (auto it = last_writer.find(id); it != last_writer.end()) deps.insert(it->second);
+      for (int reader : readers[id]) deps.insert(reader);
+    }
+    deps.erase(k.id);
+    k.dependencies.assign(deps.begin(), deps.end());
+    std::sort(k.dependencies.begin(), k.dependencies.end());
+    for (const void* id : reads) readers[id].push_back(k.id);
+    for (const void* id : writes) {
+      last_writer[id] = k.id;
+      readers[id].clear();
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(std::vector<BufferView> buffers,
+                                                                    std::vector<KernelBinding> kernels,
+                                                                    ProgramSource& source,
+                                                                    ThreadPool* pool) {
+  std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan(std::move(buffers), pool));
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    KernelBinding& binding = kernels[i];
+    if (binding.device == nullptr || binding.ast == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", i, ": no device or AST"));
+    }
+    PreparedKernel k;
+    k.id = static_cast<int>(i);
+    k.ast = binding.ast;
+    k.device = binding.device;
+    k.buffer_indices = std::move(binding.buffers);
+    k.fixedvars = std::move(binding.fixedvars);
+    auto program = source.Get(*binding.device, binding.ast);
+    if (!program.ok()) return WithContext(program.status(), absl::StrCat("kernel ", i));
+    k.program = *std::move(program);
+    UOPD_RETURN_IF_ERROR(BindBuffers(k, plan->buffers_));
+    UOPD_RETURN_IF_ERROR(BindFixedVars(k));
+    plan->kernels_.push_back(std::move(k));
+  }
+  DeriveDependencies(plan->kernels_);
+  plan->dependents_.resize(plan->kernels_.size());
+  plan->dims_.resize(plan->kernels_.size());
+  for (const PreparedKernel& k : plan->kernels_) {
+    for (int dep : k.dependencies) plan->dependents_[dep].push_back(k.id);
+    // Launch dimensions of kernels without variables never change: evaluate them once.
+    if (k.program->spec->vars.empty()) {
+      UOPD_ASSIGN_OR_RETURN(plan->dims_[k.id], k.program->spec->launch_dims({}));
+    }
+  }
+  return plan;
+}
+
+std::vector<RuntimeVar> ExecutionPlan::RuntimeVars() const {
+  std::map<std::string, RuntimeVar> merged;
+  for (const PreparedKernel& k : kernels_) {
+    for (const RuntimeVar& var : k.runtime_vars) {
+      auto [it, inserted] = merged.emplace(var.name, var);
+      if (!inserted) {
+        it->second.min = std::max(it->second.min, var.min);
+        it->second.max = std::min(it->second.max, var.max);
+      }
+    }
+  }
+  std::vector<RuntimeVar> out;
+  for (auto& [name, var] : merged) out.push_back(var);
+  return out;
+}
+
+absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>& values) {
+  for (const auto& [name, value] : values) {
+    bool used = false;
+    for (const PreparedKernel& k : kernels_) {
+      for (const RuntimeVar& var : k.runtime_vars) used |= var.name == name;
+    }
+    if (!used) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable '", name, "' is not a run-time variable of any kernel in the plan"));
+    }
+  }
+  // Validate everything before patching anything: a refused run leaves the plan as it was.
+  for (const PreparedKernel& k : kernels_) {
+    for (const RuntimeVar& var : k.runtime_vars) {
+      auto it = values.find(var.name);
+      if (it == values.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(KernelLabel(k), ": no value for variable '", var.name, "'"));
+      }
+      if (it->second < var.min || it->second > var.max) {
+        return absl::InvalidArgumentError(absl::StrCat(KernelLabel(k), ": variable '", var.name,
+                                                       "' = ", it->second, " is outside [",
+                                                       var.min, ", ", var.max, "]"));
+      }
+    }
+  }
+  for (PreparedKernel& k : kernels_) {
+    const ProgramSpec& spec = *k.program->spec;
+    if (spec.vars.empty()) continue;
+    absl::flat_hash_map<std::string, int64_t> merged;
+    for (const VarInfo& var : spec.vars) {
+      auto fixed = k.fixedvars.find(var.name);
+      merged[var.name] = fixed != k.fixedvars.end() ? fixed->second : values.at(var.name);
+    }
+    for (size_t i = 0; i < spec.var_names.size(); ++i) {
+      if (!IsCoreVar(spec.var_names[i])) k.vals[i] = merged.at(spec.var_names[i]);
+    }
+    UOPD_ASSIGN_OR_RETURN(dims_[k.id], spec.launch_dims(merged));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionPlan::RunKernel(PreparedKernel& k) {
+  absl::Status status = k.program->program->Execute(k.buffer_ptrs, k.vals, dims_[k.id]);
+  return status.ok() ? status : WithContext(status, KernelLabel(k));
+}
+
+absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
+    const absl::flat_hash_map<std::string, int64_t>& values, RunOptions options) {
+  absl::MutexLock run_lock(&run_mu_);
+  UOPD_RETURN_IF_ERROR(Bind(values));
+  const int n = static_cast<int>(kernels_.size());
+  const auto start = std::chrono::steady_clock::now();
+  auto now_ns = [start] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  std::vector<KernelTiming> timings(n);
+
+  if (options.sequential || pool_ == nullptr || pool_->size() == 0) {
+    for (PreparedKernel& k : kernels_) {
+      timings[k.id].id = k.id;
+      timings[k.id].start_ns = now_ns();
+      UOPD_RETURN_IF_ERROR(RunKernel(k));
+      timings[k.id].end_ns = now_ns();
+    }
+    return timings;
+  }
+
+  // Dataflow scheduling: a kernel becomes ready when its last dependency finishes. The thread
+  // that finishes a kernel takes one newly ready kernel itself and hands the rest to the pool.
+  struct State {
+    absl::Mutex mu;
+    std::vector<int> remaining;
+    std::deque<int> ready;
+    int finished = 0;
+    int in_flight = 0;
+    absl::Status error;
+  };
+  auto state = std::make_shared<State>();
+  state->remaining.resize(n);
+  for (const PreparedKernel& k : kernels_) {
+    state->remaining[k.id] = static_cast<int>(k.dependencies.size());
+    if (k.dependencies.empty()) state->ready.push_back(k.id);
+  }
+  // Runs ready kernels until none is left; late helpers find the queue empty and return.
+  // Only the pool pointer (which outlives plans) and `state` are touched after the last kernel
+  // finishes; everything else is reached only through a popped kernel, while the caller waits.
+  ThreadPool* pool = pool_;
+  std::function<void()> drain = [this, pool, state, &timings, &now_ns, &drain] {
+    while (true) {
+      int id;
+      {
+        absl::MutexLock lock(&state->mu);
+        if (state->ready.empty() || !state->error.ok()) return;
+        id = state->ready.front();
+        state->ready.pop_front();
+        ++state->in_flight;
+      }
+      timings[id].id = id;
+      timings[id].start_ns = now_ns();
+      absl::Status status = RunKernel(kernels_[id]);
+      timings[id].end_ns = now_ns();
+      int extra = 0;
+      {
+        absl::MutexLock lock(&state->mu);
+        --state->in_flight;
+        ++state->finished;
+        if (!status.ok()) {
+          if (state->error.ok()) state->error = status;
+          state->ready.clear();
+        } else {
+          for (int next : dependents_[id]) {
+            if (--state->remaining[next] == 0) state->ready.push_back(next);
+          }
+          extra = static_cast<int>(state->ready.size()) - 1;
+        }
+      }
+      for (int i = 0; i < std::min(extra, pool->size()); ++i) pool->Schedule(drain);
+    }
+  };
+  int initial;
+  {
+    absl::MutexLock lock(&state->mu);
+    initial = static_cast<int>(state->ready.size());
+  }
+  for (int i = 0; i < std::min(initial - 1, pool_->size()); ++i) pool_->Schedule(drain);
+  // The caller works too, and waits until every kernel finished or the run stopped.
+  while (true) {
+    drain();
+    absl::MutexLock lock(&state->mu);
+    auto settled = [&state, n] {
+      return state->finished == n || !state->ready.empty() ||
+             (!state->error.ok() && state->in_flight == 0);
+    };
+    state->mu.Await(absl::Condition(&settled));
+    if (state->finished == n || (!state->error.ok() && state->in_flight == 0)) break;
+  }
+  absl::MutexLock lock(&state->mu);
+  if (!state->error.ok()) return state->error;
+  return timings;
+}
+
+}  // namespace uopd

@@ -1,0 +1,107 @@
+// ExecutionPlan: kernels bound to buffers and prepared once, then run many times with new
+// variable values and no recompilation.
+//
+// Building a plan fetches each kernel from a ProgramSource (equal ASTs compile once), checks
+// every binding (slots bound, dtypes, sizes), and derives the dependencies between kernels from
+// the storage each reads and writes: read-after-write, write-after-write and write-after-read.
+// A run validates the variable values first, then runs kernels as soon as their dependencies
+// finish, independent ones at the same time on the thread pool. Results always equal running
+// the kernels one by one in submission order.
+#ifndef UOPD_CORE_PLAN_EXECUTION_PLAN_H_
+#define UOPD_CORE_PLAN_EXECUTION_PLAN_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/plan/device_buffer.h"
+#include "core/plan/program_source.h"
+#include "core/util/thread_pool.h"
+
+namespace uopd {
+
+// One kernel of a plan, as submitted.
+struct KernelBinding {
+  std::shared_ptr<const KernelAst> ast;
+  Device* device = nullptr;
+  std::vector<int> buffers;                   // plan buffer index for each slot
+  std::map<std::string, int64_t> fixedvars;   // values a run cannot override
+};
+
+struct RuntimeVar {
+  std::string name;
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+// A compiled kernel bound into a plan. Immutable after the plan is built, except `vals`,
+// which each run patches (runs of one plan are serialized).
+struct PreparedKernel {
+  int id = 0;  // position in submission order
+  std::shared_ptr<const KernelAst> ast;
+  std::shared_ptr<const LoadedProgram> program;  // shared with the ProgramSource
+  Device* device = nullptr;
+  std::vector<int> buffer_indices;  // into the plan's buffers, in slot order
+  std::vector<int> output_indices;  // plan buffers this kernel writes
+  std::vector<int64_t> vals;        // positional, in program->spec->var_names order
+  std::map<std::string, int64_t> fixedvars;
+  std::vector<int> dependencies;     // ids of kernels that must finish first
+  std::vector<void*> buffer_ptrs;    // device addresses, by slot
+  std::vector<const void*> buffer_ids;  // storage identity, by slot
+  std::vector<RuntimeVar> runtime_vars;  // variables a run must supply (not fixed, not core_*)
+};
+
+struct KernelTiming {
+  int id = 0;
+  int64_t start_ns = 0;  // from the start of the run
+  int64_t end_ns = 0;
+};
+
+struct RunOptions {
+  // Run kernels one by one in submission order on the calling thread (for comparison).
+  bool sequential = false;
+};
+
+// One run at a time per plan (ExecuteWithVars serializes itself); safe to share across threads.
+class ExecutionPlan {
+ public:
+  // Errors: INVALID_ARGUMENT naming the kernel and slot for an unbound slot, a buffer of the
+  // wrong dtype, too small, or on another device, or one storage bound to two slots of a kernel
+  // that writes it; errors of the ProgramSource (rendering, compiling).
+  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(std::vector<BufferView> buffers,
+                                                              std::vector<KernelBinding> kernels,
+                                                              ProgramSource& source,
+                                                              ThreadPool* pool);
+
+  // Runs every kernel with `values` for the variables. All values are checked against every
+  // kernel's bounds before anything runs (INVALID_ARGUMENT naming the variable and kernel).
+  // A kernel that fails stops the run: kernels not started are skipped, and its error is
+  // returned with the kernel id.
+  absl::StatusOr<std::vector<KernelTiming>> ExecuteWithVars(
+      const absl::flat_hash_map<std::string, int64_t>& values, RunOptions options = {});
+
+  const std::vector<BufferView>& buffers() const { return buffers_; }
+  const std::vector<PreparedKernel>& kernels() const { return kernels_; }
+  // Every variable some kernel needs at run time, with the tightest bounds across kernels.
+  std::vector<RuntimeVar> RuntimeVars() const;
+
+ private:
+  ExecutionPlan(std::vector<BufferView> buffers, ThreadPool* pool)
+      : buffers_(std::move(buffers)), pool_(pool) {}
+  absl::Status Bind(const absl::flat_hash_map<std::string, int64_t>& values);
+  absl::Status RunKernel(PreparedKernel& kernel);
+
+  std::vector<BufferView> buffers_;
+  std::vector<PreparedKernel> kernels_;
+  std::vector<std::vector<int>> dependents_;  // the inverse of dependencies
+  std::vector<LaunchDims> dims_;              // per kernel, for the current run
+  ThreadPool* pool_;
+  absl::Mutex run_mu_;  // serializes runs: they patch vals and dims
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_PLAN_EXECUTION_PLAN_H_

@@ -1,0 +1,35 @@
+// ProgramSource: where execution plans get runnable kernels from. The local implementation
+// renders, compiles and loads (compiling each AST once per target); the daemon's compiled-byte
+// cache plugs in behind the same interface.
+#ifndef UOPD_CORE_PLAN_PROGRAM_SOURCE_H_
+#define UOPD_CORE_PLAN_PROGRAM_SOURCE_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "core/device/device.h"
+#include "core/ir/kernel_ast.h"
+
+namespace uopd {
+
+// A kernel ready to run on one device: its spec, its bytes, and the loaded program.
+// Immutable: shareable across plans and threads.
+struct LoadedProgram {
+  std::shared_ptr<const ProgramSpec> spec;
+  std::shared_ptr<const CompiledKernel> compiled;
+  std::shared_ptr<Program> program;
+};
+
+// Implementations are safe for concurrent use.
+class ProgramSource {
+ public:
+  virtual ~ProgramSource() = default;
+  // The kernel `ast` made runnable on `device`. Errors come from rendering (INVALID_ARGUMENT,
+  // UNIMPLEMENTED), compiling (INTERNAL) or loading.
+  virtual absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(
+      Device& device, std::shared_ptr<const KernelAst> ast) = 0;
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_PLAN_PROGRAM_SOURCE_H_

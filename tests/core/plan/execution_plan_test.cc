@@ -1,0 +1,292 @@
+// ExecutionPlan: corpus plans, dependency hazards (also through views), parallel and serial
+// execution observed through timings, variable rebinding without recompiling, and scale.
+#include "core/plan/execution_plan.h"
+
+#include <chrono>
+#include <thread>
+
+#include "backends/cpu/cpu_device.h"
+#include "core/corpus/corpus_runner.h"
+#include "core/plan/compiling_program_source.h"
+#include "gtest/gtest.h"
+#include "tests/testing/corpus_paths.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::GraphBuilder;
+using testing::StatusIs;
+using v1::DType;
+using v1::Node;
+
+class ExecutionPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = CreateCpuDevice(&pool_);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = std::move(*device);
+  }
+
+  BufferView Floats(std::vector<float> values) {
+    auto storage = DeviceBuffer::Create(*device_, values.size() * 4);
+    EXPECT_TRUE(storage.ok());
+    std::memcpy((*storage)->data(), values.data(), values.size() * 4);
+    return *BufferView::Whole(*storage, Scalar::kFloat32);
+  }
+  static std::vector<float> Read(const BufferView& view) {
+    std::vector<float> out(view.size);
+    std::memcpy(out.data(), view.data(), view.bytes());
+    return out;
+  }
+  KernelBinding Bind(const v1::Graph& wire, std::vector<int> buffers,
+                     std::map<std::string, int64_t> fixed = {}) {
+    auto ast = DecodeKernelAst(wire);
+    EXPECT_TRUE(ast.ok()) << ast.status();
+    return KernelBinding{*ast, device_.get(), std::move(buffers), std::move(fixed)};
+  }
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(std::vector<BufferView> buffers,
+                                                       std::vector<KernelBinding> kernels) {
+    return ExecutionPlan::Build(std::move(buffers), std::move(kernels), source_, &pool_);
+  }
+
+  ThreadPool pool_{3};
+  std::unique_ptr<Device> device_;
+  CompilingProgramSource source_;
+};
+
+// out[i] = in[i] + c over n float32 elements.
+v1::Graph AddConst(int64_t n, double c) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, n);
+  int r = g.Range(g.Index(n), 0);
+  int in = g.Buffer(1, DType::FLOAT32, n);
+  int sum = g.Node(Node::ADD, DType::FLOAT32, {g.Load(in, r), g.Float(DType::FLOAT32, c)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+}
+
+// out[i] = c over n float32 elements (reads nothing).
+v1::Graph Fill(int64_t n, double c) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, n);
+  int r = g.Range(g.Index(n), 0);
+  return g.Sink({g.End(g.Store(g.Target(out, r), g.Float(DType::FLOAT32, c)), {r})});
+}
+
+// out[0] = in[0] + sum(k for k < iterations): a single-threaded kernel that takes a while.
+v1::Graph Slow(int64_t iterations) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 1);
+  int in = g.Buffer(1, DType::FLOAT32, 1);
+  int k = g.Range(g.Index(iterations), 0, v1::RangeArg::REDUCE);
+  int value = g.Node(Node::CAST, DType::FLOAT32, {k});
+  // A MUL reduction over (1 + k*1e-9) keeps LLVM from summing the series in closed form.
+  int term = g.Node(Node::ADD, DType::FLOAT32,
+                    {g.Float(DType::FLOAT32, 1.0),
+                     g.Node(Node::MUL, DType::FLOAT32, {value, g.Float(DType::FLOAT32, 1e-12)})});
+  int product = g.Reduce(Node::MUL, DType::FLOAT32, term, {k});
+  int result = g.Node(Node::ADD, DType::FLOAT32, {g.Load(in, g.Index(0)), product});
+  return g.Sink({g.Store(g.Target(out, g.Index(0)), result)});
+}
+
+TEST_F(ExecutionPlanTest, CorpusPlansMatchTinygradAndSequentialRuns) {
+  int plans = 0;
+  for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {
+    if (!entry.is_plan) continue;
+    ++plans;
+    UOPD_EXPECT_OK(RunCorpusEntry(*device_, entry, {&source_, &pool_}));
+    auto parallel = RunCorpusPlan(*device_, entry.plan, {&source_, &pool_, false});
+    auto sequential = RunCorpusPlan(*device_, entry.plan, {&source_, &pool_, true});
+    UOPD_ASSERT_OK(parallel);
+    UOPD_ASSERT_OK(sequential);
+    EXPECT_EQ(*parallel, *sequential) << entry.path;
+  }
+  EXPECT_GE(plans, 30);
+}
+
+TEST_F(ExecutionPlanTest, ReadAfterWriteWaitsForTheWriter) {
+  auto plan = Build({Floats({1, 2}), Floats({0, 0}), Floats({0, 0})},
+                    {Bind(AddConst(2, 1), {1, 0}), Bind(AddConst(2, 10), {2, 1})});
+  UOPD_ASSERT_OK(plan);
+  EXPECT_EQ((*plan)->kernels()[1].dependencies, std::vector<int>{0});
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*plan)->buffers()[2]), (std::vector<float>{12, 13}));
+}
+
+TEST_F(ExecutionPlanTest, WriteAfterReadWaitsForTheReader) {
+  auto plan = Build({Floats({1, 2}), Floats({0, 0})},
+                    {Bind(AddConst(2, 1), {1, 0}), Bind(Fill(2, 7), {0})});
+  UOPD_ASSERT_OK(plan);
+  EXPECT_EQ((*plan)->kernels()[1].dependencies, std::vector<int>{0});
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*plan)->buffers()[1]), (std::vector<float>{2, 3})) << "read the old values";
+  EXPECT_EQ(Read((*plan)->buffers()[0]), (std::vector<float>{7, 7}));
+}
+
+TEST_F(ExecutionPlanTest, WriteAfterWriteKeepsSubmissionOrder) {
+  auto plan = Build({Floats({0, 0})}, {Bind(Fill(2, 1), {0}), Bind(Fill(2, 2), {0})});
+  UOPD_ASSERT_OK(plan);
+  EXPECT_EQ((*plan)->kernels()[1].dependencies, std::vector<int>{0});
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*plan)->buffers()[0]), (std::vector<float>{2, 2}));
+}
+
+TEST_F(ExecutionPlanTest, ViewsOfOneBufferAreOneStorage) {
+  BufferView base = Floats({1, 2, 3, 4});
+  BufferView low = *BufferView::Of(base, 0, Scalar::kFloat32, 2);
+  BufferView high = *BufferView::Of(base, 8, Scalar::kFloat32, 2);
+  // k0 writes high = low + 1 (distinct, non-overlapping windows of one buffer: allowed);
+  // k1 reads the whole base: it must wait for k0.
+  auto plan = Build({base, low, high, Floats({0, 0, 0, 0})},
+                    {Bind(AddConst(2, 1), {2, 1}), Bind(AddConst(4, 0), {3, 0})});
+  UOPD_ASSERT_OK(plan);
+  EXPECT_EQ((*plan)->kernels()[1].dependencies, std::vector<int>{0});
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*plan)->buffers()[3]), (std::vector<float>{1, 2, 2, 3}));
+}
+
+TEST_F(ExecutionPlanTest, RefusesOverlappingBindingsThatAreWritten) {
+  BufferView base = Floats({1, 2, 3, 4});
+  BufferView first3 = *BufferView::Of(base, 0, Scalar::kFloat32, 3);
+  BufferView last3 = *BufferView::Of(base, 4, Scalar::kFloat32, 3);
+  auto plan = Build({first3, last3}, {Bind(AddConst(3, 1), {0, 1})});
+  EXPECT_TRUE(StatusIs(plan, absl::StatusCode::kInvalidArgument,
+                       {"kernel 0", "slots 0 and 1 overlap"}));
+}
+
+TEST_F(ExecutionPlanTest, RefusesBadBindings) {
+  auto missing = Build({Floats({0, 0})}, {Bind(AddConst(2, 1), {0, 5})});
+  EXPECT_TRUE(StatusIs(missing, absl::StatusCode::kInvalidArgument,
+                       {"kernel 0", "slot 1 is bound to buffer 5, which does not exist"}));
+  auto too_few = Build({Floats({0, 0})}, {Bind(AddConst(2, 1), {0})});
+  EXPECT_TRUE(StatusIs(too_few, absl::StatusCode::kInvalidArgument, {"has 2 buffer slots, 1 bound"}));
+  auto small = Build({Floats({0}), Floats({0, 0})}, {Bind(AddConst(2, 1), {0, 1})});
+  EXPECT_TRUE(StatusIs(small, absl::StatusCode::kInvalidArgument,
+                       {"slot 0 needs 2 elements, buffer 0 has 1"}));
+  auto ints = DeviceBuffer::Create(*device_, 8);
+  auto wrong_type = Build({*BufferView::Whole(*ints, Scalar::kInt32), Floats({0, 0})},
+                          {Bind(AddConst(2, 1), {0, 1})});
+  EXPECT_TRUE(StatusIs(wrong_type, absl::StatusCode::kInvalidArgument,
+                       {"slot 0 expects FLOAT32, buffer 0 is INT32"}));
+}
+
+bool Overlap(const KernelTiming& a, const KernelTiming& b) {
+  return a.start_ns < b.end_ns && b.start_ns < a.end_ns;
+}
+
+TEST_F(ExecutionPlanTest, IndependentKernelsOfADiamondOverlapAndAChainNeverDoes) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores to overlap";
+  const int64_t iterations = 20'000'000;
+  // 0 -> {1, 2} -> 3 through buffers a -> b, c -> d.
+  auto diamond = Build({Floats({1}), Floats({0}), Floats({0}), Floats({0}), Floats({0})},
+                       {Bind(AddConst(1, 1), {1, 0}), Bind(Slow(iterations), {2, 1}),
+                        Bind(Slow(iterations), {3, 1}), Bind(AddConst(1, 1), {4, 2})});
+  UOPD_ASSERT_OK(diamond);
+  EXPECT_EQ((*diamond)->kernels()[1].dependencies, std::vector<int>{0});
+  EXPECT_EQ((*diamond)->kernels()[2].dependencies, std::vector<int>{0});
+  EXPECT_EQ((*diamond)->kernels()[3].dependencies, std::vector<int>{1});
+  bool overlapped = false;
+  for (int attempt = 0; attempt < 5 && !overlapped; ++attempt) {
+    auto timings = (*diamond)->ExecuteWithVars({});
+    UOPD_ASSERT_OK(timings);
+    EXPECT_LE((*timings)[0].end_ns, (*timings)[1].start_ns);
+    EXPECT_LE((*timings)[1].end_ns, (*timings)[3].start_ns);
+    overlapped = Overlap((*timings)[1], (*timings)[2]);
+  }
+  EXPECT_TRUE(overlapped) << "the two middle kernels never ran at the same time";
+
+  auto chain = Build({Floats({1}), Floats({0}), Floats({0}), Floats({0})},
+                     {Bind(Slow(iterations / 4), {1, 0}), Bind(Slow(iterations / 4), {2, 1}),
+                      Bind(Slow(iterations / 4), {3, 2})});
+  UOPD_ASSERT_OK(chain);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto timings = (*chain)->ExecuteWithVars({});
+    UOPD_ASSERT_OK(timings);
+    EXPECT_FALSE(Overlap((*timings)[0], (*timings)[1]));
+    EXPECT_FALSE(Overlap((*timings)[1], (*timings)[2]));
+  }
+}
+
+// out[i] = i * 2 for i < n, n in [1, 16].
+v1::Graph Symbolic() {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::INT32, 16);
+  int n = g.Var("n", 1, 16);
+  int r = g.Range(n, 0);
+  int value = g.Node(Node::CAST, DType::INT32, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(2)})});
+  return g.Sink({g.End(g.Store(g.Target(out, r), value), {r})});
+}
+
+TEST_F(ExecutionPlanTest, RebindsVariablesWithoutRecompiling) {
+  auto storage = DeviceBuffer::Create(*device_, 64);
+  BufferView out = *BufferView::Whole(*storage, Scalar::kInt32);
+  auto plan = Build({out}, {Bind(Symbolic(), {0})});
+  UOPD_ASSERT_OK(plan);
+  const int64_t compiled = source_.compilations();
+  for (int64_t n : {3, 7, 16, 1}) {
+    std::memset(out.data(), 0xff, 64);
+    UOPD_ASSERT_OK((*plan)->ExecuteWithVars({{"n", n}}));
+    const int32_t* data = static_cast<const int32_t*>(out.data());
+    for (int64_t i = 0; i < 16; ++i) {
+      ASSERT_EQ(data[i], i < n ? 2 * i : -1) << "n=" << n << " element " << i;
+    }
+  }
+  EXPECT_EQ(source_.compilations(), compiled) << "runs must not compile";
+}
+
+TEST_F(ExecutionPlanTest, RefusesOutOfBoundsValuesBeforeRunningAnything) {
+  auto storage = DeviceBuffer::Create(*device_, 64);
+  BufferView out = *BufferView::Whole(*storage, Scalar::kInt32);
+  // Kernel 0 has no variables and would run first; the bad value belongs to kernel 1.
+  auto fill = DeviceBuffer::Create(*device_, 8);
+  auto plan = Build({out, *BufferView::Whole(*fill, Scalar::kFloat32)},
+                    {Bind(Fill(2, 5), {1}), Bind(Symbolic(), {0})});
+  UOPD_ASSERT_OK(plan);
+  EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({{"n", 17}}), absl::StatusCode::kInvalidArgument,
+                       {"kernel 1", "'n' = 17 is outside [1, 16]"}));
+  EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({}), absl::StatusCode::kInvalidArgument,
+                       {"no value for variable 'n'"}));
+  EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({{"n", 2}, {"typo", 1}}),
+                       absl::StatusCode::kInvalidArgument, {"'typo' is not a run-time variable"}));
+  EXPECT_EQ(static_cast<const float*>((*plan)->buffers()[1].data())[0], 0.0f)
+      << "nothing ran for the refused values";
+}
+
+TEST_F(ExecutionPlanTest, FixedVariablesWinOverSuppliedOnes) {
+  auto storage = DeviceBuffer::Create(*device_, 64);
+  BufferView out = *BufferView::Whole(*storage, Scalar::kInt32);
+  auto plan = Build({out}, {Bind(Symbolic(), {0}, {{"n", 4}})});
+  UOPD_ASSERT_OK(plan);
+  EXPECT_TRUE((*plan)->kernels()[0].runtime_vars.empty());
+  EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({{"n", 9}}), absl::StatusCode::kInvalidArgument,
+                       {"'n' is not a run-time variable"}))
+      << "a fixed variable cannot be overridden";
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  const int32_t* data = static_cast<const int32_t*>(out.data());
+  EXPECT_EQ(data[3], 6);
+  EXPECT_EQ(data[4], 0) << "n stayed 4";
+  auto bad = Build({out}, {Bind(Symbolic(), {0}, {{"n", 99}})});
+  EXPECT_TRUE(StatusIs(bad, absl::StatusCode::kInvalidArgument, {"fixed variable 'n' = 99"}));
+}
+
+TEST_F(ExecutionPlanTest, PreparesAThousandKernelsQuickly) {
+  std::vector<BufferView> buffers = {Floats({0, 0, 0, 0}), Floats({0, 0, 0, 0})};
+  auto ast = DecodeKernelAst(AddConst(4, 1));
+  UOPD_ASSERT_OK(ast);
+  std::vector<KernelBinding> kernels;
+  for (int i = 0; i < 1000; ++i) {
+    kernels.push_back(KernelBinding{*ast, device_.get(), {(i + 1) % 2, i % 2}, {}});
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto plan = Build(buffers, std::move(kernels));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  UOPD_ASSERT_OK(plan);
+  EXPECT_LT(seconds, 0.5) << "preparing 1000 kernels took " << seconds << " s";
+  EXPECT_EQ(source_.compilations(), 1) << "one AST, one compilation";
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*plan)->buffers()[0])[0], 1000.0f);
+}
+
+}  // namespace
+}  // namespace uopd
