@@ -239,9 +239,9 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
         .count();
   };
-  std::vector<KernelTiming> timings(n);
 
   if (options.sequential || pool_ == nullptr || pool_->size() == 0) {
+    std::vector<KernelTiming> timings(n);
     for (PreparedKernel& k : kernels_) {
       timings[k.id].id = k.id;
       timings[k.id].start_ns = now_ns();
@@ -251,78 +251,71 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
     return timings;
   }
 
-  // Dataflow scheduling: a kernel becomes ready when its last dependency finishes. The thread
-  // that finishes a kernel takes one newly ready kernel itself and hands the rest to the pool.
-  struct State {
-    absl::Mutex mu;
-    std::vector<int> remaining;
-    std::deque<int> ready;
-    int finished = 0;
-    int in_flight = 0;
-    absl::Status error;
-  };
-  auto state = std::make_shared<State>();
-  state->remaining.resize(n);
+  // Dataflow scheduling: a kernel becomes ready when its last dependency finishes.
+  auto run = std::make_shared<RunState>();
+  run->plan = this;
+  run->pool = pool_;
+  run->start = start;
+  run->timings.resize(n);
+  run->remaining.resize(n);
   for (const PreparedKernel& k : kernels_) {
-    state->remaining[k.id] = static_cast<int>(k.dependencies.size());
-    if (k.dependencies.empty()) state->ready.push_back(k.id);
+    run->remaining[k.id] = static_cast<int>(k.dependencies.size());
+    if (k.dependencies.empty()) run->ready.push_back(k.id);
   }
-  // Runs ready kernels until none is left; late helpers find the queue empty and return.
-  // Only the pool pointer (which outlives plans) and `state` are touched after the last kernel
-  // finishes; everything else is reached only through a popped kernel, while the caller waits.
-  ThreadPool* pool = pool_;
-  std::function<void()> drain = [this, pool, state, &timings, &now_ns, &drain] {
-    while (true) {
-      int id;
-      {
-        absl::MutexLock lock(&state->mu);
-        if (state->ready.empty() || !state->error.ok()) return;
-        id = state->ready.front();
-        state->ready.pop_front();
-        ++state->in_flight;
-      }
-      timings[id].id = id;
-      timings[id].start_ns = now_ns();
-      absl::Status status = RunKernel(kernels_[id]);
-      timings[id].end_ns = now_ns();
-      int extra = 0;
-      {
-        absl::MutexLock lock(&state->mu);
-        --state->in_flight;
-        ++state->finished;
-        if (!status.ok()) {
-          if (state->error.ok()) state->error = status;
-          state->ready.clear();
-        } else {
-          for (int next : dependents_[id]) {
-            if (--state->remaining[next] == 0) state->ready.push_back(next);
-          }
-          extra = static_cast<int>(state->ready.size()) - 1;
-        }
-      }
-      for (int i = 0; i < std::min(extra, pool->size()); ++i) pool->Schedule(drain);
-    }
-  };
-  int initial;
-  {
-    absl::MutexLock lock(&state->mu);
-    initial = static_cast<int>(state->ready.size());
-  }
-  for (int i = 0; i < std::min(initial - 1, pool_->size()); ++i) pool_->Schedule(drain);
+  int initial = static_cast<int>(run->ready.size());
+  for (int i = 0; i < std::min(initial - 1, pool_->size()); ++i) pool_->Schedule([run] { Drain(run); });
   // The caller works too, and waits until every kernel finished or the run stopped.
   while (true) {
-    drain();
-    absl::MutexLock lock(&state->mu);
-    auto settled = [&state, n] {
-      return state->finished == n || !state->ready.empty() ||
-             (!state->error.ok() && state->in_flight == 0);
+    Drain(run);
+    absl::MutexLock lock(&run->mu);
+    auto settled = [&run, n] {
+      return run->finished == n || !run->ready.empty() || (!run->error.ok() && run->in_flight == 0);
     };
-    state->mu.Await(absl::Condition(&settled));
-    if (state->finished == n || (!state->error.ok() && state->in_flight == 0)) break;
+    run->mu.Await(absl::Condition(&settled));
+    if (run->finished == n || (!run->error.ok() && run->in_flight == 0)) break;
   }
-  absl::MutexLock lock(&state->mu);
-  if (!state->error.ok()) return state->error;
-  return timings;
+  absl::MutexLock lock(&run->mu);
+  if (!run->error.ok()) return run->error;
+  return std::move(run->timings);
+}
+
+void ExecutionPlan::Drain(const std::shared_ptr<RunState>& run) {
+  // Helpers may start after the run is over: they then find no ready kernel and only touch
+  // `run`, which they share. The plan is reached only through a popped kernel, while the caller
+  // of ExecuteWithVars is still waiting.
+  while (true) {
+    int id;
+    {
+      absl::MutexLock lock(&run->mu);
+      if (run->ready.empty() || !run->error.ok()) return;
+      id = run->ready.front();
+      run->ready.pop_front();
+      ++run->in_flight;
+    }
+    ExecutionPlan& plan = *run->plan;
+    KernelTiming& timing = run->timings[id];
+    timing.id = id;
+    timing.start_ns = run->NowNs();
+    absl::Status status = plan.RunKernel(plan.kernels_[id]);
+    timing.end_ns = run->NowNs();
+    int extra = 0;
+    {
+      absl::MutexLock lock(&run->mu);
+      --run->in_flight;
+      ++run->finished;
+      if (!status.ok()) {
+        if (run->error.ok()) run->error = status;
+        run->ready.clear();
+      } else {
+        for (int next : plan.dependents_[id]) {
+          if (--run->remaining[next] == 0) run->ready.push_back(next);
+        }
+        // This thread takes one of the newly ready kernels; helpers take the rest.
+        extra = std::min(static_cast<int>(run->ready.size()) - 1, run->pool->size());
+      }
+    }
+    for (int i = 0; i < extra; ++i) run->pool->Schedule([run] { Drain(run); });
+  }
 }
 
 }  // namespace uopd

@@ -10,6 +10,8 @@
 #ifndef UOPD_CORE_PLAN_EXECUTION_PLAN_H_
 #define UOPD_CORE_PLAN_EXECUTION_PLAN_H_
 
+#include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/plan/device_buffer.h"
 #include "core/plan/program_source.h"
 #include "core/util/thread_pool.h"
@@ -91,8 +94,30 @@ class ExecutionPlan {
  private:
   ExecutionPlan(std::vector<BufferView> buffers, ThreadPool* pool)
       : buffers_(std::move(buffers)), pool_(pool) {}
+  // The state of one parallel run, shared by the caller and the pool tasks helping it.
+  struct RunState {
+    absl::Mutex mu;
+    std::vector<int> remaining;  // unfinished dependencies per kernel
+    std::deque<int> ready;
+    int finished = 0;
+    int in_flight = 0;
+    absl::Status error;
+    std::vector<KernelTiming> timings;
+    ExecutionPlan* plan = nullptr;
+    ThreadPool* pool = nullptr;
+    std::chrono::steady_clock::time_point start;
+    int64_t NowNs() const {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+          .count();
+    }
+  };
+
   absl::Status Bind(const absl::flat_hash_map<std::string, int64_t>& values);
   absl::Status RunKernel(PreparedKernel& kernel);
+  // Runs ready kernels until none is left; the thread that finishes a kernel takes one newly
+  // ready kernel itself and hands the others to the pool.
+  static void Drain(const std::shared_ptr<RunState>& run);
 
   std::vector<BufferView> buffers_;
   std::vector<PreparedKernel> kernels_;
