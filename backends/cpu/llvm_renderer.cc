@@ -654,9 +654,12 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   lower_options.min_parallel_work = options_.min_parallel_work;
   UOPD_ASSIGN_OR_RETURN(LinearProgram program,
                         LowerKernel(*ast, SanitizeKernelName(name), lower_options));
-  ProgramSpec spec = SpecFromLinearProgram(program, "CPU", std::move(ast));
+  ProgramSpec spec = SpecFromLinearProgram(program, "CPU", ast);
   spec.src = RenderLlvmIr(program);
-  if (program.parallel) spec.global_size[0] = program.parallel_extent;
+  if (program.parallel) {
+    spec.global_size[0] = program.parallel_extent;
+    spec.global_size[0].owner = ast;  // the extent's expression lives in the AST's graph
+  }
   return spec;
 }
 

@@ -26,18 +26,19 @@ absl::Status ProgramSpec::CheckVars(
 absl::StatusOr<LaunchDims> ProgramSpec::launch_dims(
     const absl::flat_hash_map<std::string, int64_t>& var_vals) const {
   UOPD_RETURN_IF_ERROR(CheckVars(var_vals));
-  absl::flat_hash_map<const UOp*, Int128> leaves;
-  if (ast != nullptr) {
-    for (const UOp* node : Toposort(ast->root)) {
-      if (node->op() != Op::kDefineVar) continue;
-      if (auto it = var_vals.find(node->arg().str); it != var_vals.end()) {
-        leaves[node] = it->second;
-      }
-    }
-  }
   auto eval = [&](const SymbolicDim& dim, int axis, const char* which) -> absl::StatusOr<int64_t> {
     Int128 value = dim.constant;
     if (dim.expr != nullptr) {
+      absl::flat_hash_map<const UOp*, Int128> leaves;
+      for (const UOp* node : Toposort(dim.expr)) {
+        if (node->op() != Op::kDefineVar) continue;
+        auto it = var_vals.find(node->arg().str);
+        if (it == var_vals.end()) {
+          return absl::InvalidArgumentError(absl::StrCat("kernel ", name, ": no value for variable '",
+                                                         node->arg().str, "'"));
+        }
+        leaves[node] = it->second;
+      }
       UOPD_ASSIGN_OR_RETURN(value, EvaluateInt(dim.expr, leaves));
     }
     if (value < 0 || value > (Int128{1} << 31) - 1) {

@@ -16,10 +16,11 @@
 
 namespace uopd {
 
-// A launch dimension: a constant, or an integer expression over DEFINE_VARs of the AST.
+// A launch dimension: a constant, or an integer expression over DEFINE_VARs.
 struct SymbolicDim {
   int64_t constant = 1;
-  const UOp* expr = nullptr;  // when set, owned by the ProgramSpec's KernelAst graph
+  const UOp* expr = nullptr;           // when set, evaluated instead of `constant`
+  std::shared_ptr<const void> owner;   // keeps the Graph holding `expr` alive
 };
 
 struct VarInfo {

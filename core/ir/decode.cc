@@ -117,7 +117,10 @@ absl::StatusOr<Arg> DecodeArg(const v1::Node& node) {
 
 }  // namespace
 
-absl::StatusOr<DecodedGraph> DecodeGraph(const v1::Graph& wire, Graph& graph,
+namespace {
+
+// Decodes and verifies every node; the root (last node) is not checked here.
+absl::StatusOr<DecodedGraph> DecodeNodes(const v1::Graph& wire, Graph& graph,
                                          const IrLimits& limits) {
   const int num_nodes = wire.nodes_size();
   if (num_nodes == 0) return absl::InvalidArgumentError("graph has no nodes");
@@ -174,11 +177,33 @@ absl::StatusOr<DecodedGraph> DecodeGraph(const v1::Graph& wire, Graph& graph,
   }
 
   decoded.root = by_wire.back();
-  if (decoded.root->op() != Op::kSink) {
-    return NodeError(absl::StatusCode::kInvalidArgument, num_nodes - 1, wire.nodes(num_nodes - 1),
+  return decoded;
+}
+
+}  // namespace
+
+absl::StatusOr<DecodedGraph> DecodeGraph(const v1::Graph& wire, Graph& graph,
+                                         const IrLimits& limits) {
+  auto decoded = DecodeNodes(wire, graph, limits);
+  if (decoded.ok() && decoded->root->op() != Op::kSink) {
+    const int last = wire.nodes_size() - 1;
+    return NodeError(absl::StatusCode::kInvalidArgument, last, wire.nodes(last),
                      "the root (last node) must be a SINK");
   }
   return decoded;
+}
+
+absl::StatusOr<const UOp*> DecodeExpression(const v1::Graph& wire, Graph& graph,
+                                            const IrLimits& limits) {
+  auto decoded = DecodeNodes(wire, graph, limits);
+  if (!decoded.ok()) return decoded.status();
+  const DType& dtype = decoded->root->dtype();
+  if (dtype.ptr || !IsInt(dtype.scalar)) {
+    const int last = wire.nodes_size() - 1;
+    return NodeError(absl::StatusCode::kInvalidArgument, last, wire.nodes(last),
+                     "an expression's root (last node) must be an integer");
+  }
+  return decoded->root;
 }
 
 }  // namespace uopd

@@ -26,6 +26,11 @@ struct DecodedGraph {
 absl::StatusOr<DecodedGraph> DecodeGraph(const v1::Graph& wire, Graph& graph,
                                          const IrLimits& limits = {});
 
+// Decodes an integer expression (a symbolic launch size): like DecodeGraph, but the root is the
+// last node and must have an integer dtype instead of being a SINK.
+absl::StatusOr<const UOp*> DecodeExpression(const v1::Graph& wire, Graph& graph,
+                                            const IrLimits& limits = {});
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_IR_DECODE_H_

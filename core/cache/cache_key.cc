@@ -1,0 +1,27 @@
+#include "core/cache/cache_key.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/util/sha256.h"
+
+namespace uopd {
+
+std::string CacheKey::Hex() const {
+  Sha256 sha;
+  sha.UpdateFramed("uopd-cache-key-v1");
+  for (const auto* part : {&base_device, &target, &compiler, &renderer, &ast_hash}) {
+    sha.UpdateFramed(*part);
+  }
+  return DigestToHex(sha.Finish());
+}
+
+std::string CacheKey::Describe() const {
+  return absl::StrCat("device=", base_device, " target=", target, " compiler=", compiler,
+                      " renderer=", renderer, " ast=", ast_hash);
+}
+
+CacheKey KeyFor(const Device& device, const std::string& ast_hash) {
+  return CacheKey{device.spec().base_device_key(), device.compiler().Target(),
+                  device.compiler().Identity(), device.renderer().Identity(), ast_hash};
+}
+
+}  // namespace uopd

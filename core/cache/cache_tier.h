@@ -1,0 +1,49 @@
+// CacheTier: one level of the compiled-byte cache (memory, local disk, a shared remote store),
+// storing opaque values under the 64-hex-digit names of CacheKey::Hex().
+#ifndef UOPD_CORE_CACHE_CACHE_TIER_H_
+#define UOPD_CORE_CACHE_CACHE_TIER_H_
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace uopd {
+
+struct TierStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t corrupt = 0;    // entries found damaged, dropped (and counted as misses)
+  int64_t evictions = 0;
+  int64_t puts = 0;
+  int64_t errors = 0;     // failed reads or writes (the tier is skipped, not fatal)
+  int64_t entries = 0;
+  int64_t bytes = 0;
+};
+
+// Implementations are safe for concurrent use.
+class CacheTier {
+ public:
+  virtual ~CacheTier() = default;
+  virtual const char* name() const = 0;
+  // The value, nullopt on a miss (a damaged entry is a miss, and is removed). An error means the
+  // tier could not answer; callers treat it as a miss.
+  virtual absl::StatusOr<std::optional<std::string>> Get(const std::string& key) = 0;
+  virtual absl::Status Put(const std::string& key, const std::string& value) = 0;
+  virtual TierStats stats() const = 0;
+};
+
+// Atomic counters behind TierStats, for implementations.
+struct TierCounters {
+  std::atomic<int64_t> hits{0}, misses{0}, corrupt{0}, evictions{0}, puts{0}, errors{0},
+      entries{0}, bytes{0};
+  TierStats Snapshot() const {
+    return TierStats{hits.load(), misses.load(), corrupt.load(), evictions.load(),
+                     puts.load(), errors.load(), entries.load(), bytes.load()};
+  }
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CACHE_CACHE_TIER_H_

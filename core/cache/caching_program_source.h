@@ -1,0 +1,49 @@
+// CachingProgramSource: the ProgramSource of the daemon. Kernels come from the KernelCache
+// (memory, disk, remote tiers, or compiled once on a miss), and loaded programs are kept per
+// device so a hit on a warm kernel neither renders, compiles nor loads.
+#ifndef UOPD_CORE_CACHE_CACHING_PROGRAM_SOURCE_H_
+#define UOPD_CORE_CACHE_CACHING_PROGRAM_SOURCE_H_
+
+#include <list>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "core/cache/kernel_cache.h"
+#include "core/plan/program_source.h"
+
+namespace uopd {
+
+struct CompileResult {
+  CacheKey key;
+  std::string key_hex;
+  CacheLookup lookup;
+};
+
+// Safe for concurrent use. `cache` must outlive it.
+class CachingProgramSource : public ProgramSource {
+ public:
+  explicit CachingProgramSource(KernelCache& cache, size_t max_loaded_programs = 4096)
+      : cache_(cache), max_loaded_(max_loaded_programs) {}
+
+  // The compiled entry for `ast` on `device`, from the cache or compiled now.
+  absl::StatusOr<CompileResult> Compile(const Device& device, std::shared_ptr<const KernelAst> ast);
+
+  absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(
+      Device& device, std::shared_ptr<const KernelAst> ast) override;
+
+  KernelCache& cache() { return cache_; }
+
+ private:
+  using Lru = std::list<std::pair<std::string, std::shared_ptr<const LoadedProgram>>>;
+  KernelCache& cache_;
+  const size_t max_loaded_;
+  absl::Mutex mu_;
+  Lru loaded_ ABSL_GUARDED_BY(mu_);  // most recently used first
+  absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CACHE_CACHING_PROGRAM_SOURCE_H_

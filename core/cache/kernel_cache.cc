@@ -1,0 +1,116 @@
+#include "core/cache/kernel_cache.h"
+
+#include <chrono>
+
+#include "core/util/log.h"
+
+namespace uopd {
+
+KernelCache::KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers) : tiers_(std::move(tiers)) {}
+
+std::optional<CacheLookup> KernelCache::Lookup(const std::string& key_hex) {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    auto value = tiers_[i]->Get(key_hex);
+    if (!value.ok()) {
+      Log(LogLevel::kWarning, "cache tier failed", {{"tier", tiers_[i]->name()}, {"error", value.status().ToString()}});
+      continue;
+    }
+    if (!value->has_value()) continue;
+    auto kernel = std::make_shared<v1::CachedKernel>();
+    if (!kernel->ParseFromString(**value)) {
+      // The bytes passed the tier's own check but are not an entry: treat as a miss.
+      Log(LogLevel::kWarning, "cache entry does not parse", {{"tier", tiers_[i]->name()}, {"key", key_hex}});
+      continue;
+    }
+    for (size_t above = 0; above < i; ++above) {
+      if (absl::Status s = tiers_[above]->Put(key_hex, **value); !s.ok()) {
+        Log(LogLevel::kWarning, "cache write-through failed", {{"tier", tiers_[above]->name()}, {"error", s.ToString()}});
+      }
+    }
+    return CacheLookup{std::move(kernel), tiers_[i]->name()};
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<CacheLookup> KernelCache::CompileAndStore(const CacheKey& key,
+                                                         const std::string& key_hex,
+                                                         const CompileFn& compile) {
+  Log(LogLevel::kDebug, "cache miss", {{"key", key_hex}, {"components", key.Describe()}});
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<v1::CachedKernel> compiled = compile();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    absl::MutexLock lock(&mu_);
+    CompileStats& stats = compile_stats_[key.base_device];
+    ++stats.compilations;
+    stats.seconds += seconds;
+    if (!compiled.ok()) ++stats.failures;
+  }
+  if (!compiled.ok()) return compiled.status();
+  std::string serialized = compiled->SerializeAsString();
+  for (const auto& tier : tiers_) {
+    if (absl::Status s = tier->Put(key_hex, serialized); !s.ok()) {
+      Log(LogLevel::kWarning, "cache write failed", {{"tier", tier->name()}, {"error", s.ToString()}});
+    }
+  }
+  return CacheLookup{std::make_shared<const v1::CachedKernel>(*std::move(compiled)), "compiled"};
+}
+
+absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const CompileFn& compile) {
+  const std::string key_hex = key.Hex();
+  if (auto hit = Lookup(key_hex)) return *hit;
+  std::shared_ptr<Flight> flight;
+  bool leader = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto& slot = flights_[key_hex];
+    if (slot == nullptr) {
+      slot = std::make_shared<Flight>();
+      leader = true;
+    }
+    flight = slot;
+  }
+  if (!leader) {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&flight->done));
+    return flight->result;
+  }
+  // A flight that finished between our lookup and taking the lead stored its result in the
+  // tiers: look again before compiling.
+  absl::StatusOr<CacheLookup> result = [&]() -> absl::StatusOr<CacheLookup> {
+    if (auto hit = Lookup(key_hex)) return *hit;
+    return CompileAndStore(key, key_hex, compile);
+  }();
+  absl::MutexLock lock(&mu_);
+  flight->result = result;
+  flight->done = true;
+  flights_.erase(key_hex);
+  return result;
+}
+
+std::optional<std::string> KernelCache::GetSerialized(const std::string& key_hex) {
+  for (const auto& tier : tiers_) {
+    auto value = tier->Get(key_hex);
+    if (value.ok() && value->has_value()) return **value;
+  }
+  return std::nullopt;
+}
+
+absl::Status KernelCache::PutSerialized(const std::string& key_hex, const std::string& value) {
+  v1::CachedKernel probe;
+  if (!probe.ParseFromString(value)) {
+    return absl::InvalidArgumentError("the value is not a serialized uopd.v1.CachedKernel");
+  }
+  for (const auto& tier : tiers_) {
+    absl::Status s = tier->Put(key_hex, value);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, CompileStats> KernelCache::compile_stats() const {
+  absl::MutexLock lock(&mu_);
+  return compile_stats_;
+}
+
+}  // namespace uopd

@@ -1,0 +1,71 @@
+// KernelCache: the compiled-byte cache. Looks a key up tier by tier (memory, disk, then any
+// remote tier), writes a lower tier's hit through to the tiers above it, and on a miss runs the
+// compile function once however many requests wait for the same key (single flight). Failed
+// compilations are returned to everyone waiting and not remembered.
+#ifndef UOPD_CORE_CACHE_KERNEL_CACHE_H_
+#define UOPD_CORE_CACHE_KERNEL_CACHE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "core/cache/cache_key.h"
+#include "core/cache/cache_tier.h"
+#include "uopd/v1/program.pb.h"
+
+namespace uopd {
+
+struct CacheLookup {
+  std::shared_ptr<const v1::CachedKernel> kernel;
+  std::string answered_by;  // a tier's name, or "compiled"
+};
+
+struct CompileStats {
+  int64_t compilations = 0;
+  double seconds = 0;
+  int64_t failures = 0;
+};
+
+// Safe for concurrent use.
+class KernelCache {
+ public:
+  // Tiers in lookup order, fastest first.
+  explicit KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers);
+
+  using CompileFn = std::function<absl::StatusOr<v1::CachedKernel>()>;
+  // The entry for `key`, from a tier or from `compile` (run at most once at a time per key).
+  absl::StatusOr<CacheLookup> GetOrCompile(const CacheKey& key, const CompileFn& compile);
+
+  // Raw access by key hex (for sharing entries between workers): the serialized entry or
+  // nullopt, from the first tier that has it. Put checks the bytes parse as an entry.
+  std::optional<std::string> GetSerialized(const std::string& key_hex);
+  absl::Status PutSerialized(const std::string& key_hex, const std::string& value);
+
+  const std::vector<std::unique_ptr<CacheTier>>& tiers() const { return tiers_; }
+  // Compilation counts and seconds by base device key ("CPU", "CUDA").
+  std::map<std::string, CompileStats> compile_stats() const;
+
+ private:
+  struct Flight {
+    bool done = false;
+    absl::StatusOr<CacheLookup> result = absl::UnknownError("pending");
+  };
+  // Looks through the tiers; writes a hit through to the tiers above the one that answered.
+  std::optional<CacheLookup> Lookup(const std::string& key_hex);
+  absl::StatusOr<CacheLookup> CompileAndStore(const CacheKey& key, const std::string& key_hex,
+                                              const CompileFn& compile);
+
+  std::vector<std::unique_ptr<CacheTier>> tiers_;  // constant after construction
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, CompileStats> compile_stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CACHE_KERNEL_CACHE_H_
