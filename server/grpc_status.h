@@ -1,0 +1,20 @@
+// The one place absl::Status becomes grpc::Status. Codes map one to one (gRPC and abseil share
+// their numbering); UNKNOWN never leaves the server: it becomes INTERNAL.
+#ifndef UOPD_SERVER_GRPC_STATUS_H_
+#define UOPD_SERVER_GRPC_STATUS_H_
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+
+namespace uopd {
+
+inline grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  auto code = static_cast<grpc::StatusCode>(status.code());
+  if (status.code() == absl::StatusCode::kUnknown) code = grpc::StatusCode::INTERNAL;
+  return grpc::Status(code, std::string(status.message()));
+}
+
+}  // namespace uopd
+
+#endif  // UOPD_SERVER_GRPC_STATUS_H_

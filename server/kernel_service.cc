@@ -1,0 +1,304 @@
+#include "server/kernel_service.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/cache/program_codec.h"
+#include "core/util/sha256.h"
+#include "core/util/status_macros.h"
+#include "server/grpc_status.h"
+#include "server/request_builder.h"
+
+namespace uopd {
+namespace {
+
+constexpr int64_t kDefaultChunk = 1 << 20;
+constexpr int64_t kMaxChunk = (4 << 20) - (64 << 10);  // under the 4 MiB message limit
+// Outputs returned inline must fit one response.
+constexpr int64_t kMaxInlineReturn = (4 << 20) - (256 << 10);
+
+absl::Status CheckAlive(const grpc::ServerContext& context) {
+  if (context.IsCancelled()) return absl::CancelledError("the call was cancelled");
+  return absl::OkStatus();
+}
+
+void FillTimings(const std::vector<KernelTiming>& timings,
+                 google::protobuf::RepeatedPtrField<v1::KernelTiming>* out) {
+  for (const KernelTiming& t : timings) {
+    v1::KernelTiming* timing = out->Add();
+    timing->set_kernel(t.id);
+    timing->set_start_ns(t.start_ns);
+    timing->set_end_ns(t.end_ns);
+  }
+}
+
+absl::Status FillOutputs(const std::vector<BufferView>& buffers,
+                         const google::protobuf::RepeatedField<int32_t>& which,
+                         google::protobuf::RepeatedPtrField<v1::BufferData>* out) {
+  int64_t total = 0;
+  for (int32_t index : which) {
+    if (index < 0 || index >= static_cast<int>(buffers.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("return_buffers names buffer ", index,
+                                                     ", which does not exist"));
+    }
+    total += static_cast<int64_t>(buffers[index].bytes());
+  }
+  if (total > kMaxInlineReturn) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "returning ", total, " bytes inline exceeds the message limit; bind a buffer handle and "
+        "read it with ReadBuffer"));
+  }
+  for (int32_t index : which) {
+    const BufferView& view = buffers[index];
+    v1::BufferData* data = out->Add();
+    data->set_buffer(index);
+    std::string* bytes = data->mutable_data();
+    bytes->resize(view.bytes());
+    UOPD_RETURN_IF_ERROR(view.storage->device().allocator().CopyOut(bytes->data(), view.data(), view.bytes()));
+  }
+  return absl::OkStatus();
+}
+
+int64_t KernelsOn(const ExecutionPlan& plan) { return static_cast<int64_t>(plan.kernels().size()); }
+
+}  // namespace
+
+std::string ClientIdentity(const grpc::ServerContext& context) { return context.peer(); }
+
+grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
+                                            v1::ListDevicesResponse* response) {
+  RpcScope scope(ctx_.metrics, "ListDevices");
+  for (Device* device : ctx_.devices.devices()) {
+    v1::DeviceInfo* info = response->add_devices();
+    info->set_name(device->name());
+    info->set_base_key(device->spec().base_device_key());
+    info->set_compile_target(device->compiler().Target());
+    info->set_compiler(device->compiler().Identity());
+    info->set_bytes_in_use(device->allocator().bytes_in_use());
+    info->set_threads(device->threads());
+  }
+  return scope.Done(grpc::Status::OK);
+}
+
+grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileRequest* request,
+                                        v1::CompileResponse* response) {
+  RpcScope scope(ctx_.metrics, "Compile");
+  auto status = [&]() -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(Device * device,
+                          ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
+    CompileResult result;
+    if (request->has_ast()) {
+      UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
+      UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast)));
+    } else if (request->has_source()) {
+      // Source rendered by the client: keyed on the source and its stated metadata.
+      const v1::RenderedSource& source = request->source();
+      if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
+      v1::CachedKernel stated;
+      *stated.mutable_metadata() = source.metadata();
+      stated.mutable_metadata()->set_name(source.entry());
+      stated.set_source(source.src());
+      stated.set_entry(source.entry());
+      auto decoded = DecodeCachedKernel(stated);
+      if (!decoded.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("source.metadata: ", decoded.status().message()));
+      }
+      Sha256 sha;
+      sha.UpdateFramed(stated.SerializeAsString());
+      result.key = KeyFor(*device, "source:" + DigestToHex(sha.Finish()));
+      result.key_hex = result.key.Hex();
+      auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+        UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device->compiler().Compile(decoded->spec));
+        return EncodeCachedKernel(decoded->spec, compiled);
+      };
+      UOPD_ASSIGN_OR_RETURN(result.lookup, ctx_.programs.cache().GetOrCompile(result.key, compile));
+    } else {
+      return absl::InvalidArgumentError("the request has neither an ast nor a source");
+    }
+    const v1::CachedKernel& kernel = *result.lookup.kernel;
+    response->set_cache_key(result.key_hex);
+    response->set_cache_tier(result.lookup.answered_by);
+    *response->mutable_metadata() = kernel.metadata();
+    response->set_entry(kernel.entry());
+    if (request->want_source()) response->set_source(kernel.source());
+    if (request->want_binary()) response->set_binary(kernel.binary());
+    return absl::OkStatus();
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
+                                             const v1::CreateBufferRequest* request,
+                                             v1::CreateBufferResponse* response) {
+  RpcScope scope(ctx_.metrics, "CreateBuffer");
+  const std::string owner = ClientIdentity(*context);
+  auto status = [&]() -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request->dtype()));
+    UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, request->size()));
+    if (!request->initial().empty() && static_cast<int64_t>(request->initial().size()) != bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("initial has ", request->initial().size(),
+                                                     " bytes, size * itemsize is ", bytes));
+    }
+    UOPD_ASSIGN_OR_RETURN(Device * device,
+                          ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
+    UOPD_RETURN_IF_ERROR(ctx_.resources.CheckBufferQuota(owner, bytes));
+    UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
+    if (!request->initial().empty()) {
+      UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), request->initial().data(), bytes));
+    }
+    UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
+    UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(owner, std::move(view)));
+    response->set_handle(handle);
+    response->set_bytes(bytes);
+    return absl::OkStatus();
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
+                                            grpc::ServerReader<v1::WriteBufferChunk>* reader,
+                                            v1::WriteBufferResponse* response) {
+  RpcScope scope(ctx_.metrics, "WriteBuffer");
+  const std::string owner = ClientIdentity(*context);
+  auto status = [&]() -> absl::Status {
+    v1::WriteBufferChunk chunk;
+    std::optional<BufferView> view;
+    std::string handle;
+    int64_t written = 0;
+    while (reader->Read(&chunk)) {
+      UOPD_RETURN_IF_ERROR(CheckAlive(*context));
+      if (!view) {
+        if (chunk.handle().empty()) return absl::InvalidArgumentError("the first chunk must name a handle");
+        UOPD_ASSIGN_OR_RETURN(view, ctx_.resources.GetBuffer(owner, chunk.handle()));
+        handle = chunk.handle();
+      } else if (!chunk.handle().empty() && chunk.handle() != handle) {
+        return absl::InvalidArgumentError("all chunks of one WriteBuffer call go to one handle");
+      }
+      int64_t size = static_cast<int64_t>(chunk.data().size());
+      if (chunk.offset() < 0 || chunk.offset() + size > static_cast<int64_t>(view->bytes())) {
+        return absl::OutOfRangeError(absl::StrCat("chunk [", chunk.offset(), ", ", chunk.offset() + size,
+                                                  ") is outside the buffer's ", view->bytes(), " bytes"));
+      }
+      UOPD_RETURN_IF_ERROR(view->storage->device().allocator().CopyIn(
+          static_cast<char*>(view->data()) + chunk.offset(), chunk.data().data(), size));
+      written += size;
+    }
+    if (!view) return absl::InvalidArgumentError("no chunks were sent");
+    response->set_bytes_written(written);
+    return absl::OkStatus();
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
+                                           const v1::ReadBufferRequest* request,
+                                           grpc::ServerWriter<v1::ReadBufferChunk>* writer) {
+  RpcScope scope(ctx_.metrics, "ReadBuffer");
+  const std::string owner = ClientIdentity(*context);
+  auto status = [&]() -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(owner, request->handle()));
+    const int64_t total = static_cast<int64_t>(view.bytes());
+    int64_t offset = request->offset();
+    int64_t length = request->length() == 0 ? total - offset : request->length();
+    if (offset < 0 || length < 0 || offset + length > total) {
+      return absl::OutOfRangeError(absl::StrCat("range [", offset, ", ", offset + length,
+                                                ") is outside the buffer's ", total, " bytes"));
+    }
+    int64_t chunk_bytes = request->chunk_bytes() <= 0 ? kDefaultChunk
+                                                      : std::min<int64_t>(request->chunk_bytes(), kMaxChunk);
+    v1::ReadBufferChunk chunk;
+    for (int64_t at = offset; at < offset + length || (length == 0 && at == offset); at += chunk_bytes) {
+      UOPD_RETURN_IF_ERROR(CheckAlive(*context));
+      int64_t size = std::min(chunk_bytes, offset + length - at);
+      chunk.set_offset(at);
+      chunk.mutable_data()->resize(size);
+      UOPD_RETURN_IF_ERROR(view.storage->device().allocator().CopyOut(
+          chunk.mutable_data()->data(), static_cast<const char*>(view.data()) + at, size));
+      if (!writer->Write(chunk)) return absl::CancelledError("the client stopped reading");
+      if (length == 0) break;
+    }
+    return absl::OkStatus();
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
+                                           const v1::FreeBufferRequest* request,
+                                           v1::FreeBufferResponse*) {
+  RpcScope scope(ctx_.metrics, "FreeBuffer");
+  return scope.Done(ToGrpcStatus(ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle())));
+}
+
+grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
+                                        v1::ExecuteResponse* response) {
+  RpcScope scope(ctx_.metrics, "Execute");
+  const std::string owner = ClientIdentity(*context);
+  auto status = [&]() -> absl::Status {
+    RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
+    UOPD_ASSIGN_OR_RETURN(BuiltBindings built, BuildBindings(rc, request->buffers(), request->kernels()));
+    std::vector<BufferView> buffers = built.buffers;
+    UOPD_ASSIGN_OR_RETURN(auto plan, ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
+                                                          ctx_.programs, ctx_.pool));
+    UOPD_RETURN_IF_ERROR(CheckAlive(*context));
+    absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
+    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars));
+    if (ctx_.metrics != nullptr) ctx_.metrics->RecordKernelsRun(request->device().empty() ? "CPU" : request->device(), KernelsOn(*plan));
+    FillTimings(timings, response->mutable_timings());
+    return FillOutputs(buffers, request->return_buffers(), response->mutable_outputs());
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context, const v1::PrepareRequest* request,
+                                        v1::PrepareResponse* response) {
+  RpcScope scope(ctx_.metrics, "Prepare");
+  const std::string owner = ClientIdentity(*context);
+  auto status = [&]() -> absl::Status {
+    RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
+    UOPD_ASSIGN_OR_RETURN(BuiltBindings built, BuildBindings(rc, request->buffers(), request->kernels()));
+    UOPD_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
+                          ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
+                                               ctx_.programs, ctx_.pool));
+    for (const RuntimeVar& var : plan->RuntimeVars()) {
+      v1::VarBounds* bounds = response->add_vars();
+      bounds->set_name(var.name);
+      bounds->set_min(var.min);
+      bounds->set_max(var.max);
+    }
+    for (const PreparedKernel& k : plan->kernels()) {
+      v1::PreparedKernelInfo* info = response->add_kernels();
+      info->set_name(k.program->spec->name);
+      info->set_cache_key(KeyFor(*k.device, k.ast->hash).Hex());
+      for (int dep : k.dependencies) info->add_dependencies(dep);
+    }
+    UOPD_ASSIGN_OR_RETURN(std::string id, ctx_.resources.AddPlan(owner, std::move(plan)));
+    response->set_plan_id(id);
+    return absl::OkStatus();
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context, const v1::RunPlanRequest* request,
+                                        v1::RunPlanResponse* response) {
+  RpcScope scope(ctx_.metrics, "RunPlan");
+  auto status = [&]() -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
+    absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
+    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars));
+    if (ctx_.metrics != nullptr && !plan->kernels().empty()) {
+      ctx_.metrics->RecordKernelsRun(plan->kernels().front().device->name(), KernelsOn(*plan));
+    }
+    FillTimings(timings, response->mutable_timings());
+    return FillOutputs(plan->buffers(), request->return_buffers(), response->mutable_outputs());
+  }();
+  return scope.Done(ToGrpcStatus(status));
+}
+
+grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
+                                            const v1::ReleasePlanRequest* request,
+                                            v1::ReleasePlanResponse*) {
+  RpcScope scope(ctx_.metrics, "ReleasePlan");
+  return scope.Done(ToGrpcStatus(ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id())));
+}
+
+}  // namespace uopd

@@ -1,0 +1,60 @@
+// KernelServiceImpl: the gRPC face of uopd's core. Each method converts the request to core
+// types, calls core, and maps the Status back; the logic lives in core/.
+#ifndef UOPD_SERVER_KERNEL_SERVICE_H_
+#define UOPD_SERVER_KERNEL_SERVICE_H_
+
+#include "core/cache/caching_program_source.h"
+#include "core/ir/limits.h"
+#include "core/session/resource_registry.h"
+#include "core/util/thread_pool.h"
+#include "server/metrics.h"
+#include "uopd/v1/kernel_service.grpc.pb.h"
+
+namespace uopd {
+
+struct ServiceContext {
+  DeviceRegistry& devices;
+  CachingProgramSource& programs;
+  ResourceRegistry& resources;
+  ThreadPool* pool;
+  Metrics* metrics;  // may be null
+  IrLimits limits;
+};
+
+// Safe for concurrent use (gRPC calls it from many threads).
+class KernelServiceImpl final : public v1::KernelService::Service {
+ public:
+  explicit KernelServiceImpl(ServiceContext ctx) : ctx_(ctx) {}
+
+  grpc::Status ListDevices(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
+                           v1::ListDevicesResponse* response) override;
+  grpc::Status Compile(grpc::ServerContext* context, const v1::CompileRequest* request,
+                       v1::CompileResponse* response) override;
+  grpc::Status CreateBuffer(grpc::ServerContext* context, const v1::CreateBufferRequest* request,
+                            v1::CreateBufferResponse* response) override;
+  grpc::Status WriteBuffer(grpc::ServerContext* context,
+                           grpc::ServerReader<v1::WriteBufferChunk>* reader,
+                           v1::WriteBufferResponse* response) override;
+  grpc::Status ReadBuffer(grpc::ServerContext* context, const v1::ReadBufferRequest* request,
+                          grpc::ServerWriter<v1::ReadBufferChunk>* writer) override;
+  grpc::Status FreeBuffer(grpc::ServerContext* context, const v1::FreeBufferRequest* request,
+                          v1::FreeBufferResponse* response) override;
+  grpc::Status Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
+                       v1::ExecuteResponse* response) override;
+  grpc::Status Prepare(grpc::ServerContext* context, const v1::PrepareRequest* request,
+                       v1::PrepareResponse* response) override;
+  grpc::Status RunPlan(grpc::ServerContext* context, const v1::RunPlanRequest* request,
+                       v1::RunPlanResponse* response) override;
+  grpc::Status ReleasePlan(grpc::ServerContext* context, const v1::ReleasePlanRequest* request,
+                           v1::ReleasePlanResponse* response) override;
+
+ private:
+  ServiceContext ctx_;
+};
+
+// The identity resources belong to: for now the peer address of the connection.
+std::string ClientIdentity(const grpc::ServerContext& context);
+
+}  // namespace uopd
+
+#endif  // UOPD_SERVER_KERNEL_SERVICE_H_

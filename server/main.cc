@@ -1,0 +1,191 @@
+// uopd: the kernel compilation and execution daemon.
+//
+//   uopd [--listen=127.0.0.1:50051] [--metrics=127.0.0.1:9464] [--cache_dir=DIR] ...
+//   uopd --flagfile=uopd.flags      (a config file: one --flag=value per line)
+//
+// Registers the devices of this machine, opens the compiled-byte cache, and serves
+// KernelService, CacheService, grpc.health.v1.Health and server reflection until SIGTERM or
+// SIGINT, which drain in-flight RPCs before exiting.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "backends/cpu/cpu_device.h"
+#include "core/cache/caching_program_source.h"
+#include "core/cache/disk_tier.h"
+#include "core/cache/memory_tier.h"
+#include "core/util/log.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "server/cache_service.h"
+#include "server/kernel_service.h"
+#include "server/metrics.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address (HOST:PORT; port 0 picks a free one)");
+ABSL_FLAG(std::string, metrics, "127.0.0.1:9464", "Prometheus endpoint address (HOST:PORT), '' to disable");
+ABSL_FLAG(std::string, cache_dir, "", "disk cache directory ('' = $XDG_CACHE_HOME/uopd or ~/.cache/uopd)");
+ABSL_FLAG(int64_t, memory_cache_bytes, int64_t{256} << 20, "memory cache tier bound, bytes");
+ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30, "disk cache tier bound, bytes (0 disables the tier)");
+ABSL_FLAG(bool, cache_accept_puts, false, "let clients store entries through CacheService.Put");
+ABSL_FLAG(int32_t, threads, 0, "worker threads for kernels (0 = one per core)");
+ABSL_FLAG(absl::Duration, idle_ttl, absl::Minutes(30), "reclaim buffers and plans idle this long");
+ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30, "largest buffer a client may create, bytes");
+ABSL_FLAG(int64_t, max_client_bytes, int64_t{64} << 30, "all buffers of one client, bytes");
+ABSL_FLAG(int64_t, max_nodes, 200'000, "largest kernel AST, nodes");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics addresses here once serving");
+
+namespace uopd {
+namespace {
+
+std::string DefaultCacheDir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return absl::StrCat(xdg, "/uopd");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return absl::StrCat(home, "/.cache/uopd");
+  }
+  return "/tmp/uopd-cache";
+}
+
+// "host:port" of `listen` with its port replaced by `port`.
+std::string WithPort(const std::string& listen, int port) {
+  size_t colon = listen.rfind(':');
+  return absl::StrCat(listen.substr(0, colon), ":", port);
+}
+
+int Run() {
+  LogLevel level;
+  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
+    std::fprintf(stderr, "uopd: --log_level must be debug, info, warning or error\n");
+    return 2;
+  }
+  SetLogLevel(level);
+
+  // Signals go to one thread that starts the drain; every other thread has them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads - 1);
+
+  DeviceRegistry devices;
+  auto cpu = CreateCpuDevice(&pool);
+  if (!cpu.ok()) {
+    Log(LogLevel::kError, "cannot create the CPU device", {{"error", cpu.status().ToString()}});
+    return 1;
+  }
+  devices.Add(std::move(*cpu));
+  for (Device* device : devices.devices()) {
+    Log(LogLevel::kInfo, "device ready", {{"device", device->name()}, {"target", device->compiler().Target()}});
+  }
+
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(absl::GetFlag(FLAGS_memory_cache_bytes)));
+  if (absl::GetFlag(FLAGS_disk_cache_bytes) > 0) {
+    std::string dir = absl::GetFlag(FLAGS_cache_dir);
+    if (dir.empty()) dir = DefaultCacheDir();
+    auto disk = DiskTier::Open(dir, absl::GetFlag(FLAGS_disk_cache_bytes));
+    if (!disk.ok()) {
+      Log(LogLevel::kError, "cannot open the disk cache", {{"error", disk.status().ToString()}});
+      return 1;
+    }
+    Log(LogLevel::kInfo, "disk cache", {{"dir", dir}});
+    tiers.push_back(std::move(*disk));
+  }
+  KernelCache cache(std::move(tiers));
+  CachingProgramSource programs(cache);
+
+  RegistryLimits limits;
+  limits.idle_ttl = absl::GetFlag(FLAGS_idle_ttl);
+  limits.max_buffer_bytes = absl::GetFlag(FLAGS_max_buffer_bytes);
+  limits.max_client_bytes = absl::GetFlag(FLAGS_max_client_bytes);
+  ResourceRegistry resources(limits);
+
+  std::unique_ptr<Metrics> metrics;
+  if (!absl::GetFlag(FLAGS_metrics).empty()) {
+    auto started = Metrics::Start(absl::GetFlag(FLAGS_metrics), devices, cache, resources);
+    if (!started.ok()) {
+      Log(LogLevel::kError, "cannot start the metrics endpoint", {{"error", started.status().ToString()}});
+      return 1;
+    }
+    metrics = std::move(*started);
+  }
+
+  IrLimits ir_limits;
+  ir_limits.max_nodes = absl::GetFlag(FLAGS_max_nodes);
+  KernelServiceImpl kernel_service(ServiceContext{devices, programs, resources, &pool, metrics.get(), ir_limits});
+  CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&kernel_service);
+  builder.RegisterService(&cache_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    Log(LogLevel::kError, "cannot listen", {{"address", listen}});
+    return 1;
+  }
+  const std::string bound = WithPort(listen, port);
+  const std::string metrics_bound = metrics ? WithPort(absl::GetFlag(FLAGS_metrics), metrics->port()) : "";
+  Log(LogLevel::kInfo, "serving", {{"grpc", bound}, {"metrics", metrics_bound}});
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    // Written then renamed, so a reader never sees half of it.
+    std::string temp = absl::GetFlag(FLAGS_port_file) + ".tmp";
+    std::ofstream(temp) << bound << "\n" << metrics_bound << "\n";
+    std::rename(temp.c_str(), absl::GetFlag(FLAGS_port_file).c_str());
+  }
+
+  std::thread signal_thread([&] {
+    int received = 0;
+    sigwait(&signals, &received);
+    Log(LogLevel::kInfo, "draining", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  });
+  std::atomic<bool> stopping{false};
+  std::thread reaper([&] {
+    const absl::Duration period = std::min(absl::Seconds(10), limits.idle_ttl / 4);
+    while (!stopping.load()) {
+      absl::SleepFor(std::min(period, absl::Milliseconds(200)));
+      static absl::Time next = absl::Now() + period;
+      if (absl::Now() < next) continue;
+      next = absl::Now() + period;
+      if (int reaped = resources.ReapIdle(absl::Now()); reaped > 0) {
+        Log(LogLevel::kInfo, "reclaimed idle resources", {{"count", absl::StrCat(reaped)}});
+      }
+    }
+  });
+  server->Wait();
+  stopping.store(true);
+  reaper.join();
+  signal_thread.join();
+  Log(LogLevel::kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace uopd
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("uopd: kernel compilation and execution daemon");
+  absl::ParseCommandLine(argc, argv);
+  return uopd::Run();
+}

@@ -1,0 +1,104 @@
+#include "server/request_builder.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+
+absl::StatusOr<Scalar> BufferDtype(int wire_dtype) {
+  if (wire_dtype < 1 || wire_dtype > kMaxScalar) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown dtype ", wire_dtype));
+  }
+  auto dtype = static_cast<Scalar>(wire_dtype);
+  if (dtype == Scalar::kVoid || dtype == Scalar::kIndex) {
+    return absl::InvalidArgumentError(absl::StrCat("a buffer cannot hold ", ScalarName(dtype)));
+  }
+  return dtype;
+}
+
+absl::StatusOr<int64_t> BufferBytes(Scalar dtype, int64_t size) {
+  if (size < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", size));
+  int64_t item = ScalarItemSize(dtype);
+  if (size > (int64_t{1} << 56) / item) {
+    return absl::InvalidArgumentError(absl::StrCat("size ", size, " is too large"));
+  }
+  return size * item;
+}
+
+namespace {
+
+absl::StatusOr<BufferView> BuildInline(const RequestContext& ctx, const v1::InlineBuffer& wire) {
+  UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(wire.dtype()));
+  UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, wire.size()));
+  if (!wire.data().empty() && static_cast<int64_t>(wire.data().size()) != bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("data has ", wire.data().size(),
+                                                   " bytes, size * itemsize is ", bytes));
+  }
+  UOPD_RETURN_IF_ERROR(ctx.resources.CheckBufferQuota(ctx.owner, bytes));
+  const std::string& device_name = !wire.device().empty() ? wire.device()
+                                   : !ctx.default_device.empty() ? ctx.default_device
+                                                                 : std::string("CPU");
+  UOPD_ASSIGN_OR_RETURN(Device* device, ctx.devices.Get(device_name));
+  UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
+  if (!wire.data().empty()) {
+    UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), wire.data().data(), bytes));
+  }
+  return BufferView::Whole(std::move(storage), dtype);
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltBindings> BuildBindings(
+    const RequestContext& ctx, const google::protobuf::RepeatedPtrField<v1::BufferRef>& buffers,
+    const google::protobuf::RepeatedPtrField<v1::KernelInvocation>& kernels) {
+  BuiltBindings built;
+  for (int i = 0; i < buffers.size(); ++i) {
+    const v1::BufferRef& ref = buffers[i];
+    absl::StatusOr<BufferView> view;
+    switch (ref.ref_case()) {
+      case v1::BufferRef::kHandle:
+        view = ctx.resources.GetBuffer(ctx.owner, ref.handle());
+        break;
+      case v1::BufferRef::kInline:
+        view = BuildInline(ctx, ref.inline_());
+        break;
+      case v1::BufferRef::kView: {
+        const v1::ViewRef& v = ref.view();
+        if (v.base() < 0 || v.base() >= i) {
+          view = absl::InvalidArgumentError(absl::StrCat("view base ", v.base(), " is not an earlier buffer"));
+          break;
+        }
+        auto dtype = BufferDtype(v.dtype());
+        if (!dtype.ok() || v.offset() < 0) {
+          view = dtype.ok() ? absl::InvalidArgumentError("negative view offset") : dtype.status();
+          break;
+        }
+        view = BufferView::Of(built.buffers[v.base()], static_cast<size_t>(v.offset()), *dtype, v.size());
+        break;
+      }
+      default:
+        view = absl::InvalidArgumentError("names no handle, inline buffer or view");
+    }
+    if (!view.ok()) return WithContext(view.status(), absl::StrCat("buffers[", i, "]"));
+    built.buffers.push_back(*std::move(view));
+  }
+  for (int k = 0; k < kernels.size(); ++k) {
+    const v1::KernelInvocation& wire = kernels[k];
+    KernelBinding binding;
+    auto ast = DecodeKernelAst(wire.ast(), ctx.limits);
+    if (!ast.ok()) return WithContext(ast.status(), absl::StrCat("kernels[", k, "]"));
+    binding.ast = *std::move(ast);
+    const std::string& device_name = !wire.device().empty() ? wire.device()
+                                     : !ctx.default_device.empty() ? ctx.default_device
+                                                                   : std::string("CPU");
+    auto device = ctx.devices.Get(device_name);
+    if (!device.ok()) return WithContext(device.status(), absl::StrCat("kernels[", k, "]"));
+    binding.device = *device;
+    binding.buffers.assign(wire.buffers().begin(), wire.buffers().end());
+    binding.fixedvars.insert(wire.fixedvars().begin(), wire.fixedvars().end());
+    built.kernels.push_back(std::move(binding));
+  }
+  return built;
+}
+
+}  // namespace uopd

@@ -1,0 +1,42 @@
+// Turning the buffers and kernels of an Execute or Prepare request into core types: resolving
+// handles (for this client only), creating inline buffers and views, decoding ASTs. Every error
+// names the request entry it is about ("buffers[2]", "kernels[1]").
+#ifndef UOPD_SERVER_REQUEST_BUILDER_H_
+#define UOPD_SERVER_REQUEST_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/ir/limits.h"
+#include "core/plan/execution_plan.h"
+#include "core/session/resource_registry.h"
+#include "uopd/v1/kernel_service.pb.h"
+
+namespace uopd {
+
+struct BuiltBindings {
+  std::vector<BufferView> buffers;
+  std::vector<KernelBinding> kernels;
+};
+
+struct RequestContext {
+  const std::string& owner;
+  const std::string& default_device;  // "" means "CPU"
+  const DeviceRegistry& devices;
+  ResourceRegistry& resources;
+  const IrLimits& limits;
+};
+
+absl::StatusOr<BuiltBindings> BuildBindings(
+    const RequestContext& ctx, const google::protobuf::RepeatedPtrField<v1::BufferRef>& buffers,
+    const google::protobuf::RepeatedPtrField<v1::KernelInvocation>& kernels);
+
+// A value dtype a buffer can hold (not VOID or INDEX): INVALID_ARGUMENT otherwise.
+absl::StatusOr<Scalar> BufferDtype(int wire_dtype);
+// size * itemsize, refusing negative sizes and overflow (INVALID_ARGUMENT).
+absl::StatusOr<int64_t> BufferBytes(Scalar dtype, int64_t size);
+
+}  // namespace uopd
+
+#endif  // UOPD_SERVER_REQUEST_BUILDER_H_
