@@ -58,7 +58,8 @@ absl::StatusOr<CacheLookup> KernelCache::CompileAndStore(const CacheKey& key,
 
 absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const CompileFn& compile) {
   const std::string key_hex = key.Hex();
-  if (auto hit = Lookup(key_hex)) return *hit;
+  // Joining a flight before looking anything up means a key is looked up (and counted) once
+  // per request, and a request never compiles what a finishing flight just stored.
   std::shared_ptr<Flight> flight;
   bool leader = false;
   {
@@ -75,8 +76,6 @@ absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const
     mu_.Await(absl::Condition(&flight->done));
     return flight->result;
   }
-  // A flight that finished between our lookup and taking the lead stored its result in the
-  // tiers: look again before compiling.
   absl::StatusOr<CacheLookup> result = [&]() -> absl::StatusOr<CacheLookup> {
     if (auto hit = Lookup(key_hex)) return *hit;
     return CompileAndStore(key, key_hex, compile);

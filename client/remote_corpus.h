@@ -1,0 +1,20 @@
+// Running corpus cases and plans through a uopd daemon: a case as one Execute call, a plan as
+// Prepare + RunPlan + ReleasePlan; outputs compared by the corpus rule.
+#ifndef UOPD_CLIENT_REMOTE_CORPUS_H_
+#define UOPD_CLIENT_REMOTE_CORPUS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "client/uopd_client.h"
+#include "core/corpus/corpus_file.h"
+
+namespace uopd {
+
+// OK when every output matches; FAILED_PRECONDITION naming the first differing element, or the
+// daemon's error.
+absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry, const std::string& device);
+
+}  // namespace uopd
+
+#endif  // UOPD_CLIENT_REMOTE_CORPUS_H_

@@ -1,0 +1,197 @@
+// uopctl: the command-line client of a uopd daemon.
+//
+//   uopctl [--server ADDR] devices
+//   uopctl [--server ADDR] compile FILE [--device D] [--emit src|bytes]
+//   uopctl [--server ADDR] run PATH... [--device D] [--verbose]
+//   uopctl [--server ADDR] cache stats
+//
+// FILE is a kernel AST (Graph JSON) or a corpus case. `run` takes corpus case and plan files or
+// folders, prints one line per failure and ends with "N passed, M failed" (exit 0 only when
+// nothing failed), like uopd-conformance but through the daemon.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/remote_corpus.h"
+#include "client/uopd_client.h"
+#include "core/corpus/corpus_file.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: uopctl [--server ADDR] COMMAND\n"
+    "  devices                                   list the server's devices\n"
+    "  compile FILE [--device D] [--emit src|bytes]\n"
+    "                                            compile a kernel AST (Graph JSON or corpus case)\n"
+    "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
+    "  cache stats                               cache tier and compilation counters\n"
+    "ADDR defaults to 127.0.0.1:50051.\n";
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "uopctl: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+std::string Json(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+int Devices(uopd::Client& client) {
+  auto devices = client.ListDevices();
+  if (!devices.ok()) return Fail(devices.status());
+  for (const auto& d : devices->devices()) {
+    std::printf("%-8s base=%s threads=%d in_use=%lld\n  target=%s\n  compiler=%s\n", d.name().c_str(),
+                d.base_key().c_str(), d.threads(), static_cast<long long>(d.bytes_in_use()),
+                d.compile_target().c_str(), d.compiler().c_str());
+  }
+  return 0;
+}
+
+absl::StatusOr<uopd::v1::Graph> ReadGraph(const std::string& path) {
+  auto text = uopd::ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  uopd::v1::Graph graph;
+  if (absl::StrContains(*text, "\"ast\"")) {
+    uopd::v1::CorpusCase kase;
+    auto status = google::protobuf::util::JsonStringToMessage(*text, &kase, options);
+    if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.ToString()));
+    return kase.ast();
+  }
+  auto status = google::protobuf::util::JsonStringToMessage(*text, &graph, options);
+  if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.ToString()));
+  return graph;
+}
+
+int Compile(uopd::Client& client, const std::string& file, const std::string& device,
+            const std::string& emit) {
+  auto graph = ReadGraph(file);
+  if (!graph.ok()) return Fail(graph.status());
+  uopd::v1::CompileRequest request;
+  *request.mutable_ast() = *graph;
+  request.set_device(device);
+  request.set_want_source(emit == "src");
+  request.set_want_binary(emit == "bytes");
+  auto response = client.Compile(request);
+  if (!response.ok()) return Fail(response.status());
+  if (emit == "src") {
+    std::fwrite(response->source().data(), 1, response->source().size(), stdout);
+    return 0;
+  }
+  if (emit == "bytes") {
+    std::fwrite(response->binary().data(), 1, response->binary().size(), stdout);
+    return 0;
+  }
+  std::printf("cache_key: %s\ncache_tier: %s\nentry: %s\nmetadata: %s\n", response->cache_key().c_str(),
+              response->cache_tier().c_str(), response->entry().c_str(),
+              Json(response->metadata()).c_str());
+  return 0;
+}
+
+void Progress(size_t done, size_t total, int failed) {
+  if (!isatty(STDERR_FILENO) || total < 2) return;
+  constexpr int kWidth = 40;
+  int filled = static_cast<int>(kWidth * done / total);
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu  %d failed", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '.').c_str(), done, total, failed);
+  if (done == total) std::fprintf(stderr, "\n");
+}
+
+int Run(uopd::Client& client, const std::vector<std::string>& paths, const std::string& device,
+        bool verbose) {
+  auto files = uopd::ListCorpusFiles(paths);
+  if (!files.ok()) return Fail(files.status());
+  int passed = 0, failed = 0;
+  for (size_t i = 0; i < files->size(); ++i) {
+    const std::string& file = (*files)[i];
+    auto entry = uopd::LoadCorpusFile(file);
+    absl::Status status = entry.ok() ? uopd::RunCorpusEntryRemote(client, *entry, device) : entry.status();
+    if (status.ok()) {
+      ++passed;
+      if (verbose) std::printf("PASS %s\n", file.c_str());
+    } else {
+      ++failed;
+      if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r");
+      std::printf("FAIL %s: %s\n", file.c_str(), status.ToString().c_str());
+      std::fflush(stdout);
+    }
+    Progress(i + 1, files->size(), failed);
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+int CacheStats(uopd::Client& client) {
+  auto stats = client.CacheStats();
+  if (!stats.ok()) return Fail(stats.status());
+  std::printf("%-8s %10s %10s %8s %10s %10s %14s\n", "tier", "hits", "misses", "corrupt", "evictions",
+              "entries", "bytes");
+  for (const auto& t : stats->tiers()) {
+    std::printf("%-8s %10lld %10lld %8lld %10lld %10lld %14lld\n", t.tier().c_str(),
+                static_cast<long long>(t.hits()), static_cast<long long>(t.misses()),
+                static_cast<long long>(t.corrupt()), static_cast<long long>(t.evictions()),
+                static_cast<long long>(t.entries()), static_cast<long long>(t.bytes()));
+  }
+  for (const auto& c : stats->compiles()) {
+    std::printf("compiled %s: %lld kernels in %.3f s (%lld failed)\n", c.backend().c_str(),
+                static_cast<long long>(c.compilations()), c.seconds(), static_cast<long long>(c.failures()));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string server = "127.0.0.1:50051", device = "CPU", emit;
+  bool verbose = false;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string& flag) -> std::optional<std::string> {
+      if (arg == flag && i + 1 < argc) return std::string(argv[++i]);
+      if (absl::StartsWith(arg, flag + "=")) return arg.substr(flag.size() + 1);
+      return std::nullopt;
+    };
+    if (auto v = value("--server")) server = *v;
+    else if (auto v = value("--device")) device = *v;
+    else if (auto v = value("--emit")) emit = *v;
+    else if (arg == "--verbose" || arg == "-v") verbose = true;
+    else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      args.push_back(arg);
+    }
+  }
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (!emit.empty() && emit != "src" && emit != "bytes") {
+    std::fprintf(stderr, "uopctl: --emit takes src or bytes\n");
+    return 2;
+  }
+  uopd::Client client(server);
+  const std::string& command = args[0];
+  if (command == "devices") return Devices(client);
+  if (command == "compile" && args.size() == 2) return Compile(client, args[1], device, emit);
+  if (command == "run" && args.size() >= 2) {
+    return Run(client, std::vector<std::string>(args.begin() + 1, args.end()), device, verbose);
+  }
+  if (command == "cache" && args.size() == 2 && args[1] == "stats") return CacheStats(client);
+  std::fputs(kUsage, stderr);
+  return 2;
+}

@@ -1,0 +1,135 @@
+#include "client/uopd_client.h"
+
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace uopd {
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+namespace {
+
+template <typename Response, typename Call>
+absl::StatusOr<Response> Unary(Call call) {
+  grpc::ClientContext context;
+  Response response;
+  grpc::Status status = call(&context, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+}  // namespace
+
+Client::Client(const std::string& address)
+    : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+      kernels_(v1::KernelService::NewStub(channel_)),
+      cache_(v1::CacheService::NewStub(channel_)) {}
+
+bool Client::WaitForReady(double seconds) {
+  auto deadline = std::chrono::system_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return channel_->WaitForConnected(deadline);
+}
+
+absl::StatusOr<v1::ListDevicesResponse> Client::ListDevices() {
+  return Unary<v1::ListDevicesResponse>([&](grpc::ClientContext* c, v1::ListDevicesResponse* r) {
+    return kernels_->ListDevices(c, v1::ListDevicesRequest(), r);
+  });
+}
+
+absl::StatusOr<v1::CompileResponse> Client::Compile(const v1::CompileRequest& request) {
+  return Unary<v1::CompileResponse>(
+      [&](grpc::ClientContext* c, v1::CompileResponse* r) { return kernels_->Compile(c, request, r); });
+}
+
+absl::StatusOr<std::string> Client::CreateBuffer(const std::string& device, v1::DType::Scalar dtype,
+                                                 int64_t size, const std::string& initial) {
+  v1::CreateBufferRequest request;
+  request.set_device(device);
+  request.set_dtype(dtype);
+  request.set_size(size);
+  request.set_initial(initial);
+  auto response = Unary<v1::CreateBufferResponse>([&](grpc::ClientContext* c, v1::CreateBufferResponse* r) {
+    return kernels_->CreateBuffer(c, request, r);
+  });
+  if (!response.ok()) return response.status();
+  return response->handle();
+}
+
+absl::Status Client::WriteBuffer(const std::string& handle, const std::string& bytes, int64_t offset,
+                                 int64_t chunk_bytes) {
+  grpc::ClientContext context;
+  v1::WriteBufferResponse response;
+  auto writer = kernels_->WriteBuffer(&context, &response);
+  v1::WriteBufferChunk chunk;
+  chunk.set_handle(handle);
+  int64_t at = 0;
+  do {
+    int64_t size = std::min<int64_t>(chunk_bytes, static_cast<int64_t>(bytes.size()) - at);
+    chunk.set_offset(offset + at);
+    chunk.set_data(bytes.substr(at, size));
+    if (!writer->Write(chunk)) break;  // the server ended the call: Finish says why
+    chunk.clear_handle();
+    at += size;
+  } while (at < static_cast<int64_t>(bytes.size()));
+  writer->WritesDone();
+  return FromGrpcStatus(writer->Finish());
+}
+
+absl::StatusOr<std::string> Client::ReadBuffer(const std::string& handle, int64_t offset, int64_t length) {
+  grpc::ClientContext context;
+  v1::ReadBufferRequest request;
+  request.set_handle(handle);
+  request.set_offset(offset);
+  request.set_length(length);
+  auto reader = kernels_->ReadBuffer(&context, request);
+  std::string out;
+  v1::ReadBufferChunk chunk;
+  while (reader->Read(&chunk)) out += chunk.data();
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  return out;
+}
+
+absl::Status Client::FreeBuffer(const std::string& handle) {
+  v1::FreeBufferRequest request;
+  request.set_handle(handle);
+  return Unary<v1::FreeBufferResponse>([&](grpc::ClientContext* c, v1::FreeBufferResponse* r) {
+           return kernels_->FreeBuffer(c, request, r);
+         }).status();
+}
+
+absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& request) {
+  return Unary<v1::ExecuteResponse>(
+      [&](grpc::ClientContext* c, v1::ExecuteResponse* r) { return kernels_->Execute(c, request, r); });
+}
+
+absl::StatusOr<v1::PrepareResponse> Client::Prepare(const v1::PrepareRequest& request) {
+  return Unary<v1::PrepareResponse>(
+      [&](grpc::ClientContext* c, v1::PrepareResponse* r) { return kernels_->Prepare(c, request, r); });
+}
+
+absl::StatusOr<v1::RunPlanResponse> Client::RunPlan(const v1::RunPlanRequest& request) {
+  return Unary<v1::RunPlanResponse>(
+      [&](grpc::ClientContext* c, v1::RunPlanResponse* r) { return kernels_->RunPlan(c, request, r); });
+}
+
+absl::Status Client::ReleasePlan(const std::string& plan_id) {
+  v1::ReleasePlanRequest request;
+  request.set_plan_id(plan_id);
+  return Unary<v1::ReleasePlanResponse>([&](grpc::ClientContext* c, v1::ReleasePlanResponse* r) {
+           return kernels_->ReleasePlan(c, request, r);
+         }).status();
+}
+
+absl::StatusOr<v1::CacheStatsResponse> Client::CacheStats() {
+  return Unary<v1::CacheStatsResponse>([&](grpc::ClientContext* c, v1::CacheStatsResponse* r) {
+    return cache_->Stats(c, v1::CacheStatsRequest(), r);
+  });
+}
+
+}  // namespace uopd
