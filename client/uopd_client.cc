@@ -24,8 +24,21 @@ absl::StatusOr<Response> Unary(Call call) {
 
 }  // namespace
 
+namespace {
+
+// Each Client gets its own connection (not one shared through gRPC's global subchannel pool):
+// the server tells clients apart by connection, so two Clients are two identities.
+std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(8 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
 Client::Client(const std::string& address)
-    : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+    : channel_(OwnChannel(address)),
       kernels_(v1::KernelService::NewStub(channel_)),
       cache_(v1::CacheService::NewStub(channel_)) {}
 

@@ -1,0 +1,296 @@
+// Integration tests: a real uopd on a loopback port, driven as clients drive it.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/uopd_client.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::DaemonProcess;
+using testing::GraphBuilder;
+using testing::StatusIs;
+using v1::DType;
+using v1::Node;
+
+// out[i] = in[i] * factor over n float32: `factor` makes a kernel no cache has seen.
+v1::Graph Scale(int64_t n, double factor) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, n);
+  int r = g.Range(g.Index(n), 0);
+  int in = g.Buffer(1, DType::FLOAT32, n);
+  int value = g.Node(Node::MUL, DType::FLOAT32, {g.Load(in, r), g.Float(DType::FLOAT32, factor)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), value), {r})}, "scale");
+}
+
+v1::CompileRequest CompileOf(const v1::Graph& graph) {
+  v1::CompileRequest request;
+  *request.mutable_ast() = graph;
+  request.set_device("CPU");
+  return request;
+}
+
+std::string RunCommand(const std::string& command, int* exit_code) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
+  int status = pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return output;
+}
+
+TEST(Daemon, UopctlRunPassesTheWholeCorpus) {
+  DaemonProcess daemon(testing::TempDir("corpus"));
+  ASSERT_TRUE(daemon.running());
+  int code = 0;
+  std::string out = RunCommand(absl::StrCat(UOPCTL_PATH, " --server ", daemon.address(), " run ",
+                                            UOPD_CORPUS_DIR, " 2>&1"),
+                               &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find(" passed, 0 failed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
+}
+
+TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
+  std::string dir = testing::TempDir("restart");
+  DaemonProcess daemon(dir);
+  ASSERT_TRUE(daemon.running());
+  {
+    Client client(daemon.address());
+    auto first = client.Compile(CompileOf(Scale(64, 3.0)));
+    UOPD_ASSERT_OK(first);
+    EXPECT_EQ(first->cache_tier(), "compiled");
+    auto second = client.Compile(CompileOf(Scale(64, 3.0)));
+    UOPD_ASSERT_OK(second);
+    EXPECT_EQ(second->cache_tier(), "memory");
+    EXPECT_EQ(second->cache_key(), first->cache_key());
+  }
+  EXPECT_EQ(daemon.Stop(), 0) << "SIGTERM drains and exits cleanly";
+  daemon.Restart();
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto after = client.Compile(CompileOf(Scale(64, 3.0)));
+  UOPD_ASSERT_OK(after);
+  EXPECT_EQ(after->cache_tier(), "disk");
+  EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0)
+      << daemon.ScrapeMetrics();
+  EXPECT_EQ(daemon.Metric("uopd_cache_requests_total{tier=\"disk\",result=\"hit\"}"), 1);
+}
+
+TEST(Daemon, CorruptDiskEntryIsDetectedAndRebuilt) {
+  std::string dir = testing::TempDir("corrupt");
+  DaemonProcess daemon(dir);
+  ASSERT_TRUE(daemon.running());
+  std::string key;
+  {
+    Client client(daemon.address());
+    auto compiled = client.Compile(CompileOf(Scale(32, 5.0)));
+    UOPD_ASSERT_OK(compiled);
+    key = compiled->cache_key();
+  }
+  daemon.Stop();
+  std::string path = absl::StrCat(dir, "/", key.substr(0, 2), "/", key, ".uopd");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-10, std::ios::end);
+    file.put('\x5a');
+  }
+  daemon.Restart();
+  Client client(daemon.address());
+  auto rebuilt = client.Compile(CompileOf(Scale(32, 5.0)));
+  UOPD_ASSERT_OK(rebuilt);
+  EXPECT_EQ(rebuilt->cache_tier(), "compiled") << "a damaged entry is never served";
+  EXPECT_EQ(daemon.Metric("uopd_cache_requests_total{tier=\"disk\",result=\"corrupt\"}"), 1);
+  daemon.Restart();
+  Client again(daemon.address());
+  auto healed = again.Compile(CompileOf(Scale(32, 5.0)));
+  UOPD_ASSERT_OK(healed);
+  EXPECT_EQ(healed->cache_tier(), "disk") << "the rebuilt entry replaced the damaged one";
+}
+
+TEST(Daemon, SixteenConcurrentClientsCompileANewKernelOnce) {
+  DaemonProcess daemon(testing::TempDir("flight"));
+  ASSERT_TRUE(daemon.running());
+  // A kernel big enough that its compilation takes a while.
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 256);
+  int r = g.Range(g.Index(256), 0);
+  int in = g.Buffer(1, DType::FLOAT32, 256);
+  int value = g.Load(in, r);
+  for (int i = 0; i < 300; ++i) {
+    value = g.Node(i % 2 ? Node::MUL : Node::ADD, DType::FLOAT32, {value, g.Float(DType::FLOAT32, 1.0 + i)});
+  }
+  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), value), {r})});
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results(16);
+  std::vector<std::string> keys(16);
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      Client client(daemon.address());
+      auto response = client.Compile(CompileOf(graph));
+      results[i] = response.status();
+      if (response.ok()) keys[i] = response->cache_key();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 16; ++i) {
+    UOPD_EXPECT_OK(results[i]);
+    EXPECT_EQ(keys[i], keys[0]);
+  }
+  EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 1);
+}
+
+TEST(Daemon, BuffersOver64MiBRoundTripThroughStreams) {
+  DaemonProcess daemon(testing::TempDir("stream"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  const int64_t size = (80 << 20) / 4;  // 80 MiB of uint32
+  auto handle = client.CreateBuffer("CPU", DType::UINT32, size);
+  UOPD_ASSERT_OK(handle);
+  std::string bytes(size * 4, '\0');
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < bytes.size(); i += 4) {
+    uint32_t v = rng();
+    std::memcpy(&bytes[i], &v, 4);
+  }
+  UOPD_ASSERT_OK(client.WriteBuffer(*handle, bytes));
+  auto back = client.ReadBuffer(*handle);
+  UOPD_ASSERT_OK(back);
+  EXPECT_TRUE(*back == bytes) << "80 MiB did not round-trip";
+  auto tail = client.ReadBuffer(*handle, bytes.size() - 100, 100);
+  UOPD_ASSERT_OK(tail);
+  EXPECT_EQ(*tail, bytes.substr(bytes.size() - 100));
+  UOPD_EXPECT_OK(client.FreeBuffer(*handle));
+}
+
+TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
+  DaemonProcess daemon(testing::TempDir("plan"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  // out[i] = i for i < n.
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::INT32, 8);
+  int n = g.Var("n", 1, 8);
+  int r = g.Range(n, 0);
+  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), g.Node(Node::CAST, DType::INT32, {r})), {r})});
+  auto handle = client.CreateBuffer("CPU", DType::INT32, 8, std::string(32, '\xff'));
+  UOPD_ASSERT_OK(handle);
+  v1::PrepareRequest prepare;
+  prepare.add_buffers()->set_handle(*handle);
+  v1::KernelInvocation* kernel = prepare.add_kernels();
+  *kernel->mutable_ast() = graph;
+  kernel->add_buffers(0);
+  auto prepared = client.Prepare(prepare);
+  UOPD_ASSERT_OK(prepared);
+  ASSERT_EQ(prepared->vars_size(), 1);
+  EXPECT_EQ(prepared->vars(0).name(), "n");
+  v1::RunPlanRequest run;
+  run.set_plan_id(prepared->plan_id());
+  (*run.mutable_vars())["n"] = 3;
+  UOPD_ASSERT_OK(client.RunPlan(run));
+  auto bytes = client.ReadBuffer(*handle);
+  UOPD_ASSERT_OK(bytes);
+  const int32_t* values = reinterpret_cast<const int32_t*>(bytes->data());
+  EXPECT_EQ(values[2], 2);
+  EXPECT_EQ(values[3], -1);
+  (*run.mutable_vars())["n"] = 9;
+  EXPECT_TRUE(StatusIs(client.RunPlan(run), absl::StatusCode::kInvalidArgument, {"'n' = 9 is outside [1, 8]"}));
+  UOPD_EXPECT_OK(client.ReleasePlan(prepared->plan_id()));
+  EXPECT_TRUE(StatusIs(client.RunPlan(run), absl::StatusCode::kNotFound, {"plan"}));
+}
+
+TEST(Daemon, AnswersEachErrorClassWithItsCode) {
+  DaemonProcess daemon(testing::TempDir("errors"), {"--max_buffer_bytes=1048576"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+
+  // INVALID_ARGUMENT: a bad graph, naming the kernel and the node.
+  v1::ExecuteRequest bad;
+  v1::Graph broken = Scale(4, 2.0);
+  broken.mutable_nodes(4)->clear_src();  // the MUL loses its operands
+  *bad.add_kernels()->mutable_ast() = broken;
+  EXPECT_TRUE(StatusIs(client.Execute(bad), absl::StatusCode::kInvalidArgument,
+                       {"kernels[0]", "node 4"}));
+
+  // NOT_FOUND: unknown handles.
+  EXPECT_TRUE(StatusIs(client.ReadBuffer("buf-nope"), absl::StatusCode::kNotFound, {"buf-nope"}));
+  EXPECT_TRUE(StatusIs(client.FreeBuffer("buf-nope"), absl::StatusCode::kNotFound));
+
+  // RESOURCE_EXHAUSTED: over the buffer limit.
+  EXPECT_TRUE(StatusIs(client.CreateBuffer("CPU", DType::FLOAT32, 1 << 20),
+                       absl::StatusCode::kResourceExhausted, {"exceeds the limit"}));
+
+  // FAILED_PRECONDITION: a device this server does not have.
+  v1::CompileRequest on_gpu = CompileOf(Scale(4, 2.0));
+  on_gpu.set_device("CUDA:3");
+  EXPECT_TRUE(StatusIs(client.Compile(on_gpu), absl::StatusCode::kFailedPrecondition, {"CUDA:3"}));
+
+  // UNIMPLEMENTED: an op that exists only after lowering.
+  GraphBuilder special;
+  int s = special.Node(Node::SPECIAL, DType::INDEX);
+  special.Mut(s)->mutable_arg()->set_str("gidx0");
+  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(special.Sink({s}))), absl::StatusCode::kUnimplemented,
+                       {"SPECIAL"}));
+
+  // OUT_OF_RANGE: a run-time bounds check stops the kernel.
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 4);
+  int r = g.Range(g.Index(4), 0);
+  int in = g.Buffer(1, DType::FLOAT32, 4);
+  int idx = g.Node(Node::ADD, DType::INDEX, {r, g.Var("shift", 0, 4)});
+  v1::ExecuteRequest oob;
+  *oob.add_kernels()->mutable_ast() = g.Sink({g.End(g.Store(g.Target(out, r), g.Load(in, idx)), {r})});
+  for (int i = 0; i < 2; ++i) {
+    v1::InlineBuffer* buffer = oob.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(4);
+    oob.mutable_kernels(0)->add_buffers(i);
+  }
+  (*oob.mutable_vars())["shift"] = 2;
+  EXPECT_TRUE(StatusIs(client.Execute(oob), absl::StatusCode::kOutOfRange, {"buffer slot 1"}));
+  (*oob.mutable_vars())["shift"] = 0;
+  UOPD_EXPECT_OK(client.Execute(oob));
+
+  // The daemon is still serving after all of that.
+  UOPD_EXPECT_OK(client.ListDevices());
+}
+
+TEST(Daemon, BuffersBelongToTheClientThatCreatedThem) {
+  DaemonProcess daemon(testing::TempDir("owner"));
+  ASSERT_TRUE(daemon.running());
+  Client alice(daemon.address());
+  Client mallory(daemon.address());
+  auto handle = alice.CreateBuffer("CPU", DType::UINT8, 4, "abcd");
+  UOPD_ASSERT_OK(handle);
+  EXPECT_TRUE(StatusIs(mallory.ReadBuffer(*handle), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(mallory.FreeBuffer(*handle), absl::StatusCode::kNotFound));
+  v1::ExecuteRequest steal;
+  steal.add_buffers()->set_handle(*handle);
+  EXPECT_TRUE(StatusIs(mallory.Execute(steal), absl::StatusCode::kNotFound));
+  auto mine = alice.ReadBuffer(*handle);
+  UOPD_ASSERT_OK(mine);
+  EXPECT_EQ(*mine, "abcd");
+}
+
+TEST(Daemon, ReclaimsIdleBuffers) {
+  DaemonProcess daemon(testing::TempDir("ttl"), {"--idle_ttl=1s"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto handle = client.CreateBuffer("CPU", DType::UINT8, 4, "abcd");
+  UOPD_ASSERT_OK(handle);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_TRUE(StatusIs(client.ReadBuffer(*handle), absl::StatusCode::kNotFound));
+}
+
+}  // namespace
+}  // namespace uopd

@@ -1,0 +1,138 @@
+// Test helper: a real uopd daemon in a child process on free loopback ports, with its own cache
+// directory, stopped with SIGTERM when the helper goes away.
+#ifndef UOPD_TESTS_TESTING_DAEMON_PROCESS_H_
+#define UOPD_TESTS_TESTING_DAEMON_PROCESS_H_
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
+namespace uopd::testing {
+
+class DaemonProcess {
+ public:
+  // Starts `UOPD_DAEMON_PATH` with `extra_flags`; waits until it serves (or 20 s pass).
+  explicit DaemonProcess(std::string cache_dir, std::vector<std::string> extra_flags = {})
+      : cache_dir_(std::move(cache_dir)), flags_(std::move(extra_flags)) {
+    Start();
+  }
+  ~DaemonProcess() { Stop(); }
+
+  bool running() const { return pid_ > 0; }
+  const std::string& address() const { return address_; }
+  const std::string& metrics_address() const { return metrics_; }
+
+  // SIGTERM, then waits; returns the exit status (or -1 if it had to be killed).
+  int Stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 300; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+  }
+
+  void Restart() {
+    Stop();
+    Start();
+  }
+
+  // GET /metrics from the Prometheus endpoint ("" on failure).
+  std::string ScrapeMetrics() const {
+    std::vector<std::string> parts = absl::StrSplit(metrics_, ':');
+    int port = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) return "";
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(fd);
+      return "";
+    }
+    std::string request = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    (void)!write(fd, request.data(), request.size());
+    std::string response;
+    char buf[65536];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) response.append(buf, n);
+    close(fd);
+    return response;
+  }
+
+  // The value of the first sample line starting with `series` in /metrics, or -1.
+  double Metric(const std::string& series) const {
+    std::string text = ScrapeMetrics();
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      if (line.substr(0, series.size()) == series && line.size() > series.size() &&
+          line[series.size()] == ' ') {
+        double value = -1;
+        if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
+      }
+    }
+    return -1;
+  }
+
+ private:
+  void Start() {
+    const std::string port_file = cache_dir_ + ".port";
+    unlink(port_file.c_str());
+    std::vector<std::string> args = {UOPD_DAEMON_PATH, "--listen=127.0.0.1:0",
+                                     "--metrics=127.0.0.1:0", "--cache_dir=" + cache_dir_,
+                                     "--port_file=" + port_file, "--log_level=warning"};
+    args.insert(args.end(), flags_.begin(), flags_.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 400; ++i) {
+      std::ifstream in(port_file);
+      if (in && std::getline(in, address_) && std::getline(in, metrics_)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    Stop();
+  }
+
+  std::string cache_dir_;
+  std::vector<std::string> flags_;
+  pid_t pid_ = -1;
+  std::string address_, metrics_;
+};
+
+// A fresh directory under the test's temporary folder.
+inline std::string TempDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base != nullptr ? base : "/tmp") + "/uopd-test-" + name + "-" +
+                    std::to_string(getpid());
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
+  if (std::system(cmd.c_str()) != 0) return "/tmp";
+  return dir;
+}
+
+}  // namespace uopd::testing
+
+#endif  // UOPD_TESTS_TESTING_DAEMON_PROCESS_H_
