@@ -49,7 +49,7 @@ std::string RunCommand(const std::string& command, int* exit_code) {
 }
 
 TEST(Daemon, UopctlRunPassesTheWholeCorpus) {
-  DaemonProcess daemon(testing::TempDir("corpus"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("corpus"));
   ASSERT_TRUE(daemon.running());
   int code = 0;
   std::string out = RunCommand(absl::StrCat(UOPCTL_PATH, " --server ", daemon.address(), " run ",
@@ -62,7 +62,7 @@ TEST(Daemon, UopctlRunPassesTheWholeCorpus) {
 
 TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
   std::string dir = testing::TempDir("restart");
-  DaemonProcess daemon(dir);
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir);
   ASSERT_TRUE(daemon.running());
   {
     Client client(daemon.address());
@@ -88,7 +88,7 @@ TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
 
 TEST(Daemon, CorruptDiskEntryIsDetectedAndRebuilt) {
   std::string dir = testing::TempDir("corrupt");
-  DaemonProcess daemon(dir);
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir);
   ASSERT_TRUE(daemon.running());
   std::string key;
   {
@@ -119,7 +119,7 @@ TEST(Daemon, CorruptDiskEntryIsDetectedAndRebuilt) {
 }
 
 TEST(Daemon, SixteenConcurrentClientsCompileANewKernelOnce) {
-  DaemonProcess daemon(testing::TempDir("flight"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("flight"));
   ASSERT_TRUE(daemon.running());
   // A kernel big enough that its compilation takes a while.
   GraphBuilder g;
@@ -151,7 +151,7 @@ TEST(Daemon, SixteenConcurrentClientsCompileANewKernelOnce) {
 }
 
 TEST(Daemon, BuffersOver64MiBRoundTripThroughStreams) {
-  DaemonProcess daemon(testing::TempDir("stream"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("stream"));
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   const int64_t size = (80 << 20) / 4;  // 80 MiB of uint32
@@ -174,7 +174,7 @@ TEST(Daemon, BuffersOver64MiBRoundTripThroughStreams) {
 }
 
 TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
-  DaemonProcess daemon(testing::TempDir("plan"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan"));
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   // out[i] = i for i < n.
@@ -210,7 +210,7 @@ TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
 }
 
 TEST(Daemon, AnswersEachErrorClassWithItsCode) {
-  DaemonProcess daemon(testing::TempDir("errors"), {"--max_buffer_bytes=1048576"});
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("errors"), {"--max_buffer_bytes=1048576"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
 
@@ -266,7 +266,7 @@ TEST(Daemon, AnswersEachErrorClassWithItsCode) {
 }
 
 TEST(Daemon, BuffersBelongToTheClientThatCreatedThem) {
-  DaemonProcess daemon(testing::TempDir("owner"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("owner"));
   ASSERT_TRUE(daemon.running());
   Client alice(daemon.address());
   Client mallory(daemon.address());
@@ -283,7 +283,7 @@ TEST(Daemon, BuffersBelongToTheClientThatCreatedThem) {
 }
 
 TEST(Daemon, ReclaimsIdleBuffers) {
-  DaemonProcess daemon(testing::TempDir("ttl"), {"--idle_ttl=1s"});
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("ttl"), {"--idle_ttl=1s"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   auto handle = client.CreateBuffer("CPU", DType::UINT8, 4, "abcd");

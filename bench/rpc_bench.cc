@@ -1,0 +1,95 @@
+// RPC overhead of one uopd daemon, in one run: an empty RPC (CacheService.FindMissing with no
+// keys), a cache-hit Compile of a small kernel, and RunPlan of a prepared tiny kernel.
+//
+//   rpc_bench --daemon PATH [--iterations N]
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "bench/bench_util.h"
+#include "client/uopd_client.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/graph_builder.h"
+
+int main(int argc, char** argv) {
+  int iterations = 2000;
+  std::string daemon_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--daemon" && i + 1 < argc) daemon_path = argv[++i];
+    else if (arg == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
+  }
+  if (daemon_path.empty()) {
+    std::fprintf(stderr, "usage: rpc_bench --daemon PATH [--iterations N]\n");
+    return 2;
+  }
+  uopd::testing::DaemonProcess daemon(daemon_path, uopd::testing::TempDir("rpc-bench"));
+  if (!daemon.running()) return 1;
+
+  uopd::testing::GraphBuilder g;
+  int out = g.Buffer(0, uopd::v1::DType::FLOAT32, 16);
+  int r = g.Range(g.Index(16), 0);
+  int in = g.Buffer(1, uopd::v1::DType::FLOAT32, 16);
+  int sum = g.Node(uopd::v1::Node::ADD, uopd::v1::DType::FLOAT32,
+                   {g.Load(in, r), g.Float(uopd::v1::DType::FLOAT32, 1.0)});
+  uopd::v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+
+  uopd::Client client(daemon.address());
+  uopd::v1::CompileRequest compile;
+  *compile.mutable_ast() = graph;
+  if (!client.Compile(compile).ok()) return 1;  // warm: later compiles are memory hits
+
+  uopd::v1::PrepareRequest prepare;
+  for (int i = 0; i < 2; ++i) {
+    auto* buffer = prepare.add_buffers()->mutable_inline_();
+    buffer->set_dtype(uopd::v1::DType::FLOAT32);
+    buffer->set_size(16);
+  }
+  auto* kernel = prepare.add_kernels();
+  *kernel->mutable_ast() = graph;
+  kernel->add_buffers(0);
+  kernel->add_buffers(1);
+  auto prepared = client.Prepare(prepare);
+  if (!prepared.ok()) return 1;
+  uopd::v1::RunPlanRequest run;
+  run.set_plan_id(prepared->plan_id());
+
+  auto channel = grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials());
+  auto cache = uopd::v1::CacheService::NewStub(channel);
+  auto empty = [&] {
+    grpc::ClientContext context;
+    uopd::v1::FindMissingResponse response;
+    if (!cache->FindMissing(&context, uopd::v1::FindMissingRequest(), &response).ok()) std::abort();
+  };
+  // Interleaved, so noise on the shared machine hits all three alike.
+  std::vector<double> t_empty, t_compile, t_run;
+  for (int i = 0; i < 100; ++i) {
+    empty();
+    (void)client.Compile(compile);
+    (void)client.RunPlan(run);
+  }
+  for (int i = 0; i < iterations; ++i) {
+    t_empty.push_back(uopd::bench::SecondsOf(empty));
+    t_compile.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.Compile(compile).ok()) std::abort();
+    }));
+    t_run.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.RunPlan(run).ok()) std::abort();
+    }));
+  }
+  using uopd::bench::Percentile;
+  double base = Percentile(t_empty, 0.5);
+  std::printf("%d interleaved iterations, one daemon, one client connection\n", iterations);
+  std::printf("%-36s %10s %10s %8s\n", "RPC", "p50 us", "p90 us", "vs empty");
+  auto row = [&](const char* name, const std::vector<double>& t) {
+    std::printf("%-36s %10.1f %10.1f %7.2fx\n", name, 1e6 * Percentile(t, 0.5), 1e6 * Percentile(t, 0.9),
+                Percentile(t, 0.5) / base);
+  };
+  row("empty RPC (FindMissing, no keys)", t_empty);
+  row("Compile, memory cache hit", t_compile);
+  row("RunPlan, 16-element kernel", t_run);
+  return 0;
+}
