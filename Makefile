@@ -19,8 +19,7 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 serve: build
-	@echo "uopd: the gRPC daemon lands with issue 5; running the CPU conformance check instead"
-	$(BUILD_DIR)/tests/uopd-conformance --device CPU tests/corpus
+	$(BUILD_DIR)/server/uopd --listen=127.0.0.1:50051 --metrics=127.0.0.1:9464
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -177,7 +177,7 @@ bool Overlap(const KernelTiming& a, const KernelTiming& b) {
 
 TEST_F(ExecutionPlanTest, IndependentKernelsOfADiamondOverlapAndAChainNeverDoes) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores to overlap";
-  const int64_t iterations = 20'000'000;
+  const int64_t iterations = 100'000'000;
   // 0 -> {1, 2} -> 3 through buffers a -> b, c -> d.
   auto diamond = Build({Floats({1}), Floats({0}), Floats({0}), Floats({0}), Floats({0})},
                        {Bind(AddConst(1, 1), {1, 0}), Bind(Slow(iterations), {2, 1}),
