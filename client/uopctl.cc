@@ -1,7 +1,7 @@
 // uopctl: the command-line client of a uopd daemon.
 //
 //   uopctl [--server ADDR] devices
-//   uopctl [--server ADDR] compile FILE [--device D] [--emit src|bytes]
+//   uopctl [--server ADDR] compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]
 //   uopctl [--server ADDR] run PATH... [--device D] [--verbose]
 //   uopctl [--server ADDR] cache stats
 //
@@ -28,7 +28,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: uopctl [--server ADDR] COMMAND\n"
     "  devices                                   list the server's devices\n"
-    "  compile FILE [--device D] [--emit src|bytes]\n"
+    "  compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]\n"
     "                                            compile a kernel AST (Graph JSON or corpus case)\n"
     "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
     "  cache stats                               cache tier and compilation counters\n"
@@ -77,26 +77,33 @@ absl::StatusOr<uopd::v1::Graph> ReadGraph(const std::string& path) {
 }
 
 int Compile(uopd::Client& client, const std::string& file, const std::string& device,
-            const std::string& emit) {
+            const std::string& target, const std::string& emit) {
   auto graph = ReadGraph(file);
   if (!graph.ok()) return Fail(graph.status());
   uopd::v1::CompileRequest request;
   *request.mutable_ast() = *graph;
-  request.set_device(device);
+  request.set_device(target.empty() || device != "CPU" ? device : "CUDA");
+  request.set_target(target);
   request.set_want_source(emit == "src");
-  request.set_want_binary(emit == "bytes");
+  request.set_want_binary(emit == "bytes" || emit == "ptx");
   auto response = client.Compile(request);
   if (!response.ok()) return Fail(response.status());
   if (emit == "src") {
     std::fwrite(response->source().data(), 1, response->source().size(), stdout);
     return 0;
   }
+  if (emit == "ptx") {
+    if (response->ptx().empty()) return Fail(absl::InvalidArgumentError("this target has no PTX"));
+    std::fwrite(response->ptx().data(), 1, response->ptx().size(), stdout);
+    return 0;
+  }
   if (emit == "bytes") {
     std::fwrite(response->binary().data(), 1, response->binary().size(), stdout);
     return 0;
   }
-  std::printf("cache_key: %s\ncache_tier: %s\nentry: %s\nmetadata: %s\n", response->cache_key().c_str(),
-              response->cache_tier().c_str(), response->entry().c_str(),
+  std::printf("cache_key: %s\ncache_tier: %s\ntarget: %s\nentry: %s\nmetadata: %s\n",
+              response->cache_key().c_str(), response->cache_tier().c_str(), response->target().c_str(),
+              response->entry().c_str(),
               Json(response->metadata()).c_str());
   return 0;
 }
@@ -155,7 +162,7 @@ int CacheStats(uopd::Client& client) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string server = "127.0.0.1:50051", device = "CPU", emit;
+  std::string server = "127.0.0.1:50051", device = "CPU", target, emit;
   bool verbose = false;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
@@ -168,6 +175,7 @@ int main(int argc, char** argv) {
     if (auto v = value("--server")) server = *v;
     else if (auto v = value("--device")) device = *v;
     else if (auto v = value("--emit")) emit = *v;
+    else if (auto v = value("--target")) target = *v;
     else if (arg == "--verbose" || arg == "-v") verbose = true;
     else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
@@ -180,14 +188,14 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  if (!emit.empty() && emit != "src" && emit != "bytes") {
-    std::fprintf(stderr, "uopctl: --emit takes src or bytes\n");
+  if (!emit.empty() && emit != "src" && emit != "bytes" && emit != "ptx") {
+    std::fprintf(stderr, "uopctl: --emit takes src, bytes or ptx\n");
     return 2;
   }
   uopd::Client client(server);
   const std::string& command = args[0];
   if (command == "devices") return Devices(client);
-  if (command == "compile" && args.size() == 2) return Compile(client, args[1], device, emit);
+  if (command == "compile" && args.size() == 2) return Compile(client, args[1], device, target, emit);
   if (command == "run" && args.size() >= 2) {
     return Run(client, std::vector<std::string>(args.begin() + 1, args.end()), device, verbose);
   }

@@ -80,48 +80,71 @@ grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::List
   return scope.Done(grpc::Status::OK);
 }
 
+absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::CompileRequest& request) {
+  // No device needed: a CPU-only server compiles for GPUs it does not have.
+  if (!request.has_ast()) return absl::InvalidArgumentError("compiling for a target needs an ast");
+  UOPD_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(request.device().empty() ? "CUDA" : request.device()));
+  if (!ctx_.target_compilers) {
+    return absl::FailedPreconditionError("this server has no compilers for explicit targets");
+  }
+  UOPD_ASSIGN_OR_RETURN(CompilerPair pair, ctx_.target_compilers(spec.base_device_key(), request.target()));
+  UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request.ast(), ctx_.limits));
+  return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast));
+}
+
+absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device, const v1::RenderedSource& source) {
+  // Source rendered by the client: keyed on the source and its stated metadata.
+  if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
+  v1::CachedKernel stated;
+  *stated.mutable_metadata() = source.metadata();
+  stated.mutable_metadata()->set_name(source.entry());
+  stated.set_source(source.src());
+  stated.set_entry(source.entry());
+  auto decoded = DecodeCachedKernel(stated);
+  if (!decoded.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("source.metadata: ", decoded.status().message()));
+  }
+  CompileResult result;
+  result.key = KeyFor(device, "source:" + DigestToHex(Sha256Of(stated.SerializeAsString())));
+  result.key_hex = result.key.Hex();
+  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device.compiler().Compile(decoded->spec));
+    return EncodeCachedKernel(decoded->spec, compiled);
+  };
+  UOPD_ASSIGN_OR_RETURN(result.lookup, ctx_.programs.cache().GetOrCompile(result.key, compile));
+  return result;
+}
+
 grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileRequest* request,
                                         v1::CompileResponse* response) {
   RpcScope scope(ctx_.metrics, "Compile");
   auto status = [&]() -> absl::Status {
-    UOPD_ASSIGN_OR_RETURN(Device * device,
-                          ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
     CompileResult result;
-    if (request->has_ast()) {
-      UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
-      UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast)));
-    } else if (request->has_source()) {
-      // Source rendered by the client: keyed on the source and its stated metadata.
-      const v1::RenderedSource& source = request->source();
-      if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
-      v1::CachedKernel stated;
-      *stated.mutable_metadata() = source.metadata();
-      stated.mutable_metadata()->set_name(source.entry());
-      stated.set_source(source.src());
-      stated.set_entry(source.entry());
-      auto decoded = DecodeCachedKernel(stated);
-      if (!decoded.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("source.metadata: ", decoded.status().message()));
-      }
-      Sha256 sha;
-      sha.UpdateFramed(stated.SerializeAsString());
-      result.key = KeyFor(*device, "source:" + DigestToHex(sha.Finish()));
-      result.key_hex = result.key.Hex();
-      auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
-        UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device->compiler().Compile(decoded->spec));
-        return EncodeCachedKernel(decoded->spec, compiled);
-      };
-      UOPD_ASSIGN_OR_RETURN(result.lookup, ctx_.programs.cache().GetOrCompile(result.key, compile));
+    if (!request->target().empty()) {
+      UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request));
     } else {
-      return absl::InvalidArgumentError("the request has neither an ast nor a source");
+      UOPD_ASSIGN_OR_RETURN(Device * device,
+                            ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
+      if (request->has_ast()) {
+        UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
+        UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast)));
+      } else if (request->has_source()) {
+        UOPD_ASSIGN_OR_RETURN(result, CompileSource(*device, request->source()));
+      } else {
+        return absl::InvalidArgumentError("the request has neither an ast nor a source");
+      }
     }
     const v1::CachedKernel& kernel = *result.lookup.kernel;
     response->set_cache_key(result.key_hex);
     response->set_cache_tier(result.lookup.answered_by);
+    response->set_target(result.key.target);
     *response->mutable_metadata() = kernel.metadata();
     response->set_entry(kernel.entry());
     if (request->want_source()) response->set_source(kernel.source());
-    if (request->want_binary()) response->set_binary(kernel.binary());
+    if (request->want_binary()) {
+      response->set_binary(kernel.binary());
+      response->set_ptx(kernel.ptx());
+    }
     return absl::OkStatus();
   }();
   return scope.Done(ToGrpcStatus(status));

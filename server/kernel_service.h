@@ -3,6 +3,8 @@
 #ifndef UOPD_SERVER_KERNEL_SERVICE_H_
 #define UOPD_SERVER_KERNEL_SERVICE_H_
 
+#include <functional>
+
 #include "core/cache/caching_program_source.h"
 #include "core/ir/limits.h"
 #include "core/session/resource_registry.h"
@@ -12,6 +14,11 @@
 
 namespace uopd {
 
+// Makes a (renderer, compiler) pair for an explicit target of a backend ("CUDA", "sm_90"), for
+// Compile requests that name a target instead of a device. Null: no such compilers here.
+using TargetCompilers =
+    std::function<absl::StatusOr<CompilerPair>(const std::string& base, const std::string& target)>;
+
 struct ServiceContext {
   DeviceRegistry& devices;
   CachingProgramSource& programs;
@@ -19,6 +26,7 @@ struct ServiceContext {
   ThreadPool* pool;
   Metrics* metrics;  // may be null
   IrLimits limits;
+  TargetCompilers target_compilers;
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).
@@ -49,6 +57,9 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                            v1::ReleasePlanResponse* response) override;
 
  private:
+  absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request);
+  absl::StatusOr<CompileResult> CompileSource(Device& device, const v1::RenderedSource& source);
+
   ServiceContext ctx_;
 };
 

@@ -19,6 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backends/cpu/cpu_device.h"
+#ifdef UOPD_WITH_CUDA
+#include "backends/cuda/cuda_device.h"
+#endif
 #include "core/cache/caching_program_source.h"
 #include "core/cache/disk_tier.h"
 #include "core/cache/memory_tier.h"
@@ -90,6 +93,15 @@ int Run() {
     return 1;
   }
   devices.Add(std::move(*cpu));
+#ifdef UOPD_WITH_CUDA
+  if (auto gpus = CreateCudaDevices(); gpus.ok()) {
+    for (auto& gpu : *gpus) devices.Add(std::move(gpu));
+  } else {
+    Log(LogLevel::kInfo, "no CUDA devices", {{"reason", std::string(gpus.status().message())}});
+  }
+#else
+  Log(LogLevel::kInfo, "no CUDA devices", {{"reason", "built without the CUDA toolkit"}});
+#endif
   for (Device* device : devices.devices()) {
     Log(LogLevel::kInfo, "device ready", {{"device", device->name()}, {"target", device->compiler().Target()}});
   }
@@ -128,7 +140,15 @@ int Run() {
 
   IrLimits ir_limits;
   ir_limits.max_nodes = absl::GetFlag(FLAGS_max_nodes);
-  KernelServiceImpl kernel_service(ServiceContext{devices, programs, resources, &pool, metrics.get(), ir_limits});
+  TargetCompilers target_compilers = [](const std::string& base,
+                                        const std::string& target) -> absl::StatusOr<CompilerPair> {
+#ifdef UOPD_WITH_CUDA
+    if (base == "CUDA") return CreateCudaCompilerPair(target);
+#endif
+    return absl::FailedPreconditionError(absl::StrCat("this server cannot compile for ", base, " target ", target));
+  };
+  KernelServiceImpl kernel_service(
+      ServiceContext{devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers});
   CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts));
 
   grpc::EnableDefaultHealthCheckService(true);

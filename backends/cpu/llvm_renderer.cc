@@ -221,6 +221,10 @@ class IrWriter {
         operand_[i] = self;
         return;
       }
+      case InstrKind::kGlobalIndex:
+        // Only GPU lowerings (gpu_grid) produce it; a CPU kernel is its own single "thread".
+        operand_[i] = absl::StrCat(0);
+        return;
       case InstrKind::kLoopEnd: {
         int loop = in.src[0];
         std::string t = IndexType();

@@ -20,8 +20,12 @@ std::string CacheKey::Describe() const {
 }
 
 CacheKey KeyFor(const Device& device, const std::string& ast_hash) {
-  return CacheKey{device.spec().base_device_key(), device.compiler().Target(),
-                  device.compiler().Identity(), device.renderer().Identity(), ast_hash};
+  return KeyFor(device.spec().base_device_key(), device.compilers().front(), ast_hash);
+}
+
+CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair, const std::string& ast_hash) {
+  return CacheKey{base_device, pair.compiler->Target(), pair.compiler->Identity(),
+                  pair.renderer->Identity(), ast_hash};
 }
 
 }  // namespace uopd

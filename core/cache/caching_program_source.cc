@@ -8,12 +8,18 @@ namespace uopd {
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device,
                                                             std::shared_ptr<const KernelAst> ast) {
+  return Compile(device.spec().base_device_key(), device.compilers().front(), std::move(ast));
+}
+
+absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& base_device,
+                                                            const CompilerPair& pair,
+                                                            std::shared_ptr<const KernelAst> ast) {
   CompileResult result;
-  result.key = KeyFor(device, ast->hash);
+  result.key = KeyFor(base_device, pair, ast->hash);
   result.key_hex = result.key.Hex();
-  auto compile = [&device, &ast]() -> absl::StatusOr<v1::CachedKernel> {
-    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, device.renderer().Render(ast, ast->DefaultName()));
-    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device.compiler().Compile(spec));
+  auto compile = [&pair, &ast]() -> absl::StatusOr<v1::CachedKernel> {
+    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, pair.renderer->Render(ast, ast->DefaultName()));
+    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, pair.compiler->Compile(spec));
     return EncodeCachedKernel(spec, compiled);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile));

@@ -29,6 +29,9 @@ class CachingProgramSource : public ProgramSource {
 
   // The compiled entry for `ast` on `device`, from the cache or compiled now.
   absl::StatusOr<CompileResult> Compile(const Device& device, std::shared_ptr<const KernelAst> ast);
+  // The same for a renderer and compiler not bound to a device (compiling for a target).
+  absl::StatusOr<CompileResult> Compile(const std::string& base_device, const CompilerPair& pair,
+                                        std::shared_ptr<const KernelAst> ast);
 
   absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(
       Device& device, std::shared_ptr<const KernelAst> ast) override;

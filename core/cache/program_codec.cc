@@ -59,6 +59,7 @@ v1::CachedKernel EncodeCachedKernel(const ProgramSpec& spec, const CompiledKerne
   v1::CachedKernel out;
   out.set_binary(kernel.bytes);
   out.set_entry(kernel.entry);
+  out.set_ptx(kernel.ptx);
   *out.mutable_metadata() = EncodeProgramMetadata(spec);
   out.set_source(spec.src);
   return out;
@@ -102,6 +103,7 @@ absl::StatusOr<DecodedKernel> DecodeCachedKernel(const v1::CachedKernel& cached)
   spec.guarded_accesses = m.guarded_accesses();
   out.kernel.bytes = cached.binary();
   out.kernel.entry = cached.entry();
+  out.kernel.ptx = cached.ptx();
   return out;
 }
 

@@ -21,6 +21,7 @@ absl::string_view KindName(InstrKind kind) {
     case InstrKind::kAccRead: return "acc_read";
     case InstrKind::kLoopBegin: return "loop";
     case InstrKind::kLoopEnd: return "end_loop";
+    case InstrKind::kGlobalIndex: return "global_index";
   }
   return "?";
 }

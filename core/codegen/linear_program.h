@@ -28,6 +28,8 @@ enum class InstrKind : uint8_t {
   kAccRead,      // the current value of accumulator src[0]
   kLoopBegin,    // for (x = src[0]; x < src[1]; ++x): this instruction's value is x
   kLoopEnd,      // closes the loop begun by src[0]
+  kGlobalIndex,  // GPU: this thread's flattened index over the grid; threads at or past
+                 // src[0] (the total) return at once
 };
 
 struct Instr {
@@ -57,6 +59,9 @@ struct LinearProgram {
   // its (symbolic) trip count: the most threads that can help.
   bool parallel = false;
   SymbolicDim parallel_extent;
+  // GPU: the trip-count expressions of the ranges mapped onto the grid, outermost first (their
+  // product is the number of threads needed); empty when the kernel runs as one thread.
+  std::vector<const UOp*> grid_ends;
   int proven_accesses = 0;
   int guarded_accesses = 0;
 

@@ -50,8 +50,13 @@ class Lowerer {
     topo_ = Toposort(ast_.root);
     UOPD_RETURN_IF_ERROR(CollectSignature());
     ChooseIndexWidth();
-    ChooseParallelLoop();
+    if (options_.gpu_grid) {
+      ChooseGridRanges();
+    } else {
+      ChooseParallelLoop();
+    }
     scopes_.emplace_back();
+    UOPD_RETURN_IF_ERROR(EmitGridIndex());
     for (const UOp* stmt : ast_.root->src()) UOPD_RETURN_IF_ERROR(Statement(stmt));
     return std::move(program_);
   }
@@ -109,9 +114,11 @@ class Lowerer {
     for (const UOp* node : topo_) {
       if (node->op() == Op::kDefineVar) var_index_[node] = var_index_.at(vars.at(node->arg().str));
     }
-    core_id_var_ = static_cast<int>(program_.var_names.size());
-    program_.var_names.push_back(kCoreIdVar);
-    program_.var_names.push_back(kCoreCountVar);
+    if (!options_.gpu_grid) {
+      core_id_var_ = static_cast<int>(program_.var_names.size());
+      program_.var_names.push_back(kCoreIdVar);
+      program_.var_names.push_back(kCoreCountVar);
+    }
     return absl::OkStatus();
   }
 
@@ -163,6 +170,47 @@ class Lowerer {
     } else {
       program_.parallel_extent.expr = end_expr;
     }
+  }
+
+  // GPU: the leading parallel ranges of a kernel that is one loop nest become grid threads.
+  void ChooseGridRanges() {
+    if (ast_.root->num_src() != 1 || ast_.root->src(0)->op() != Op::kEnd) return;
+    Int128 threads = 1;
+    for (const UOp* range : SortedRanges(ast_.root->src(0)->src().subspan(1))) {
+      AxisType type = range->arg().axis_type;
+      if (type != AxisType::kLoop && type != AxisType::kGlobal) break;
+      grid_ranges_.push_back(range);
+      program_.grid_ends.push_back(range->src(0));
+      threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);
+      if (threads > (Int128{1} << 62)) threads = Int128{1} << 62;
+    }
+    // The flattened index and its strides must fit the index width.
+    if (threads >= (Int128{1} << 31)) program_.index_bits = 64;
+  }
+
+  // Opens the grid ranges: total = product of their ends; each range's value comes from the
+  // thread index, innermost range fastest (adjacent threads touch adjacent elements).
+  absl::Status EmitGridIndex() {
+    if (grid_ranges_.empty()) return absl::OkStatus();
+    const DType index = DType::Of(Scalar::kIndex);
+    std::vector<int> ends;
+    for (const UOp* range : grid_ranges_) {
+      UOPD_ASSIGN_OR_RETURN(int end, Value(range->src(0)));
+      ends.push_back(end);
+    }
+    int total = ends[0];
+    for (size_t i = 1; i < ends.size(); ++i) total = Alu(Op::kMul, index, {total, ends[i]});
+    int rest = Emit(Instr{.kind = InstrKind::kGlobalIndex, .dtype = index, .src = {total}});
+    for (size_t i = grid_ranges_.size(); i-- > 0;) {
+      int value = i == 0 ? rest : Alu(Op::kMod, index, {rest, ends[i]}, grid_ranges_[i]);
+      if (i > 0) rest = Alu(Op::kIdiv, index, {rest, ends[i]});
+      open_ranges_[grid_ranges_[i]] = value;
+    }
+    return absl::OkStatus();
+  }
+
+  bool IsGridRange(const UOp* range) const {
+    return std::find(grid_ranges_.begin(), grid_ranges_.end(), range) != grid_ranges_.end();
   }
 
   // ---- Emission -------------------------------------------------------------------------------
@@ -226,7 +274,10 @@ class Lowerer {
         UOPD_RETURN_IF_ERROR(Store(node));
         break;
       case Op::kEnd: {
-        std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
+        std::vector<const UOp*> ranges;
+        for (const UOp* range : SortedRanges(node->src().subspan(1))) {
+          if (!IsGridRange(range)) ranges.push_back(range);  // grid ranges are open already
+        }
         for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
         UOPD_RETURN_IF_ERROR(Statement(node->src(0)));
         for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
@@ -453,6 +504,7 @@ class Lowerer {
   absl::flat_hash_map<const UOp*, int> var_index_;
   int core_id_var_ = 0;
   const UOp* parallel_range_ = nullptr;
+  std::vector<const UOp*> grid_ranges_;  // GPU: outermost first
   // Values computed in each open scope (the kernel body, then one per open loop).
   std::vector<absl::flat_hash_map<const UOp*, int>> scopes_;
   absl::flat_hash_map<const UOp*, int> open_ranges_;

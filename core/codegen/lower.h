@@ -15,9 +15,13 @@
 namespace uopd {
 
 struct LowerOptions {
-  // Split the outermost parallel loop across CPU threads when the kernel's estimated iteration
-  // count reaches this; 0 disables splitting (GPU backends map loops to the grid instead).
+  // CPU: split the outermost parallel loop across threads when the kernel's estimated
+  // iteration count reaches this; 0 disables splitting. CPU kernels take the runtime-only
+  // variables core_id and core_count.
   int64_t min_parallel_work = 0;
+  // GPU: the outermost parallel (LOOP/GLOBAL) ranges become one flattened thread index over
+  // the grid instead of loops, and there are no core variables.
+  bool gpu_grid = false;
 };
 
 // Errors: INVALID_ARGUMENT naming the node for ASTs whose structure cannot be lowered (a RANGE

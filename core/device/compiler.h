@@ -10,8 +10,9 @@
 namespace uopd {
 
 struct CompiledKernel {
-  std::string bytes;  // an ELF object (CPU), CUBIN or PTX (CUDA)
+  std::string bytes;  // an ELF object (CPU) or CUBIN (CUDA)
   std::string entry;  // the symbol to call
+  std::string ptx;    // CUDA: the PTX too, which drivers can JIT for GPUs the CUBIN is not for
 };
 
 // Implementations are safe for concurrent use: many compiles may run at once.

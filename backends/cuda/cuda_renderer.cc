@@ -1,0 +1,452 @@
+#include "backends/cuda/cuda_renderer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/codegen/lower.h"
+#include "core/codegen/program_spec_builder.h"
+#include "core/ir/copy_expression.h"
+#include "core/ir/value_range.h"
+#include "core/util/kernel_support.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+// Helpers every kernel may use; NVRTC compiles them away when unused.
+constexpr char kPrelude[] = R"(// IDIV/MOD with C semantics, defined where C is not: x/0 = 0, x%0 = 0, MIN/-1 wraps.
+template <typename T> __device__ __forceinline__ T uopd_div(T a, T b) {
+  if (b == T(0)) return T(0);
+  if (T(-1) < T(0) && b == T(-1)) return T(0ULL - (unsigned long long)a);
+  return a / b;
+}
+template <typename T> __device__ __forceinline__ T uopd_mod(T a, T b) {
+  if (b == T(0) || (T(-1) < T(0) && b == T(-1))) return T(0);
+  return a % b;
+}
+template <typename To, typename From> __device__ __forceinline__ To uopd_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between sizes");
+  To y;
+  memcpy(&y, &x, sizeof(To));
+  return y;
+}
+__device__ __forceinline__ unsigned uopd_rotl32(unsigned v, int r) { return (v << r) | (v >> (32 - r)); }
+// Threefry-2x32-20 of a 64-bit counter (see the corpus README).
+__device__ unsigned long long uopd_threefry(unsigned long long x, unsigned long long key) {
+  const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  unsigned x0 = (unsigned)x, x1 = (unsigned)(x >> 32);
+  unsigned ks[3] = {(unsigned)key, (unsigned)(key >> 32), 0};
+  ks[2] = ks[0] ^ ks[1] ^ 0x1BD11BDAu;
+  x0 += ks[0];
+  x1 += ks[1];
+  for (int g = 0; g < 5; ++g) {
+    for (int r = 0; r < 4; ++r) {
+      x0 += x1;
+      x1 = uopd_rotl32(x1, rot[g & 1][r]) ^ x0;
+    }
+    x0 += ks[(g + 1) % 3];
+    x1 += ks[(g + 2) % 3] + (unsigned)(g + 1);
+  }
+  return ((unsigned long long)x1 << 32) | x0;
+}
+__device__ __forceinline__ void uopd_fail(int* status, int code) { atomicCAS(status, 0, code); }
+)";
+
+bool IsEmulated(Scalar s) {
+  return s == Scalar::kFloat16 || s == Scalar::kBfloat16 || s == Scalar::kFp8E4M3 ||
+         s == Scalar::kFp8E5M2;
+}
+
+class CudaWriter {
+ public:
+  explicit CudaWriter(const LinearProgram& p) : p_(p) {}
+
+  std::string Render() {
+    operand_.resize(p_.instrs.size());
+    depth_ = 1;
+    for (size_t i = 0; i < p_.instrs.size(); ++i) EmitInstr(static_cast<int>(i));
+    return Assemble();
+  }
+
+ private:
+  std::string Index() const { return p_.index_bits == 32 ? "int" : "long long"; }
+
+  std::string Type(const DType& d) const {
+    // Headers for the float types are parsed only by kernels that use them: they are large.
+    if (d.scalar == Scalar::kFloat16) uses_fp16_ = true;
+    if (d.scalar == Scalar::kBfloat16) uses_bf16_ = true;
+    if (d.scalar == Scalar::kFp8E4M3 || d.scalar == Scalar::kFp8E5M2) uses_fp8_ = true;
+    switch (d.scalar) {
+      case Scalar::kBool: return "bool";
+      case Scalar::kIndex: return Index();
+      case Scalar::kInt8: return "signed char";
+      case Scalar::kUint8: return "unsigned char";
+      case Scalar::kInt16: return "short";
+      case Scalar::kUint16: return "unsigned short";
+      case Scalar::kInt32: return "int";
+      case Scalar::kUint32: return "unsigned int";
+      case Scalar::kInt64: return "long long";
+      case Scalar::kUint64: return "unsigned long long";
+      case Scalar::kFloat16: return "half";
+      case Scalar::kBfloat16: return "__nv_bfloat16";
+      case Scalar::kFp8E4M3: return "__nv_fp8_e4m3";
+      case Scalar::kFp8E5M2: return "__nv_fp8_e5m2";
+      case Scalar::kFloat32: return "float";
+      case Scalar::kFloat64: return "double";
+      default: return "void";
+    }
+  }
+  std::string MemType(const DType& d) const { return d.scalar == Scalar::kBool ? "unsigned char" : Type(d); }
+  // Unsigned type of the same width, for wrapping signed arithmetic.
+  std::string UnsignedOf(const DType& d) const {
+    switch (ScalarItemSize(d.scalar)) {
+      case 1: return "unsigned char";
+      case 2: return "unsigned short";
+      case 4: return "unsigned int";
+      default: return "unsigned long long";
+    }
+  }
+  static bool IsSignedInt(const DType& d) { return IsInt(d.scalar) && !IsUnsigned(d.scalar); }
+  int Bits(const DType& d) const {
+    if (d.scalar == Scalar::kIndex) return p_.index_bits;
+    return ScalarItemSize(d.scalar) * 8;
+  }
+
+  void Line(absl::string_view text) {
+    absl::StrAppend(&body_, std::string(2 * depth_, ' '), text, "\n");
+  }
+  const std::string& Op(int i) const { return operand_[i]; }
+  const DType& TypeOf(int i) const { return p_.instrs[i].dtype; }
+
+  // A value of an emulated float widened to float (others pass through).
+  std::string Widen(const std::string& v, const DType& d) const {
+    switch (d.scalar) {
+      case Scalar::kFloat16: return absl::StrCat("__half2float(", v, ")");
+      case Scalar::kBfloat16: return absl::StrCat("__bfloat162float(", v, ")");
+      case Scalar::kFp8E4M3: case Scalar::kFp8E5M2: return absl::StrCat("float(", v, ")");
+      default: return v;
+    }
+  }
+  // A float (or double) rounded to an emulated float.
+  std::string Narrow(const std::string& v, const DType& d, bool from_double) const {
+    switch (d.scalar) {
+      case Scalar::kFloat16: return absl::StrCat(from_double ? "__double2half(" : "__float2half(", v, ")");
+      case Scalar::kBfloat16:
+        return absl::StrCat(from_double ? "__double2bfloat16(" : "__float2bfloat16(", v, ")");
+      case Scalar::kFp8E4M3: case Scalar::kFp8E5M2: return absl::StrCat(Type(d), "(", v, ")");
+      default: return v;
+    }
+  }
+
+  std::string FloatLiteral(double v, bool is_double) const {
+    if (!is_double) v = static_cast<double>(static_cast<float>(v));
+    if (std::isnan(v)) return is_double ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+    if (std::isinf(v)) {
+      if (is_double) return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000ULL)";
+      return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+    }
+    return absl::StrFormat(is_double ? "%a" : "%af", v);
+  }
+
+  std::string IntLiteral(Int128 v, const DType& d) const {
+    int bits = Bits(d);
+    Scalar as = IsUnsigned(d.scalar) ? (bits == 8 ? Scalar::kUint8 : bits == 16 ? Scalar::kUint16 : bits == 32 ? Scalar::kUint32 : Scalar::kUint64)
+                                     : (bits == 8 ? Scalar::kInt8 : bits == 16 ? Scalar::kInt16 : bits == 32 ? Scalar::kInt32 : Scalar::kInt64);
+    Int128 w = WrapToDType(v, as);
+    if (IsUnsigned(d.scalar)) {
+      return absl::StrCat("((", Type(d), ")", static_cast<uint64_t>(w), "ULL)");
+    }
+    if (w == -(Int128{1} << 63)) return absl::StrCat("((", Type(d), ")(-9223372036854775807LL - 1))");
+    return absl::StrCat("((", Type(d), ")", static_cast<int64_t>(w), "LL)");
+  }
+
+  std::string ConstLiteral(const Instr& in) const {
+    const DType& d = in.dtype;
+    if (d.scalar == Scalar::kBool) return (in.arg.kind == ArgKind::kBool ? in.arg.b : in.arg.i != 0) ? "true" : "false";
+    if (IsFloat(d.scalar)) {
+      double v = in.arg.kind == ArgKind::kF64 ? in.arg.f : static_cast<double>(in.arg.i);
+      switch (d.scalar) {
+        case Scalar::kFloat16: return absl::StrFormat("__ushort_as_half((unsigned short)0x%04x)", uopd_f64_to_f16(v));
+        case Scalar::kBfloat16: return absl::StrFormat("__ushort_as_bfloat16((unsigned short)0x%04x)", uopd_f64_to_bf16(v));
+        case Scalar::kFp8E4M3: return absl::StrCat("__nv_fp8_e4m3(", FloatLiteral(uopd_fp8e4m3_to_f32(uopd_f64_to_fp8e4m3(v)), false), ")");
+        case Scalar::kFp8E5M2: return absl::StrCat("__nv_fp8_e5m2(", FloatLiteral(uopd_fp8e5m2_to_f32(uopd_f64_to_fp8e5m2(v)), false), ")");
+        default: return FloatLiteral(v, d.scalar == Scalar::kFloat64);
+      }
+    }
+    Int128 v = in.arg.kind == ArgKind::kU64 ? Int128{static_cast<uint64_t>(in.arg.i)}
+               : in.arg.kind == ArgKind::kF64 ? static_cast<Int128>(in.arg.f)
+               : in.arg.kind == ArgKind::kBool ? Int128{in.arg.b}
+                                               : Int128{in.arg.i};
+    return IntLiteral(v, d);
+  }
+
+  std::string Define(int i, const DType& d, const std::string& expr) {
+    std::string name = absl::StrCat("v", i);
+    Line(absl::StrCat(Type(d), " ", name, " = ", expr, ";"));
+    return name;
+  }
+
+  std::string Binary(uopd::Op op, const std::string& a_in, const std::string& b_in, const DType& d) {
+    if (IsEmulated(d.scalar)) {
+      std::string a = Widen(a_in, d), b = Widen(b_in, d);
+      return Narrow(Binary(op, a, b, DType::Of(Scalar::kFloat32)), d, false);
+    }
+    const std::string& a = a_in;
+    const std::string& b = b_in;
+    bool is_bool = d.scalar == Scalar::kBool;
+    // Signed arithmetic wraps (as the IR says) through the unsigned type; INDEX arithmetic is
+    // proven not to overflow and stays signed.
+    bool wrap = IsSignedInt(d) && d.scalar != Scalar::kIndex;
+    auto wrapped = [&](const char* sym) {
+      return absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", a, " ", sym, " (", UnsignedOf(d), ")", b, ")");
+    };
+    switch (op) {
+      case Op::kAdd: return is_bool ? absl::StrCat("(", a, " || ", b, ")") : wrap ? wrapped("+") : absl::StrCat("(", a, " + ", b, ")");
+      case Op::kSub: return wrap ? wrapped("-") : absl::StrCat("(", a, " - ", b, ")");
+      case Op::kMul: return is_bool ? absl::StrCat("(", a, " && ", b, ")") : wrap ? wrapped("*") : absl::StrCat("(", a, " * ", b, ")");
+      case Op::kFdiv: return absl::StrCat("(", a, " / ", b, ")");
+      case Op::kIdiv: return absl::StrCat("uopd_div<", Type(d), ">(", a, ", ", b, ")");
+      case Op::kMod: return absl::StrCat("uopd_mod<", Type(d), ">(", a, ", ", b, ")");
+      case Op::kMax: return absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
+      case Op::kPow: return absl::StrCat(d.scalar == Scalar::kFloat64 ? "pow(" : "powf(", a, ", ", b, ")");
+      case Op::kAnd: return absl::StrCat("(", Type(d), ")(", a, " & ", b, ")");
+      case Op::kOr: return absl::StrCat("(", Type(d), ")(", a, " | ", b, ")");
+      case Op::kXor: return absl::StrCat("(", Type(d), ")(", a, " ^ ", b, ")");
+      default: return "0";
+    }
+  }
+
+  std::string Unary(uopd::Op op, const std::string& x_in, const DType& d) {
+    if (IsEmulated(d.scalar)) return Narrow(Unary(op, Widen(x_in, d), DType::Of(Scalar::kFloat32)), d, false);
+    bool dbl = d.scalar == Scalar::kFloat64;
+    const std::string& x = x_in;
+    switch (op) {
+      case Op::kNeg:
+        if (d.scalar == Scalar::kBool) return absl::StrCat("(!", x, ")");
+        if (IsSignedInt(d) && d.scalar != Scalar::kIndex) return absl::StrCat("(", Type(d), ")(0ULL - (", UnsignedOf(d), ")", x, ")");
+        return absl::StrCat("(-", x, ")");
+      case Op::kReciprocal: return absl::StrCat("(", dbl ? "1.0" : "1.0f", " / ", x, ")");
+      case Op::kExp2: return absl::StrCat(dbl ? "exp2(" : "exp2f(", x, ")");
+      case Op::kLog2: return absl::StrCat(dbl ? "log2(" : "log2f(", x, ")");
+      case Op::kSin: return absl::StrCat(dbl ? "sin(" : "sinf(", x, ")");
+      case Op::kSqrt: return absl::StrCat(dbl ? "sqrt(" : "sqrtf(", x, ")");
+      case Op::kTrunc: return absl::StrCat(dbl ? "trunc(" : "truncf(", x, ")");
+      default: return x;
+    }
+  }
+
+  std::string Cast(const std::string& v, const DType& from, const DType& to) {
+    if (from.scalar == to.scalar) return v;
+    if (to.scalar == Scalar::kBool) {
+      return absl::StrCat("(", Widen(v, from), IsFloat(from.scalar) ? " != 0.0f)" : " != 0)");
+    }
+    if (IsEmulated(to.scalar)) {
+      if (from.scalar == Scalar::kFloat64) return Narrow(v, to, true);
+      if (IsEmulated(from.scalar) || from.scalar == Scalar::kFloat32) return Narrow(Widen(v, from), to, false);
+      return Narrow(absl::StrCat("(double)", v), to, true);  // integers: exact through double
+    }
+    std::string x = Widen(v, from);
+    if (IsFloat(from.scalar) && IsInt(to.scalar) && IsUnsigned(to.scalar) && Bits(to) < 64) {
+      // Narrow unsigned targets wrap negative values, as the CPU backend does.
+      return absl::StrCat("(", Type(to), ")(long long)", x);
+    }
+    return absl::StrCat("(", Type(to), ")", x);
+  }
+
+  std::string Bitcast(const std::string& v, const DType& from, const DType& to) {
+    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool) return Cast(v, from, to);
+    return absl::StrCat("uopd_bitcast<", Type(to), ">(", v, ")");
+  }
+
+  const BufferParam& Param(int slot) const {
+    for (const BufferParam& p : p_.globals) {
+      if (p.slot == slot) return p;
+    }
+    return p_.globals.front();
+  }
+
+  void EmitInstr(int i) {
+    const Instr& in = p_.instrs[i];
+    auto src = [&](int k) { return Op(in.src[k]); };
+    switch (in.kind) {
+      case InstrKind::kConst:
+        operand_[i] = ConstLiteral(in);
+        return;
+      case InstrKind::kVar:
+        operand_[i] = absl::StrCat("((", Type(in.dtype), ")var", in.var, ")");
+        return;
+      case InstrKind::kGlobalIndex:
+        Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")blockIdx.x * (", Index(),
+                          ")blockDim.x + (", Index(), ")threadIdx.x;"));
+        Line(absl::StrCat("if (v", i, " >= ", src(0), ") return;"));
+        operand_[i] = absl::StrCat("v", i);
+        return;
+      case InstrKind::kAlu: {
+        uopd::Op op = in.op;
+        std::string expr;
+        if (IsComparison(op)) {
+          const DType& od = TypeOf(in.src[0]);
+          const char* sym = op == Op::kCmplt ? " < " : op == Op::kCmpne ? " != " : " == ";
+          expr = absl::StrCat("(", Widen(src(0), od), sym, Widen(src(1), od), ")");
+        } else if (op == Op::kWhere) {
+          expr = absl::StrCat("(", src(0), " ? ", src(1), " : ", src(2), ")");
+        } else if (op == Op::kThreefry) {
+          expr = absl::StrCat("uopd_threefry(", src(0), ", ", src(1), ")");
+        } else if (op == Op::kMulacc) {
+          expr = Binary(Op::kAdd, Binary(Op::kMul, src(0), src(1), in.dtype), src(2), in.dtype);
+        } else if (op == Op::kShl || op == Op::kShr) {
+          const DType& d = in.dtype;
+          std::string amount = absl::StrCat("((int)", src(1), " & ", Bits(d) - 1, ")");
+          if (op == Op::kShl) {
+            expr = absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", src(0), " << ", amount, ")");
+          } else {
+            expr = absl::StrCat("(", Type(d), ")(", src(0), " >> ", amount, ")");
+          }
+        } else if (IsUnaryAlu(op)) {
+          expr = Unary(op, src(0), in.dtype);
+        } else {
+          expr = Binary(op, src(0), src(1), in.dtype);
+        }
+        operand_[i] = Define(i, in.dtype, expr);
+        return;
+      }
+      case InstrKind::kCast:
+        operand_[i] = Define(i, in.dtype, Cast(src(0), TypeOf(in.src[0]), in.dtype));
+        return;
+      case InstrKind::kBitcast:
+        operand_[i] = Define(i, in.dtype, Bitcast(src(0), TypeOf(in.src[0]), in.dtype));
+        return;
+      case InstrKind::kLoad: {
+        const DType& d = in.dtype;
+        std::string zero = d.scalar == Scalar::kBool ? "false" : absl::StrCat(Type(d), "(0)");
+        if (Param(in.slot).size == 0) {
+          operand_[i] = Define(i, d, zero);
+          return;
+        }
+        std::string element = absl::StrCat("data", in.slot, "[", src(0), "]");
+        if (d.scalar == Scalar::kBool) element = absl::StrCat("(", element, " != 0)");
+        if (in.src.size() > 1) element = absl::StrCat("(", src(1), " ? ", element, " : ", zero, ")");
+        operand_[i] = Define(i, d, element);
+        return;
+      }
+      case InstrKind::kStore: {
+        std::string value = src(1);
+        if (in.dtype.scalar == Scalar::kBool) value = absl::StrCat("(unsigned char)", value);
+        std::string store = absl::StrCat("data", in.slot, "[", src(0), "] = ", value, ";");
+        Line(in.src.size() > 2 ? absl::StrCat("if (", src(2), ") ", store) : store);
+        return;
+      }
+      case InstrKind::kCheckBounds: {
+        std::string out = absl::StrCat("(unsigned long long)", src(0), " >= ", in.size, "ULL");
+        if (in.src.size() > 1) out = absl::StrCat(src(1), " && ", out);
+        Line(absl::StrCat("if (", out, ") { uopd_fail(uopd_status, ", in.slot + 1, "); return; }"));
+        return;
+      }
+      case InstrKind::kAccDefine:
+        Line(absl::StrCat(Type(in.dtype), " acc", i, " = ", src(0), ";"));
+        operand_[i] = absl::StrCat("acc", i);
+        return;
+      case InstrKind::kAccUpdate: {
+        std::string acc = src(0);
+        Line(absl::StrCat(acc, " = ", Binary(in.op, acc, src(1), in.dtype), ";"));
+        return;
+      }
+      case InstrKind::kAccRead:
+        operand_[i] = Define(i, in.dtype, src(0));
+        return;
+      case InstrKind::kLoopBegin:
+        Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), "; v", i, " < ", src(1), "; ++v", i, ") {"));
+        ++depth_;
+        operand_[i] = absl::StrCat("v", i);
+        return;
+      case InstrKind::kLoopEnd:
+        --depth_;
+        Line("}");
+        return;
+    }
+  }
+
+  std::string Assemble() {
+    std::vector<std::string> params;
+    for (int slot = 0; slot < p_.buf_count; ++slot) {
+      const BufferParam* param = nullptr;
+      for (const BufferParam& p : p_.globals) {
+        if (p.slot == slot) param = &p;
+      }
+      params.push_back(param == nullptr ? absl::StrCat("void* __restrict__ data", slot)
+                                        : absl::StrCat(MemType(param->dtype), "* __restrict__ data", slot));
+    }
+    for (size_t v = 0; v < p_.var_names.size(); ++v) params.push_back(absl::StrCat("long long var", v));
+    params.push_back("int* __restrict__ uopd_status");
+    int threads = p_.grid_ends.empty() ? 1 : kCudaBlockSize;
+    std::string includes;
+    if (uses_fp16_ || uses_bf16_ || uses_fp8_) includes += "#include <cuda_fp16.h>\n";
+    if (uses_bf16_ || uses_fp8_) includes += "#include <cuda_bf16.h>\n";
+    if (uses_fp8_) includes += "#include <cuda_fp8.h>\n";
+    return absl::StrCat(includes, kPrelude, "\n// kernel ", p_.name, ": ", p_.proven_accesses,
+                        " accesses proven in bounds, ", p_.guarded_accesses, " checked at run time\n",
+                        "extern \"C\" __global__ void __launch_bounds__(", threads, ") ", p_.name, "(",
+                        absl::StrJoin(params, ", "), ") {\n", body_, "}\n");
+  }
+
+  const LinearProgram& p_;
+  std::vector<std::string> operand_;
+  std::string body_;
+  int depth_ = 1;
+  mutable bool uses_fp16_ = false, uses_bf16_ = false, uses_fp8_ = false;
+};
+
+// ceil(product of `ends` / block) as a launch dimension.
+SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
+  SymbolicDim dim;
+  bool constant = true;
+  Int128 product = 1;
+  for (const UOp* end : ends) {
+    if (!end->IsConst()) {
+      constant = false;
+      break;
+    }
+    product *= std::max<Int128>(0, ConstIntValue(*end));
+  }
+  if (constant) {
+    dim.constant = static_cast<int64_t>((product + block - 1) / block);
+    return dim;
+  }
+  auto graph = std::make_shared<Graph>();
+  const DType index = DType::Of(Scalar::kIndex);
+  const UOp* total = CopyExpression(*graph, ends[0]);
+  for (size_t i = 1; i < ends.size(); ++i) {
+    total = graph->Make(Op::kMul, index, {total, CopyExpression(*graph, ends[i])});
+  }
+  const UOp* rounded = graph->Make(Op::kAdd, index, {total, graph->ConstInt(Scalar::kIndex, block - 1)});
+  dim.expr = graph->Make(Op::kIdiv, index, {rounded, graph->ConstInt(Scalar::kIndex, block)});
+  dim.owner = std::move(graph);
+  return dim;
+}
+
+}  // namespace
+
+std::string RenderCudaC(const LinearProgram& program) { return CudaWriter(program).Render(); }
+
+absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst> ast,
+                                                 const std::string& name) const {
+  LowerOptions options;
+  options.gpu_grid = true;
+  UOPD_ASSIGN_OR_RETURN(LinearProgram program, LowerKernel(*ast, SanitizeKernelName(name), options));
+  ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
+  spec.src = RenderCudaC(program);
+  std::array<SymbolicDim, 3> local;
+  if (!program.grid_ends.empty()) {
+    spec.global_size[0] = GridBlocks(program.grid_ends, kCudaBlockSize);
+    local[0].constant = kCudaBlockSize;
+  }
+  spec.local_size = local;
+  return spec;
+}
+
+std::string CudaRenderer::Identity() const { return absl::StrCat("cuda-c/v1;block=", kCudaBlockSize); }
+
+}  // namespace uopd

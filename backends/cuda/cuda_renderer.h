@@ -1,0 +1,35 @@
+// CudaRenderer: lowers a kernel AST with the shared lowering (core/codegen) in GPU mode and
+// renders CUDA C for NVRTC.
+//
+// The outermost parallel ranges become one flattened thread index over a 1-D grid of
+// `kBlockSize`-thread blocks (launch dims: global = blocks, local = threads per block, both
+// possibly symbolic); reduction ranges stay loops. The kernel is
+//   extern "C" __global__ void NAME(T0* data0, ..., long long var..., int* uopd_status)
+// with buffers by slot, variables in var_names order, and a status word that a failed
+// run-time bounds check sets to slot + 1 (first failure wins) before the thread returns.
+// float16 and bfloat16 use CUDA's own headers (cuda_fp16.h, cuda_bf16.h), computing in float
+// and rounding after every operation, as the CPU backend does.
+#ifndef UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_
+#define UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_
+
+#include "core/codegen/linear_program.h"
+#include "core/device/renderer.h"
+
+namespace uopd {
+
+inline constexpr int kCudaBlockSize = 256;
+
+// Immutable: safe for concurrent use.
+class CudaRenderer : public Renderer {
+ public:
+  absl::StatusOr<ProgramSpec> Render(std::shared_ptr<const KernelAst> ast,
+                                     const std::string& name) const override;
+  std::string Identity() const override;
+};
+
+// The CUDA C of a lowered kernel (exposed for tests).
+std::string RenderCudaC(const LinearProgram& program);
+
+}  // namespace uopd
+
+#endif  // UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_

@@ -1,0 +1,155 @@
+#include "backends/cuda/cuda_runtime.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+CUdeviceptr Ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+constexpr size_t kMinAllocation = 256;
+
+class CudaProgram : public Program {
+ public:
+  CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function, std::string name)
+      : context_(std::move(context)), module_(module), function_(function), name_(std::move(name)) {}
+
+  ~CudaProgram() override {
+    if (context_->MakeCurrent().ok()) context_->driver().ModuleUnload(module_);
+  }
+
+  absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
+                       const LaunchDims& dims) const override {
+    const CudaDriver& d = context_->driver();
+    UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
+    if (dims.global[0] == 0 || dims.global[1] == 0 || dims.global[2] == 0) return absl::OkStatus();
+    // The status word a failed bounds check sets; one per call, so concurrent runs never mix.
+    CUdeviceptr status = 0;
+    UOPD_RETURN_IF_ERROR(d.Check(d.MemAlloc(&status, sizeof(int)), "allocating the status word"));
+    CUstream stream = nullptr;
+    absl::Status result = [&]() -> absl::Status {
+      UOPD_RETURN_IF_ERROR(d.Check(d.MemsetD8(status, 0, sizeof(int)), "clearing the status word"));
+      UOPD_RETURN_IF_ERROR(d.Check(d.StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "creating a stream"));
+      std::vector<CUdeviceptr> pointers(buffers.size());
+      std::vector<long long> values(vals.begin(), vals.end());
+      std::vector<void*> params;
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        pointers[i] = Ptr(buffers[i]);
+        params.push_back(&pointers[i]);
+      }
+      for (long long& v : values) params.push_back(&v);
+      params.push_back(&status);
+      UOPD_RETURN_IF_ERROR(d.Check(
+          d.LaunchKernel(function_, static_cast<unsigned>(dims.global[0]), static_cast<unsigned>(dims.global[1]),
+                         static_cast<unsigned>(dims.global[2]), static_cast<unsigned>(dims.local[0]),
+                         static_cast<unsigned>(dims.local[1]), static_cast<unsigned>(dims.local[2]), 0, stream,
+                         params.data(), nullptr),
+          absl::StrCat("launching kernel ", name_)));
+      UOPD_RETURN_IF_ERROR(d.Check(d.StreamSynchronize(stream), absl::StrCat("running kernel ", name_)));
+      int code = 0;
+      UOPD_RETURN_IF_ERROR(d.Check(d.MemcpyDtoH(&code, status, sizeof(int)), "reading the status word"));
+      if (code != 0) {
+        return absl::OutOfRangeError(absl::StrCat("kernel ", name_, ": run-time bounds check failed on buffer slot ",
+                                                  code - 1, "; the kernel was stopped"));
+      }
+      return absl::OkStatus();
+    }();
+    if (stream != nullptr) d.StreamDestroy(stream);
+    d.MemFree(status);
+    return result;
+  }
+
+ private:
+  std::shared_ptr<CudaContext> context_;
+  CUmodule module_;
+  CUfunction function_;
+  std::string name_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<CudaContext>> CudaContext::Create(const CudaDriver& driver, int ordinal) {
+  std::shared_ptr<CudaContext> ctx(new CudaContext(driver, ordinal));
+  UOPD_RETURN_IF_ERROR(driver.Check(driver.DeviceGet(&ctx->device_, ordinal), "cuDeviceGet",
+                                    absl::StatusCode::kFailedPrecondition));
+  int major = 0, minor = 0;
+  UOPD_RETURN_IF_ERROR(driver.Check(
+      driver.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->device_), "attribute"));
+  UOPD_RETURN_IF_ERROR(driver.Check(
+      driver.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->device_), "attribute"));
+  ctx->arch_ = absl::StrCat("sm_", major, minor);
+  char name[256] = {};
+  driver.DeviceGetName(name, sizeof(name), ctx->device_);
+  ctx->name_ = name;
+  size_t total = 0;
+  driver.DeviceTotalMem(&total, ctx->device_);
+  ctx->total_memory_ = static_cast<int64_t>(total);
+  UOPD_RETURN_IF_ERROR(driver.Check(driver.PrimaryCtxRetain(&ctx->context_, ctx->device_),
+                                    "retaining the primary context", absl::StatusCode::kFailedPrecondition));
+  return ctx;
+}
+
+CudaContext::~CudaContext() {
+  if (context_ != nullptr) driver_.PrimaryCtxRelease(device_);
+}
+
+absl::Status CudaContext::MakeCurrent() const {
+  return driver_.Check(driver_.CtxSetCurrent(context_), "cuCtxSetCurrent", absl::StatusCode::kUnavailable);
+}
+
+absl::StatusOr<void*> CudaAllocator::Allocate(size_t bytes) {
+  const CudaDriver& d = context_->driver();
+  UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
+  size_t size = std::max(bytes, kMinAllocation);
+  CUdeviceptr ptr = 0;
+  UOPD_RETURN_IF_ERROR(d.Check(d.MemAlloc(&ptr, size), absl::StrCat("allocating ", bytes, " bytes on the GPU")));
+  if (absl::Status zeroed = d.Check(d.MemsetD8(ptr, 0, size), "zeroing a new buffer"); !zeroed.ok()) {
+    d.MemFree(ptr);
+    return zeroed;
+  }
+  in_use_.fetch_add(static_cast<int64_t>(size));
+  return reinterpret_cast<void*>(ptr);
+}
+
+void CudaAllocator::Free(void* ptr, size_t bytes) {
+  if (ptr == nullptr || !context_->MakeCurrent().ok()) return;
+  context_->driver().MemFree(Ptr(ptr));
+  in_use_.fetch_sub(static_cast<int64_t>(std::max(bytes, kMinAllocation)));
+}
+
+absl::Status CudaAllocator::CopyIn(void* dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
+  return context_->driver().Check(context_->driver().MemcpyHtoD(Ptr(dst), host_src, bytes), "copy to the GPU");
+}
+
+absl::Status CudaAllocator::CopyOut(void* host_dst, const void* src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
+  return context_->driver().Check(context_->driver().MemcpyDtoH(host_dst, Ptr(src), bytes), "copy from the GPU");
+}
+
+absl::StatusOr<std::shared_ptr<Program>> CudaRuntime::Load(const CompiledKernel& kernel, const ProgramSpec& spec) {
+  const CudaDriver& d = context_->driver();
+  UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
+  CUmodule module = nullptr;
+  CUresult loaded = d.ModuleLoadData(&module, kernel.bytes.data());
+  if (loaded != CUDA_SUCCESS && !kernel.ptx.empty()) {
+    // A CUBIN for another architecture: let the driver JIT the PTX.
+    std::string ptx = kernel.ptx;  // NUL-terminated for the driver
+    loaded = d.ModuleLoadData(&module, ptx.c_str());
+  }
+  UOPD_RETURN_IF_ERROR(d.Check(loaded, absl::StrCat("loading kernel ", spec.name)));
+  CUfunction function = nullptr;
+  if (absl::Status found = d.Check(d.ModuleGetFunction(&function, module, kernel.entry.c_str()),
+                                   absl::StrCat("finding ", kernel.entry));
+      !found.ok()) {
+    d.ModuleUnload(module);
+    return found;
+  }
+  return std::make_shared<CudaProgram>(context_, module, function, spec.name);
+}
+
+}  // namespace uopd
