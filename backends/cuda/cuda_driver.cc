@@ -40,6 +40,9 @@ absl::StatusOr<const CudaDriver*> LoadOnce() {
   UOPD_RESOLVE(MemsetD8, "cuMemsetD8_v2");
   UOPD_RESOLVE(MemcpyHtoD, "cuMemcpyHtoD_v2");
   UOPD_RESOLVE(MemcpyDtoH, "cuMemcpyDtoH_v2");
+  UOPD_RESOLVE(MemcpyDtoD, "cuMemcpyDtoD_v2");
+  UOPD_RESOLVE(MemsetD8Async, "cuMemsetD8Async");
+  UOPD_RESOLVE(CtxSynchronize, "cuCtxSynchronize");
   UOPD_RESOLVE(ModuleLoadData, "cuModuleLoadData");
   UOPD_RESOLVE(ModuleUnload, "cuModuleUnload");
   UOPD_RESOLVE(ModuleGetFunction, "cuModuleGetFunction");

@@ -30,6 +30,9 @@ struct CudaDriver {
   decltype(&cuMemsetD8) MemsetD8 = nullptr;
   decltype(&cuMemcpyHtoD) MemcpyHtoD = nullptr;
   decltype(&cuMemcpyDtoH) MemcpyDtoH = nullptr;
+  decltype(&cuMemcpyDtoD) MemcpyDtoD = nullptr;
+  decltype(&cuMemsetD8Async) MemsetD8Async = nullptr;
+  decltype(&cuCtxSynchronize) CtxSynchronize = nullptr;
   decltype(&cuModuleLoadData) ModuleLoadData = nullptr;
   decltype(&cuModuleUnload) ModuleUnload = nullptr;
   decltype(&cuModuleGetFunction) ModuleGetFunction = nullptr;

@@ -25,13 +25,10 @@ class CudaProgram : public Program {
     const CudaDriver& d = context_->driver();
     UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
     if (dims.global[0] == 0 || dims.global[1] == 0 || dims.global[2] == 0) return absl::OkStatus();
-    // The status word a failed bounds check sets; one per call, so concurrent runs never mix.
-    CUdeviceptr status = 0;
-    UOPD_RETURN_IF_ERROR(d.Check(d.MemAlloc(&status, sizeof(int)), "allocating the status word"));
-    CUstream stream = nullptr;
+    UOPD_ASSIGN_OR_RETURN(CudaContext::LaunchSlot slot, context_->AcquireSlot());
     absl::Status result = [&]() -> absl::Status {
-      UOPD_RETURN_IF_ERROR(d.Check(d.MemsetD8(status, 0, sizeof(int)), "clearing the status word"));
-      UOPD_RETURN_IF_ERROR(d.Check(d.StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "creating a stream"));
+      UOPD_RETURN_IF_ERROR(d.Check(d.MemsetD8Async(slot.status, 0, sizeof(int), slot.stream),
+                                   "clearing the status word"));
       std::vector<CUdeviceptr> pointers(buffers.size());
       std::vector<long long> values(vals.begin(), vals.end());
       std::vector<void*> params;
@@ -40,24 +37,23 @@ class CudaProgram : public Program {
         params.push_back(&pointers[i]);
       }
       for (long long& v : values) params.push_back(&v);
-      params.push_back(&status);
+      params.push_back(&slot.status);
       UOPD_RETURN_IF_ERROR(d.Check(
           d.LaunchKernel(function_, static_cast<unsigned>(dims.global[0]), static_cast<unsigned>(dims.global[1]),
                          static_cast<unsigned>(dims.global[2]), static_cast<unsigned>(dims.local[0]),
-                         static_cast<unsigned>(dims.local[1]), static_cast<unsigned>(dims.local[2]), 0, stream,
-                         params.data(), nullptr),
+                         static_cast<unsigned>(dims.local[1]), static_cast<unsigned>(dims.local[2]), 0,
+                         slot.stream, params.data(), nullptr),
           absl::StrCat("launching kernel ", name_)));
-      UOPD_RETURN_IF_ERROR(d.Check(d.StreamSynchronize(stream), absl::StrCat("running kernel ", name_)));
+      UOPD_RETURN_IF_ERROR(d.Check(d.StreamSynchronize(slot.stream), absl::StrCat("running kernel ", name_)));
       int code = 0;
-      UOPD_RETURN_IF_ERROR(d.Check(d.MemcpyDtoH(&code, status, sizeof(int)), "reading the status word"));
+      UOPD_RETURN_IF_ERROR(d.Check(d.MemcpyDtoH(&code, slot.status, sizeof(int)), "reading the status word"));
       if (code != 0) {
         return absl::OutOfRangeError(absl::StrCat("kernel ", name_, ": run-time bounds check failed on buffer slot ",
                                                   code - 1, "; the kernel was stopped"));
       }
       return absl::OkStatus();
     }();
-    if (stream != nullptr) d.StreamDestroy(stream);
-    d.MemFree(status);
+    context_->ReleaseSlot(slot);
     return result;
   }
 
@@ -92,7 +88,41 @@ absl::StatusOr<std::shared_ptr<CudaContext>> CudaContext::Create(const CudaDrive
 }
 
 CudaContext::~CudaContext() {
-  if (context_ != nullptr) driver_.PrimaryCtxRelease(device_);
+  if (context_ == nullptr) return;
+  if (MakeCurrent().ok()) {
+    absl::MutexLock lock(&mu_);
+    for (const LaunchSlot& slot : all_slots_) {
+      driver_.StreamDestroy(slot.stream);
+      driver_.MemFree(slot.status);
+    }
+  }
+  driver_.PrimaryCtxRelease(device_);
+}
+
+absl::StatusOr<CudaContext::LaunchSlot> CudaContext::AcquireSlot() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!free_slots_.empty()) {
+      LaunchSlot slot = free_slots_.back();
+      free_slots_.pop_back();
+      return slot;
+    }
+  }
+  LaunchSlot slot;
+  UOPD_RETURN_IF_ERROR(driver_.Check(driver_.StreamCreate(&slot.stream, CU_STREAM_NON_BLOCKING), "creating a stream"));
+  if (absl::Status s = driver_.Check(driver_.MemAlloc(&slot.status, sizeof(int)), "allocating a status word");
+      !s.ok()) {
+    driver_.StreamDestroy(slot.stream);
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  all_slots_.push_back(slot);
+  return slot;
+}
+
+void CudaContext::ReleaseSlot(LaunchSlot slot) const {
+  absl::MutexLock lock(&mu_);
+  free_slots_.push_back(slot);
 }
 
 absl::Status CudaContext::MakeCurrent() const {

@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "backends/cuda/cuda_driver.h"
 #include "core/device/allocator.h"
 #include "core/device/runtime.h"
@@ -27,8 +30,20 @@ class CudaContext {
   const std::string& name() const { return name_; }
   int64_t total_memory() const { return total_memory_; }
 
+  // A stream and a device status word for one launch. Reused across launches (creating them
+  // costs more than a small kernel), one per launch in flight, so concurrent runs never share.
+  struct LaunchSlot {
+    CUstream stream = nullptr;
+    CUdeviceptr status = 0;
+  };
+  absl::StatusOr<LaunchSlot> AcquireSlot() const;
+  void ReleaseSlot(LaunchSlot slot) const;
+
  private:
   CudaContext(const CudaDriver& driver, int ordinal) : driver_(driver), ordinal_(ordinal) {}
+  mutable absl::Mutex mu_;
+  mutable std::vector<LaunchSlot> free_slots_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<LaunchSlot> all_slots_ ABSL_GUARDED_BY(mu_);
   const CudaDriver& driver_;
   int ordinal_;
   CUdevice device_ = 0;

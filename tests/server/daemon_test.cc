@@ -282,6 +282,35 @@ TEST(Daemon, BuffersBelongToTheClientThatCreatedThem) {
   EXPECT_EQ(*mine, "abcd");
 }
 
+TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("gpu-target"));
+  ASSERT_TRUE(daemon.running()) << "the daemon must start whether or not a GPU driver exists";
+  Client client(daemon.address());
+  auto devices = client.ListDevices();
+  UOPD_ASSERT_OK(devices);
+  ASSERT_GE(devices->devices_size(), 1);
+  EXPECT_EQ(devices->devices(0).name(), "CPU");
+#ifdef UOPD_WITH_CUDA
+  v1::CompileRequest request = CompileOf(Scale(1000, 2.0));
+  request.set_device("CUDA");
+  request.set_target("sm_90");
+  request.set_want_binary(true);
+  auto compiled = client.Compile(request);
+  UOPD_ASSERT_OK(compiled);
+  EXPECT_EQ(compiled->target(), "sm_90");
+  EXPECT_NE(compiled->ptx().find(".entry scale("), std::string::npos) << compiled->ptx();
+  EXPECT_EQ(compiled->binary().substr(0, 4), "\x7f" "ELF");
+  ASSERT_EQ(compiled->metadata().global_size_size(), 3);
+  EXPECT_EQ(compiled->metadata().global_size(0).constant(), 4) << "1000 threads in blocks of 256";
+  request.set_target("sm_80");
+  auto other = client.Compile(request);
+  UOPD_ASSERT_OK(other);
+  EXPECT_NE(other->cache_key(), compiled->cache_key()) << "the target is part of the cache key";
+  request.set_target("sm_1");
+  EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument, {"sm_1"}));
+#endif
+}
+
 TEST(Daemon, ReclaimsIdleBuffers) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("ttl"), {"--idle_ttl=1s"});
   ASSERT_TRUE(daemon.running());

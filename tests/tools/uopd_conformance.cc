@@ -2,13 +2,18 @@
 // each output with tinygrad's. One line per failure, then "N passed, M failed"; exit 0 only when
 // nothing failed. Plans run as execution plans (independent kernels in parallel).
 //
-//   uopd-conformance [--device CPU] [--verbose] PATH...
+//   uopd-conformance [--device CPU|CUDA:n] [--verbose] PATH...
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#ifdef UOPD_WITH_CPU
 #include "backends/cpu/cpu_device.h"
+#endif
+#ifdef UOPD_WITH_CUDA
+#include "backends/cuda/cuda_device.h"
+#endif
 #include "core/corpus/corpus_runner.h"
 #include "core/plan/compiling_program_source.h"
 
@@ -37,12 +42,22 @@ int main(int argc, char** argv) {
   }
   uopd::ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
   uopd::DeviceRegistry registry;
+#ifdef UOPD_WITH_CPU
   auto cpu = uopd::CreateCpuDevice(&pool);
   if (!cpu.ok()) {
     std::fprintf(stderr, "cannot create the CPU device: %s\n", cpu.status().ToString().c_str());
     return 2;
   }
   registry.Add(std::move(*cpu));
+#endif
+#ifdef UOPD_WITH_CUDA
+  if (auto gpus = uopd::CreateCudaDevices(); gpus.ok()) {
+    for (auto& gpu : *gpus) registry.Add(std::move(gpu));
+  } else if (absl::StartsWith(device_name, "CUDA") || absl::StartsWith(device_name, "cuda")) {
+    std::fprintf(stderr, "no CUDA device: %s\n", std::string(gpus.status().message()).c_str());
+    return 2;
+  }
+#endif
   auto device = registry.Get(device_name);
   if (!device.ok()) {
     std::fprintf(stderr, "%s\n", device.status().ToString().c_str());
