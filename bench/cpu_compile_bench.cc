@@ -2,11 +2,12 @@
 // `clang-19 -O2 -c` subprocess on the same LLVM IR, interleaved in one run.
 //
 //   cpu_compile_bench [--clang PATH] [--limit N] CORPUS_DIR...
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/llvm_compiler.h"
@@ -21,9 +22,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--clang" && i + 1 < argc) clang = argv[++i];
-    else if (arg == "--limit" && i + 1 < argc) limit = std::atoi(argv[++i]);
-    else paths.push_back(arg);
+    if (arg == "--clang" && i + 1 < argc)
+      clang = argv[++i];
+    else if (arg == "--limit" && i + 1 < argc)
+      limit = std::atoi(argv[++i]);
+    else
+      paths.push_back(arg);
   }
   auto files = uopd::ListCorpusFiles(paths);
   if (!files.ok()) {
@@ -49,9 +53,11 @@ int main(int argc, char** argv) {
     std::string cmd = absl::StrCat(clang, " -O2 -c -Wno-override-module ", ll, " -o ", dir, "/k.o");
     double t_in = uopd::bench::Percentile(
         uopd::bench::Sample(1, 3, [&] { (void)compiler.CompileIr(spec->src, spec->name); }), 0.5);
-    double t_sub = uopd::bench::Percentile(uopd::bench::Sample(0, 3, [&] {
-                                             if (std::system(cmd.c_str()) != 0) std::abort();
-                                           }),
+    double t_sub = uopd::bench::Percentile(uopd::bench::Sample(0, 3,
+                                                               [&] {
+                                                                 if (std::system(cmd.c_str()) != 0)
+                                                                   std::abort();
+                                                               }),
                                            0.5);
     in_process.push_back(t_in);
     subprocess.push_back(t_sub);
@@ -62,10 +68,10 @@ int main(int argc, char** argv) {
   using uopd::bench::Percentile;
   std::printf("kernels: %zu (corpus cases, each timed 3x, median taken)\n", in_process.size());
   std::printf("%-28s %12s %12s\n", "compile latency (ms)", "median", "p90");
-  std::printf("%-28s %12.2f %12.2f\n", "uopd in-process LLVM -O3", 1e3 * Percentile(in_process, 0.5),
-              1e3 * Percentile(in_process, 0.9));
-  std::printf("%-28s %12.2f %12.2f\n", "clang-19 -O2 -c subprocess", 1e3 * Percentile(subprocess, 0.5),
-              1e3 * Percentile(subprocess, 0.9));
+  std::printf("%-28s %12.2f %12.2f\n", "uopd in-process LLVM -O3",
+              1e3 * Percentile(in_process, 0.5), 1e3 * Percentile(in_process, 0.9));
+  std::printf("%-28s %12.2f %12.2f\n", "clang-19 -O2 -c subprocess",
+              1e3 * Percentile(subprocess, 0.5), 1e3 * Percentile(subprocess, 0.9));
   std::printf("speed-up (subprocess / in-process), per kernel: median %.1fx, p10 %.1fx\n",
               Percentile(ratios, 0.5), Percentile(ratios, 0.1));
   return 0;

@@ -77,9 +77,9 @@ int main() {
     for (size_t i = 0; i < bytes / 4; ++i) p[i] = fill;
     return p;
   };
-  float* out = buf(n * 4, 0), *a = buf(n * 4, 1), *b = buf(n * 4, 2);
-  float* matrix = buf(rows * cols * 4, 1), *sums = buf(rows * 4, 0);
-  float* copy_src = buf(n * 6, 1), *copy_dst = buf(n * 6, 0);
+  float *out = buf(n * 4, 0), *a = buf(n * 4, 1), *b = buf(n * 4, 2);
+  float *matrix = buf(rows * cols * 4, 1), *sums = buf(rows * 4, 0);
+  float *copy_src = buf(n * 6, 1), *copy_dst = buf(n * 6, 0);
 
   Loaded add = Prepare(**device, AddKernel(n));
   Loaded rowsum = Prepare(**device, RowSumKernel(rows, cols));
@@ -93,7 +93,8 @@ int main() {
     std::vector<int64_t> vals(k.spec.var_names.size(), 0);
     if (!k.program->Execute(bufs, vals, *dims).ok()) std::abort();
   };
-  std::printf("threads available to kernels: %d (memcpy: 1); median of 12 interleaved runs\n", threads);
+  std::printf("threads available to kernels: %d (memcpy: 1); median of 12 interleaved runs\n",
+              threads);
   std::printf("%-34s %10s %12s %9s\n", "workload", "GB/s", "memcpy GB/s", "ratio");
   // Interleave kernel and memcpy samples so machine noise hits both alike.
   std::vector<double> t_add, t_copy_add, t_sum, t_copy_sum, t_add1, t_sum1;
@@ -103,7 +104,8 @@ int main() {
     t_sum1.push_back(uopd::bench::SecondsOf([&] { run(rowsum1, {sums, matrix}); }));
     t_copy_add.push_back(uopd::bench::SecondsOf([&] { std::memcpy(copy_dst, copy_src, n * 6); }));
     t_sum.push_back(uopd::bench::SecondsOf([&] { run(rowsum, {sums, matrix}); }));
-    t_copy_sum.push_back(uopd::bench::SecondsOf([&] { std::memcpy(copy_dst, copy_src, rows * cols * 2); }));
+    t_copy_sum.push_back(
+        uopd::bench::SecondsOf([&] { std::memcpy(copy_dst, copy_src, rows * cols * 2); }));
   }
   if (out[123] != 3.0f || sums[7] != static_cast<float>(cols)) {
     std::fprintf(stderr, "wrong results: %f %f\n", out[123], sums[7]);

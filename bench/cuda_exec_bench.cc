@@ -33,7 +33,8 @@ uopd::v1::Graph RowSumKernel(int64_t rows, int64_t cols) {
   int r = g.Range(g.Index(rows), 0);
   int in = g.Buffer(1, DType::FLOAT32, rows * cols);
   int k = g.Range(g.Index(cols), 1, uopd::v1::RangeArg::REDUCE);
-  int idx = g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(cols)}), k});
+  int idx =
+      g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(cols)}), k});
   int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(in, idx), {k});
   return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_rowsum");
 }
@@ -82,7 +83,8 @@ int main() {
     if (!k.program->Execute(bufs, {}, *dims).ok()) std::abort();
   };
   auto copy = [&](size_t bytes) {
-    driver.MemcpyDtoD(reinterpret_cast<CUdeviceptr>(copy_dst), reinterpret_cast<CUdeviceptr>(copy_src), bytes);
+    driver.MemcpyDtoD(reinterpret_cast<CUdeviceptr>(copy_dst),
+                      reinterpret_cast<CUdeviceptr>(copy_src), bytes);
     driver.CtxSynchronize();
   };
   std::vector<double> t_add, t_add_copy, t_sum, t_sum_copy;
@@ -104,8 +106,10 @@ int main() {
     std::fprintf(stderr, "wrong results: %f %f\n", check[0], check[1]);
     return 1;
   }
-  auto report = [](const char* name, double bytes, const std::vector<double>& k, const std::vector<double>& c) {
-    double kg = bytes / uopd::bench::Percentile(k, 0.5) / 1e9, cg = bytes / uopd::bench::Percentile(c, 0.5) / 1e9;
+  auto report = [](const char* name, double bytes, const std::vector<double>& k,
+                   const std::vector<double>& c) {
+    double kg = bytes / uopd::bench::Percentile(k, 0.5) / 1e9,
+           cg = bytes / uopd::bench::Percentile(c, 0.5) / 1e9;
     std::printf("%-36s %10.0f %14.0f %8.2fx\n", name, kg, cg, kg / cg);
   };
   std::printf("GPU: CUDA:0 (%s); median of 27 synchronized runs each\n",

@@ -56,7 +56,8 @@ int main() {
   auto dims = kernel.program->spec->launch_dims({});
   auto bare = uopd::bench::Sample(3, 20, [&] {
     for (int i = 0; i < kKernels; ++i) {
-      if (!kernel.program->program->Execute(kernel.buffer_ptrs, kernel.vals, *dims).ok()) std::abort();
+      if (!kernel.program->program->Execute(kernel.buffer_ptrs, kernel.vals, *dims).ok())
+        std::abort();
     }
   });
   auto run = [](uopd::ExecutionPlan& plan, bool sequential) {
@@ -68,13 +69,18 @@ int main() {
   auto chain_seq = uopd::bench::Sample(3, 20, [&] { run(**chain_plan, true); });
   auto wide_par = uopd::bench::Sample(3, 20, [&] { run(**wide_plan, false); });
 
-  auto us = [](const std::vector<double>& s) { return 1e6 * uopd::bench::Percentile(s, 0.5) / kKernels; };
+  auto us = [](const std::vector<double>& s) {
+    return 1e6 * uopd::bench::Percentile(s, 0.5) / kKernels;
+  };
   std::printf("1,000-kernel plans of a 16-element add; median of 20 runs; %d threads\n", threads);
   std::printf("prepare (build) of the chain plan: %.1f ms\n", prepare * 1e3);
   std::printf("%-44s %10s %8s\n", "per kernel", "us", "ratio");
   std::printf("%-44s %10.3f %8s\n", "bare Program::Execute loop (baseline)", us(bare), "1.00x");
-  std::printf("%-44s %10.3f %7.2fx\n", "plan, chain, sequential mode", us(chain_seq), us(chain_seq) / us(bare));
-  std::printf("%-44s %10.3f %7.2fx\n", "plan, chain, dataflow scheduler", us(chain_par), us(chain_par) / us(bare));
-  std::printf("%-44s %10.3f %7.2fx\n", "plan, 1,000 independent, dataflow scheduler", us(wide_par), us(wide_par) / us(bare));
+  std::printf("%-44s %10.3f %7.2fx\n", "plan, chain, sequential mode", us(chain_seq),
+              us(chain_seq) / us(bare));
+  std::printf("%-44s %10.3f %7.2fx\n", "plan, chain, dataflow scheduler", us(chain_par),
+              us(chain_par) / us(bare));
+  std::printf("%-44s %10.3f %7.2fx\n", "plan, 1,000 independent, dataflow scheduler", us(wide_par),
+              us(wide_par) / us(bare));
   return 0;
 }

@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
   std::string daemon_path;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--daemon" && i + 1 < argc) daemon_path = argv[++i];
-    else if (arg == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
+    if (arg == "--daemon" && i + 1 < argc)
+      daemon_path = argv[++i];
+    else if (arg == "--iterations" && i + 1 < argc)
+      iterations = std::atoi(argv[++i]);
   }
   if (daemon_path.empty()) {
     std::fprintf(stderr, "usage: rpc_bench --daemon PATH [--iterations N]\n");
@@ -85,8 +87,8 @@ int main(int argc, char** argv) {
   std::printf("%d interleaved iterations, one daemon, one client connection\n", iterations);
   std::printf("%-36s %10s %10s %8s\n", "RPC", "p50 us", "p90 us", "vs empty");
   auto row = [&](const char* name, const std::vector<double>& t) {
-    std::printf("%-36s %10.1f %10.1f %7.2fx\n", name, 1e6 * Percentile(t, 0.5), 1e6 * Percentile(t, 0.9),
-                Percentile(t, 0.5) / base);
+    std::printf("%-36s %10.1f %10.1f %7.2fx\n", name, 1e6 * Percentile(t, 0.5),
+                1e6 * Percentile(t, 0.9), Percentile(t, 0.5) / base);
   };
   row("empty RPC (FindMissing, no keys)", t_empty);
   row("Compile, memory cache hit", t_compile);

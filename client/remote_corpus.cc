@@ -16,15 +16,18 @@ v1::BufferRef Inline(const v1::CorpusBuffer& buffer) {
   return ref;
 }
 
-absl::Status Compare(const google::protobuf::RepeatedPtrField<v1::BufferData>& outputs,
-                     const absl::flat_hash_map<int, std::pair<const v1::CorpusBuffer*, std::string>>& expected,
-                     const v1::CorpusTolerance& tolerance, absl::string_view what) {
+absl::Status Compare(
+    const google::protobuf::RepeatedPtrField<v1::BufferData>& outputs,
+    const absl::flat_hash_map<int, std::pair<const v1::CorpusBuffer*, std::string>>& expected,
+    const v1::CorpusTolerance& tolerance, absl::string_view what) {
   for (const v1::BufferData& output : outputs) {
     auto it = expected.find(output.buffer());
     if (it == expected.end()) continue;
     auto diff = CompareBuffers(static_cast<Scalar>(it->second.first->dtype()), output.data(),
                                it->second.second, Tolerance{tolerance.rtol(), tolerance.atol()});
-    if (diff) return absl::FailedPreconditionError(absl::StrCat(what, " ", it->second.first->slot() + it->second.first->id(), ": ", *diff));
+    if (diff)
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, " ", it->second.first->slot() + it->second.first->id(), ": ", *diff));
   }
   return absl::OkStatus();
 }
@@ -70,7 +73,8 @@ absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::stri
     *kernel->mutable_ast() = wire.ast();
     for (int64_t id : wire.bufs()) {
       auto it = by_id.find(id);
-      if (it == by_id.end()) return absl::InvalidArgumentError(absl::StrCat("unknown buffer id ", id));
+      if (it == by_id.end())
+        return absl::InvalidArgumentError(absl::StrCat("unknown buffer id ", id));
       kernel->add_buffers(it->second);
     }
     kernel->mutable_fixedvars()->insert(wire.vars().begin(), wire.vars().end());
@@ -98,7 +102,8 @@ absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::stri
 
 }  // namespace
 
-absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry, const std::string& device) {
+absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry,
+                                  const std::string& device) {
   return entry.is_plan ? RunPlan(client, entry.plan, device) : RunCase(client, entry.kase, device);
 }
 

@@ -13,7 +13,8 @@ namespace uopd {
 
 // OK when every output matches; FAILED_PRECONDITION naming the first differing element, or the
 // daemon's error.
-absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry, const std::string& device);
+absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry,
+                                  const std::string& device);
 
 }  // namespace uopd
 

@@ -52,9 +52,10 @@ int Devices(uopd::Client& client) {
   auto devices = client.ListDevices();
   if (!devices.ok()) return Fail(devices.status());
   for (const auto& d : devices->devices()) {
-    std::printf("%-8s base=%s threads=%d in_use=%lld\n  target=%s\n  compiler=%s\n", d.name().c_str(),
-                d.base_key().c_str(), d.threads(), static_cast<long long>(d.bytes_in_use()),
-                d.compile_target().c_str(), d.compiler().c_str());
+    std::printf("%-8s base=%s threads=%d in_use=%lld\n  target=%s\n  compiler=%s\n",
+                d.name().c_str(), d.base_key().c_str(), d.threads(),
+                static_cast<long long>(d.bytes_in_use()), d.compile_target().c_str(),
+                d.compiler().c_str());
   }
   return 0;
 }
@@ -68,7 +69,8 @@ absl::StatusOr<uopd::v1::Graph> ReadGraph(const std::string& path) {
   if (absl::StrContains(*text, "\"ast\"")) {
     uopd::v1::CorpusCase kase;
     auto status = google::protobuf::util::JsonStringToMessage(*text, &kase, options);
-    if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.ToString()));
+    if (!status.ok())
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.ToString()));
     return kase.ast();
   }
   auto status = google::protobuf::util::JsonStringToMessage(*text, &graph, options);
@@ -102,8 +104,8 @@ int Compile(uopd::Client& client, const std::string& file, const std::string& de
     return 0;
   }
   std::printf("cache_key: %s\ncache_tier: %s\ntarget: %s\nentry: %s\nmetadata: %s\n",
-              response->cache_key().c_str(), response->cache_tier().c_str(), response->target().c_str(),
-              response->entry().c_str(),
+              response->cache_key().c_str(), response->cache_tier().c_str(),
+              response->target().c_str(), response->entry().c_str(),
               Json(response->metadata()).c_str());
   return 0;
 }
@@ -125,7 +127,8 @@ int Run(uopd::Client& client, const std::vector<std::string>& paths, const std::
   for (size_t i = 0; i < files->size(); ++i) {
     const std::string& file = (*files)[i];
     auto entry = uopd::LoadCorpusFile(file);
-    absl::Status status = entry.ok() ? uopd::RunCorpusEntryRemote(client, *entry, device) : entry.status();
+    absl::Status status =
+        entry.ok() ? uopd::RunCorpusEntryRemote(client, *entry, device) : entry.status();
     if (status.ok()) {
       ++passed;
       if (verbose) std::printf("PASS %s\n", file.c_str());
@@ -144,8 +147,8 @@ int Run(uopd::Client& client, const std::vector<std::string>& paths, const std::
 int CacheStats(uopd::Client& client) {
   auto stats = client.CacheStats();
   if (!stats.ok()) return Fail(stats.status());
-  std::printf("%-8s %10s %10s %8s %10s %10s %14s\n", "tier", "hits", "misses", "corrupt", "evictions",
-              "entries", "bytes");
+  std::printf("%-8s %10s %10s %8s %10s %10s %14s\n", "tier", "hits", "misses", "corrupt",
+              "evictions", "entries", "bytes");
   for (const auto& t : stats->tiers()) {
     std::printf("%-8s %10lld %10lld %8lld %10lld %10lld %14lld\n", t.tier().c_str(),
                 static_cast<long long>(t.hits()), static_cast<long long>(t.misses()),
@@ -154,7 +157,8 @@ int CacheStats(uopd::Client& client) {
   }
   for (const auto& c : stats->compiles()) {
     std::printf("compiled %s: %lld kernels in %.3f s (%lld failed)\n", c.backend().c_str(),
-                static_cast<long long>(c.compilations()), c.seconds(), static_cast<long long>(c.failures()));
+                static_cast<long long>(c.compilations()), c.seconds(),
+                static_cast<long long>(c.failures()));
   }
   return 0;
 }
@@ -172,11 +176,16 @@ int main(int argc, char** argv) {
       if (absl::StartsWith(arg, flag + "=")) return arg.substr(flag.size() + 1);
       return std::nullopt;
     };
-    if (auto v = value("--server")) server = *v;
-    else if (auto v = value("--device")) device = *v;
-    else if (auto v = value("--emit")) emit = *v;
-    else if (auto v = value("--target")) target = *v;
-    else if (arg == "--verbose" || arg == "-v") verbose = true;
+    if (auto v = value("--server"))
+      server = *v;
+    else if (auto v = value("--device"))
+      device = *v;
+    else if (auto v = value("--emit"))
+      emit = *v;
+    else if (auto v = value("--target"))
+      target = *v;
+    else if (arg == "--verbose" || arg == "-v")
+      verbose = true;
     else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -195,7 +204,8 @@ int main(int argc, char** argv) {
   uopd::Client client(server);
   const std::string& command = args[0];
   if (command == "devices") return Devices(client);
-  if (command == "compile" && args.size() == 2) return Compile(client, args[1], device, target, emit);
+  if (command == "compile" && args.size() == 2)
+    return Compile(client, args[1], device, target, emit);
   if (command == "run" && args.size() >= 2) {
     return Run(client, std::vector<std::string>(args.begin() + 1, args.end()), device, verbose);
   }

@@ -55,8 +55,9 @@ absl::StatusOr<v1::ListDevicesResponse> Client::ListDevices() {
 }
 
 absl::StatusOr<v1::CompileResponse> Client::Compile(const v1::CompileRequest& request) {
-  return Unary<v1::CompileResponse>(
-      [&](grpc::ClientContext* c, v1::CompileResponse* r) { return kernels_->Compile(c, request, r); });
+  return Unary<v1::CompileResponse>([&](grpc::ClientContext* c, v1::CompileResponse* r) {
+    return kernels_->Compile(c, request, r);
+  });
 }
 
 absl::StatusOr<std::string> Client::CreateBuffer(const std::string& device, v1::DType::Scalar dtype,
@@ -66,15 +67,16 @@ absl::StatusOr<std::string> Client::CreateBuffer(const std::string& device, v1::
   request.set_dtype(dtype);
   request.set_size(size);
   request.set_initial(initial);
-  auto response = Unary<v1::CreateBufferResponse>([&](grpc::ClientContext* c, v1::CreateBufferResponse* r) {
-    return kernels_->CreateBuffer(c, request, r);
-  });
+  auto response =
+      Unary<v1::CreateBufferResponse>([&](grpc::ClientContext* c, v1::CreateBufferResponse* r) {
+        return kernels_->CreateBuffer(c, request, r);
+      });
   if (!response.ok()) return response.status();
   return response->handle();
 }
 
-absl::Status Client::WriteBuffer(const std::string& handle, const std::string& bytes, int64_t offset,
-                                 int64_t chunk_bytes) {
+absl::Status Client::WriteBuffer(const std::string& handle, const std::string& bytes,
+                                 int64_t offset, int64_t chunk_bytes) {
   grpc::ClientContext context;
   v1::WriteBufferResponse response;
   auto writer = kernels_->WriteBuffer(&context, &response);
@@ -93,7 +95,8 @@ absl::Status Client::WriteBuffer(const std::string& handle, const std::string& b
   return FromGrpcStatus(writer->Finish());
 }
 
-absl::StatusOr<std::string> Client::ReadBuffer(const std::string& handle, int64_t offset, int64_t length) {
+absl::StatusOr<std::string> Client::ReadBuffer(const std::string& handle, int64_t offset,
+                                               int64_t length) {
   grpc::ClientContext context;
   v1::ReadBufferRequest request;
   request.set_handle(handle);
@@ -113,22 +116,26 @@ absl::Status Client::FreeBuffer(const std::string& handle) {
   request.set_handle(handle);
   return Unary<v1::FreeBufferResponse>([&](grpc::ClientContext* c, v1::FreeBufferResponse* r) {
            return kernels_->FreeBuffer(c, request, r);
-         }).status();
+         })
+      .status();
 }
 
 absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& request) {
-  return Unary<v1::ExecuteResponse>(
-      [&](grpc::ClientContext* c, v1::ExecuteResponse* r) { return kernels_->Execute(c, request, r); });
+  return Unary<v1::ExecuteResponse>([&](grpc::ClientContext* c, v1::ExecuteResponse* r) {
+    return kernels_->Execute(c, request, r);
+  });
 }
 
 absl::StatusOr<v1::PrepareResponse> Client::Prepare(const v1::PrepareRequest& request) {
-  return Unary<v1::PrepareResponse>(
-      [&](grpc::ClientContext* c, v1::PrepareResponse* r) { return kernels_->Prepare(c, request, r); });
+  return Unary<v1::PrepareResponse>([&](grpc::ClientContext* c, v1::PrepareResponse* r) {
+    return kernels_->Prepare(c, request, r);
+  });
 }
 
 absl::StatusOr<v1::RunPlanResponse> Client::RunPlan(const v1::RunPlanRequest& request) {
-  return Unary<v1::RunPlanResponse>(
-      [&](grpc::ClientContext* c, v1::RunPlanResponse* r) { return kernels_->RunPlan(c, request, r); });
+  return Unary<v1::RunPlanResponse>([&](grpc::ClientContext* c, v1::RunPlanResponse* r) {
+    return kernels_->RunPlan(c, request, r);
+  });
 }
 
 absl::Status Client::ReleasePlan(const std::string& plan_id) {
@@ -136,7 +143,8 @@ absl::Status Client::ReleasePlan(const std::string& plan_id) {
   request.set_plan_id(plan_id);
   return Unary<v1::ReleasePlanResponse>([&](grpc::ClientContext* c, v1::ReleasePlanResponse* r) {
            return kernels_->ReleasePlan(c, request, r);
-         }).status();
+         })
+      .status();
 }
 
 absl::StatusOr<v1::CacheStatsResponse> Client::CacheStats() {

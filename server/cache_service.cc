@@ -13,8 +13,8 @@ absl::Status CheckKey(const std::string& key) {
               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
             });
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("cache key '", key.substr(0, 80),
-                                                 "' is not 64 lowercase hex digits"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("cache key '", key.substr(0, 80), "' is not 64 lowercase hex digits"));
 }
 
 }  // namespace
@@ -45,7 +45,8 @@ grpc::Status CacheServiceImpl::Stats(grpc::ServerContext*, const v1::CacheStatsR
   return scope.Done(grpc::Status::OK);
 }
 
-grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext*, const v1::FindMissingRequest* request,
+grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext*,
+                                           const v1::FindMissingRequest* request,
                                            v1::FindMissingResponse* response) {
   RpcScope scope(metrics_, "CacheFindMissing");
   if (request->keys_size() > 10'000) {
@@ -73,8 +74,9 @@ grpc::Status CacheServiceImpl::Put(grpc::ServerContext*, const v1::CachePutReque
                                    v1::CachePutResponse*) {
   RpcScope scope(metrics_, "CachePut");
   if (!accept_puts_) {
-    return scope.Done(ToGrpcStatus(absl::PermissionDeniedError(
-        "this server does not accept cache entries from clients (start it with --cache_accept_puts)")));
+    return scope.Done(
+        ToGrpcStatus(absl::PermissionDeniedError("this server does not accept cache entries from "
+                                                 "clients (start it with --cache_accept_puts)")));
   }
   if (absl::Status s = CheckKey(request->key()); !s.ok()) return scope.Done(ToGrpcStatus(s));
   return scope.Done(ToGrpcStatus(cache_.PutSerialized(request->key(), request->value())));

@@ -38,15 +38,16 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
   int64_t total = 0;
   for (int32_t index : which) {
     if (index < 0 || index >= static_cast<int>(buffers.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("return_buffers names buffer ", index,
-                                                     ", which does not exist"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("return_buffers names buffer ", index, ", which does not exist"));
     }
     total += static_cast<int64_t>(buffers[index].bytes());
   }
   if (total > kMaxInlineReturn) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "returning ", total, " bytes inline exceeds the message limit; bind a buffer handle and "
-        "read it with ReadBuffer"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("returning ", total,
+                     " bytes inline exceeds the message limit; bind a buffer handle and "
+                     "read it with ReadBuffer"));
   }
   for (int32_t index : which) {
     const BufferView& view = buffers[index];
@@ -54,7 +55,8 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
     data->set_buffer(index);
     std::string* bytes = data->mutable_data();
     bytes->resize(view.bytes());
-    UOPD_RETURN_IF_ERROR(view.storage->device().allocator().CopyOut(bytes->data(), view.data(), view.bytes()));
+    UOPD_RETURN_IF_ERROR(
+        view.storage->device().allocator().CopyOut(bytes->data(), view.data(), view.bytes()));
   }
   return absl::OkStatus();
 }
@@ -80,19 +82,23 @@ grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::List
   return scope.Done(grpc::Status::OK);
 }
 
-absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::CompileRequest& request) {
+absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(
+    const v1::CompileRequest& request) {
   // No device needed: a CPU-only server compiles for GPUs it does not have.
   if (!request.has_ast()) return absl::InvalidArgumentError("compiling for a target needs an ast");
-  UOPD_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(request.device().empty() ? "CUDA" : request.device()));
+  UOPD_ASSIGN_OR_RETURN(DeviceSpec spec,
+                        DeviceSpec::Parse(request.device().empty() ? "CUDA" : request.device()));
   if (!ctx_.target_compilers) {
     return absl::FailedPreconditionError("this server has no compilers for explicit targets");
   }
-  UOPD_ASSIGN_OR_RETURN(CompilerPair pair, ctx_.target_compilers(spec.base_device_key(), request.target()));
+  UOPD_ASSIGN_OR_RETURN(CompilerPair pair,
+                        ctx_.target_compilers(spec.base_device_key(), request.target()));
   UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request.ast(), ctx_.limits));
   return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast));
 }
 
-absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device, const v1::RenderedSource& source) {
+absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
+                                                               const v1::RenderedSource& source) {
   // Source rendered by the client: keyed on the source and its stated metadata.
   if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
   v1::CachedKernel stated;
@@ -102,7 +108,8 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device, c
   stated.set_entry(source.entry());
   auto decoded = DecodeCachedKernel(stated);
   if (!decoded.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("source.metadata: ", decoded.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("source.metadata: ", decoded.status().message()));
   }
   CompileResult result;
   result.key = KeyFor(device, "source:" + DigestToHex(Sha256Of(stated.SerializeAsString())));
@@ -123,8 +130,8 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileR
     if (!request->target().empty()) {
       UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request));
     } else {
-      UOPD_ASSIGN_OR_RETURN(Device * device,
-                            ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
+      UOPD_ASSIGN_OR_RETURN(
+          Device * device, ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
       if (request->has_ast()) {
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
         UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast)));
@@ -167,7 +174,8 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
     UOPD_RETURN_IF_ERROR(ctx_.resources.CheckBufferQuota(owner, bytes));
     UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
     if (!request->initial().empty()) {
-      UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), request->initial().data(), bytes));
+      UOPD_RETURN_IF_ERROR(
+          device->allocator().CopyIn(storage->data(), request->initial().data(), bytes));
     }
     UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
     UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(owner, std::move(view)));
@@ -191,7 +199,8 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
     while (reader->Read(&chunk)) {
       UOPD_RETURN_IF_ERROR(CheckAlive(*context));
       if (!view) {
-        if (chunk.handle().empty()) return absl::InvalidArgumentError("the first chunk must name a handle");
+        if (chunk.handle().empty())
+          return absl::InvalidArgumentError("the first chunk must name a handle");
         UOPD_ASSIGN_OR_RETURN(view, ctx_.resources.GetBuffer(owner, chunk.handle()));
         handle = chunk.handle();
       } else if (!chunk.handle().empty() && chunk.handle() != handle) {
@@ -199,8 +208,9 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
       }
       int64_t size = static_cast<int64_t>(chunk.data().size());
       if (chunk.offset() < 0 || chunk.offset() + size > static_cast<int64_t>(view->bytes())) {
-        return absl::OutOfRangeError(absl::StrCat("chunk [", chunk.offset(), ", ", chunk.offset() + size,
-                                                  ") is outside the buffer's ", view->bytes(), " bytes"));
+        return absl::OutOfRangeError(
+            absl::StrCat("chunk [", chunk.offset(), ", ", chunk.offset() + size,
+                         ") is outside the buffer's ", view->bytes(), " bytes"));
       }
       UOPD_RETURN_IF_ERROR(view->storage->device().allocator().CopyIn(
           static_cast<char*>(view->data()) + chunk.offset(), chunk.data().data(), size));
@@ -227,10 +237,12 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
       return absl::OutOfRangeError(absl::StrCat("range [", offset, ", ", offset + length,
                                                 ") is outside the buffer's ", total, " bytes"));
     }
-    int64_t chunk_bytes = request->chunk_bytes() <= 0 ? kDefaultChunk
-                                                      : std::min<int64_t>(request->chunk_bytes(), kMaxChunk);
+    int64_t chunk_bytes = request->chunk_bytes() <= 0
+                              ? kDefaultChunk
+                              : std::min<int64_t>(request->chunk_bytes(), kMaxChunk);
     v1::ReadBufferChunk chunk;
-    for (int64_t at = offset; at < offset + length || (length == 0 && at == offset); at += chunk_bytes) {
+    for (int64_t at = offset; at < offset + length || (length == 0 && at == offset);
+         at += chunk_bytes) {
       UOPD_RETURN_IF_ERROR(CheckAlive(*context));
       int64_t size = std::min(chunk_bytes, offset + length - at);
       chunk.set_offset(at);
@@ -249,36 +261,44 @@ grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
                                            const v1::FreeBufferRequest* request,
                                            v1::FreeBufferResponse*) {
   RpcScope scope(ctx_.metrics, "FreeBuffer");
-  return scope.Done(ToGrpcStatus(ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle())));
+  return scope.Done(
+      ToGrpcStatus(ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle())));
 }
 
-grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
+grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
+                                        const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
   RpcScope scope(ctx_.metrics, "Execute");
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
-    UOPD_ASSIGN_OR_RETURN(BuiltBindings built, BuildBindings(rc, request->buffers(), request->kernels()));
+    UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
+                          BuildBindings(rc, request->buffers(), request->kernels()));
     std::vector<BufferView> buffers = built.buffers;
-    UOPD_ASSIGN_OR_RETURN(auto plan, ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
-                                                          ctx_.programs, ctx_.pool));
+    UOPD_ASSIGN_OR_RETURN(auto plan,
+                          ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
+                                               ctx_.programs, ctx_.pool));
     UOPD_RETURN_IF_ERROR(CheckAlive(*context));
     absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
     UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars));
-    if (ctx_.metrics != nullptr) ctx_.metrics->RecordKernelsRun(request->device().empty() ? "CPU" : request->device(), KernelsOn(*plan));
+    if (ctx_.metrics != nullptr)
+      ctx_.metrics->RecordKernelsRun(request->device().empty() ? "CPU" : request->device(),
+                                     KernelsOn(*plan));
     FillTimings(timings, response->mutable_timings());
     return FillOutputs(buffers, request->return_buffers(), response->mutable_outputs());
   }();
   return scope.Done(ToGrpcStatus(status));
 }
 
-grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context, const v1::PrepareRequest* request,
+grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
+                                        const v1::PrepareRequest* request,
                                         v1::PrepareResponse* response) {
   RpcScope scope(ctx_.metrics, "Prepare");
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
-    UOPD_ASSIGN_OR_RETURN(BuiltBindings built, BuildBindings(rc, request->buffers(), request->kernels()));
+    UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
+                          BuildBindings(rc, request->buffers(), request->kernels()));
     UOPD_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                                ctx_.programs, ctx_.pool));
@@ -301,11 +321,13 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context, const v1::
   return scope.Done(ToGrpcStatus(status));
 }
 
-grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context, const v1::RunPlanRequest* request,
+grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
+                                        const v1::RunPlanRequest* request,
                                         v1::RunPlanResponse* response) {
   RpcScope scope(ctx_.metrics, "RunPlan");
   auto status = [&]() -> absl::Status {
-    UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
+    UOPD_ASSIGN_OR_RETURN(auto plan,
+                          ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
     absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
     UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars));
     if (ctx_.metrics != nullptr && !plan->kernels().empty()) {
@@ -321,7 +343,8 @@ grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
                                             const v1::ReleasePlanRequest* request,
                                             v1::ReleasePlanResponse*) {
   RpcScope scope(ctx_.metrics, "ReleasePlan");
-  return scope.Done(ToGrpcStatus(ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id())));
+  return scope.Done(
+      ToGrpcStatus(ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id())));
 }
 
 }  // namespace uopd

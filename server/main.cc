@@ -34,19 +34,25 @@
 #include "server/kernel_service.h"
 #include "server/metrics.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address (HOST:PORT; port 0 picks a free one)");
-ABSL_FLAG(std::string, metrics, "127.0.0.1:9464", "Prometheus endpoint address (HOST:PORT), '' to disable");
-ABSL_FLAG(std::string, cache_dir, "", "disk cache directory ('' = $XDG_CACHE_HOME/uopd or ~/.cache/uopd)");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC address (HOST:PORT; port 0 picks a free one)");
+ABSL_FLAG(std::string, metrics, "127.0.0.1:9464",
+          "Prometheus endpoint address (HOST:PORT), '' to disable");
+ABSL_FLAG(std::string, cache_dir, "",
+          "disk cache directory ('' = $XDG_CACHE_HOME/uopd or ~/.cache/uopd)");
 ABSL_FLAG(int64_t, memory_cache_bytes, int64_t{256} << 20, "memory cache tier bound, bytes");
-ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30, "disk cache tier bound, bytes (0 disables the tier)");
+ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
+          "disk cache tier bound, bytes (0 disables the tier)");
 ABSL_FLAG(bool, cache_accept_puts, false, "let clients store entries through CacheService.Put");
 ABSL_FLAG(int32_t, threads, 0, "worker threads for kernels (0 = one per core)");
 ABSL_FLAG(absl::Duration, idle_ttl, absl::Minutes(30), "reclaim buffers and plans idle this long");
-ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30, "largest buffer a client may create, bytes");
+ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30,
+          "largest buffer a client may create, bytes");
 ABSL_FLAG(int64_t, max_client_bytes, int64_t{64} << 30, "all buffers of one client, bytes");
 ABSL_FLAG(int64_t, max_nodes, 200'000, "largest kernel AST, nodes");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
-ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics addresses here once serving");
+ABSL_FLAG(std::string, port_file, "",
+          "write the bound gRPC and metrics addresses here once serving");
 
 namespace uopd {
 namespace {
@@ -103,7 +109,8 @@ int Run() {
   Log(LogLevel::kInfo, "no CUDA devices", {{"reason", "built without the CUDA toolkit"}});
 #endif
   for (Device* device : devices.devices()) {
-    Log(LogLevel::kInfo, "device ready", {{"device", device->name()}, {"target", device->compiler().Target()}});
+    Log(LogLevel::kInfo, "device ready",
+        {{"device", device->name()}, {"target", device->compiler().Target()}});
   }
 
   std::vector<std::unique_ptr<CacheTier>> tiers;
@@ -132,7 +139,8 @@ int Run() {
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
     auto started = Metrics::Start(absl::GetFlag(FLAGS_metrics), devices, cache, resources);
     if (!started.ok()) {
-      Log(LogLevel::kError, "cannot start the metrics endpoint", {{"error", started.status().ToString()}});
+      Log(LogLevel::kError, "cannot start the metrics endpoint",
+          {{"error", started.status().ToString()}});
       return 1;
     }
     metrics = std::move(*started);
@@ -145,10 +153,11 @@ int Run() {
 #ifdef UOPD_WITH_CUDA
     if (base == "CUDA") return CreateCudaCompilerPair(target);
 #endif
-    return absl::FailedPreconditionError(absl::StrCat("this server cannot compile for ", base, " target ", target));
+    return absl::FailedPreconditionError(
+        absl::StrCat("this server cannot compile for ", base, " target ", target));
   };
-  KernelServiceImpl kernel_service(
-      ServiceContext{devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers});
+  KernelServiceImpl kernel_service(ServiceContext{devices, programs, resources, &pool,
+                                                  metrics.get(), ir_limits, target_compilers});
   CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts));
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -168,7 +177,8 @@ int Run() {
     return 1;
   }
   const std::string bound = WithPort(listen, port);
-  const std::string metrics_bound = metrics ? WithPort(absl::GetFlag(FLAGS_metrics), metrics->port()) : "";
+  const std::string metrics_bound =
+      metrics ? WithPort(absl::GetFlag(FLAGS_metrics), metrics->port()) : "";
   Log(LogLevel::kInfo, "serving", {{"grpc", bound}, {"metrics", metrics_bound}});
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     // Written then renamed, so a reader never sees half of it.

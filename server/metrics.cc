@@ -9,24 +9,42 @@ namespace {
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "OTHER";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "OTHER";
   }
 }
 
@@ -34,26 +52,32 @@ prometheus::ClientMetric Sample(double value, std::vector<prometheus::ClientMetr
                                 bool counter) {
   prometheus::ClientMetric m;
   m.label = std::move(labels);
-  if (counter) m.counter.value = value;
-  else m.gauge.value = value;
+  if (counter)
+    m.counter.value = value;
+  else
+    m.gauge.value = value;
   return m;
 }
 
 // Figures owned elsewhere (cache tiers, devices, the resource registry), read at scrape time.
 class LiveCollector : public prometheus::Collectable {
  public:
-  LiveCollector(const DeviceRegistry& devices, KernelCache& cache, const ResourceRegistry& resources)
+  LiveCollector(const DeviceRegistry& devices, KernelCache& cache,
+                const ResourceRegistry& resources)
       : devices_(devices), cache_(cache), resources_(resources) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
     prometheus::MetricFamily requests{"uopd_cache_requests_total",
                                       "Cache lookups by tier and result (hit, miss, corrupt).",
-                                      MetricType::Counter, {}};
-    prometheus::MetricFamily evictions{"uopd_cache_evictions_total", "Entries evicted by tier.",
-                                       MetricType::Counter, {}};
-    prometheus::MetricFamily bytes{"uopd_cache_bytes", "Bytes held by tier.", MetricType::Gauge, {}};
-    prometheus::MetricFamily entries{"uopd_cache_entries", "Entries held by tier.", MetricType::Gauge, {}};
+                                      MetricType::Counter,
+                                      {}};
+    prometheus::MetricFamily evictions{
+        "uopd_cache_evictions_total", "Entries evicted by tier.", MetricType::Counter, {}};
+    prometheus::MetricFamily bytes{
+        "uopd_cache_bytes", "Bytes held by tier.", MetricType::Gauge, {}};
+    prometheus::MetricFamily entries{
+        "uopd_cache_entries", "Entries held by tier.", MetricType::Gauge, {}};
     for (const auto& tier : cache_.tiers()) {
       TierStats s = tier->stats();
       std::string name = tier->name();
@@ -64,36 +88,41 @@ class LiveCollector : public prometheus::Collectable {
       bytes.metric.push_back(Sample(s.bytes, {{"tier", name}}, false));
       entries.metric.push_back(Sample(s.entries, {{"tier", name}}, false));
     }
-    prometheus::MetricFamily compilations{"uopd_compilations_total", "Kernels compiled, by backend.",
-                                          MetricType::Counter, {}};
+    prometheus::MetricFamily compilations{
+        "uopd_compilations_total", "Kernels compiled, by backend.", MetricType::Counter, {}};
     prometheus::MetricFamily compile_seconds{"uopd_compile_seconds_total",
                                              "Seconds spent compiling, by backend.",
-                                             MetricType::Counter, {}};
+                                             MetricType::Counter,
+                                             {}};
     for (const auto& [backend, stats] : cache_.compile_stats()) {
       compilations.metric.push_back(Sample(stats.compilations, {{"backend", backend}}, true));
       compile_seconds.metric.push_back(Sample(stats.seconds, {{"backend", backend}}, true));
     }
     if (compilations.metric.empty()) {
       for (Device* device : devices_.devices()) {
-        compilations.metric.push_back(Sample(0, {{"backend", device->spec().base_device_key()}}, true));
-        compile_seconds.metric.push_back(Sample(0, {{"backend", device->spec().base_device_key()}}, true));
+        compilations.metric.push_back(
+            Sample(0, {{"backend", device->spec().base_device_key()}}, true));
+        compile_seconds.metric.push_back(
+            Sample(0, {{"backend", device->spec().base_device_key()}}, true));
       }
     }
-    prometheus::MetricFamily device_bytes{"uopd_device_bytes_in_use",
-                                          "Device memory allocated through uopd.", MetricType::Gauge, {}};
+    prometheus::MetricFamily device_bytes{
+        "uopd_device_bytes_in_use", "Device memory allocated through uopd.", MetricType::Gauge, {}};
     for (Device* device : devices_.devices()) {
-      device_bytes.metric.push_back(
-          Sample(static_cast<double>(device->allocator().bytes_in_use()), {{"device", device->name()}}, false));
+      device_bytes.metric.push_back(Sample(static_cast<double>(device->allocator().bytes_in_use()),
+                                           {{"device", device->name()}}, false));
     }
     RegistryStats r = resources_.stats();
-    prometheus::MetricFamily buffer_bytes{"uopd_buffer_bytes", "Bytes in client buffers.",
-                                          MetricType::Gauge, {Sample(r.buffer_bytes, {}, false)}};
-    prometheus::MetricFamily buffers{"uopd_buffers", "Client buffers held.", MetricType::Gauge,
-                                     {Sample(r.buffers, {}, false)}};
-    prometheus::MetricFamily plans{"uopd_plans", "Prepared plans held.", MetricType::Gauge,
-                                   {Sample(r.plans, {}, false)}};
-    return {requests, evictions, bytes, entries, compilations, compile_seconds,
-            device_bytes, buffer_bytes, buffers, plans};
+    prometheus::MetricFamily buffer_bytes{"uopd_buffer_bytes",
+                                          "Bytes in client buffers.",
+                                          MetricType::Gauge,
+                                          {Sample(r.buffer_bytes, {}, false)}};
+    prometheus::MetricFamily buffers{
+        "uopd_buffers", "Client buffers held.", MetricType::Gauge, {Sample(r.buffers, {}, false)}};
+    prometheus::MetricFamily plans{
+        "uopd_plans", "Prepared plans held.", MetricType::Gauge, {Sample(r.plans, {}, false)}};
+    return {requests,        evictions,    bytes,        entries, compilations,
+            compile_seconds, device_bytes, buffer_bytes, buffers, plans};
   }
 
  private:
@@ -144,7 +173,8 @@ int Metrics::port() const {
 void Metrics::RecordRpc(const std::string& method, const grpc::Status& status, double seconds) {
   rpcs_->Add({{"method", method}, {"code", CodeName(status.error_code())}}).Increment();
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   latency_->Add({{"method", method}}, kBuckets).Observe(seconds);
 }
 

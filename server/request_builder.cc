@@ -31,14 +31,14 @@ absl::StatusOr<BufferView> BuildInline(const RequestContext& ctx, const v1::Inli
   UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(wire.dtype()));
   UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, wire.size()));
   if (!wire.data().empty() && static_cast<int64_t>(wire.data().size()) != bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("data has ", wire.data().size(),
-                                                   " bytes, size * itemsize is ", bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data has ", wire.data().size(), " bytes, size * itemsize is ", bytes));
   }
   UOPD_RETURN_IF_ERROR(ctx.resources.CheckBufferQuota(ctx.owner, bytes));
-  const std::string& device_name = !wire.device().empty() ? wire.device()
+  const std::string& device_name = !wire.device().empty()        ? wire.device()
                                    : !ctx.default_device.empty() ? ctx.default_device
                                                                  : std::string("CPU");
-  UOPD_ASSIGN_OR_RETURN(Device* device, ctx.devices.Get(device_name));
+  UOPD_ASSIGN_OR_RETURN(Device * device, ctx.devices.Get(device_name));
   UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
   if (!wire.data().empty()) {
     UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), wire.data().data(), bytes));
@@ -65,7 +65,8 @@ absl::StatusOr<BuiltBindings> BuildBindings(
       case v1::BufferRef::kView: {
         const v1::ViewRef& v = ref.view();
         if (v.base() < 0 || v.base() >= i) {
-          view = absl::InvalidArgumentError(absl::StrCat("view base ", v.base(), " is not an earlier buffer"));
+          view = absl::InvalidArgumentError(
+              absl::StrCat("view base ", v.base(), " is not an earlier buffer"));
           break;
         }
         auto dtype = BufferDtype(v.dtype());
@@ -73,7 +74,8 @@ absl::StatusOr<BuiltBindings> BuildBindings(
           view = dtype.ok() ? absl::InvalidArgumentError("negative view offset") : dtype.status();
           break;
         }
-        view = BufferView::Of(built.buffers[v.base()], static_cast<size_t>(v.offset()), *dtype, v.size());
+        view = BufferView::Of(built.buffers[v.base()], static_cast<size_t>(v.offset()), *dtype,
+                              v.size());
         break;
       }
       default:
@@ -88,7 +90,7 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     auto ast = DecodeKernelAst(wire.ast(), ctx.limits);
     if (!ast.ok()) return WithContext(ast.status(), absl::StrCat("kernels[", k, "]"));
     binding.ast = *std::move(ast);
-    const std::string& device_name = !wire.device().empty() ? wire.device()
+    const std::string& device_name = !wire.device().empty()        ? wire.device()
                                      : !ctx.default_device.empty() ? ctx.default_device
                                                                    : std::string("CPU");
     auto device = ctx.devices.Get(device_name);

@@ -8,7 +8,9 @@
 namespace uopd {
 namespace {
 constexpr size_t kAlignment = 64;
-size_t Rounded(size_t bytes) { return bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+size_t Rounded(size_t bytes) {
+  return bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
 }  // namespace
 
 absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {

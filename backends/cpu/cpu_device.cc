@@ -11,8 +11,8 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
   auto runtime = OrcRuntime::Create(pool);
   if (!runtime.ok()) return runtime.status();
   std::vector<CompilerPair> compilers;
-  compilers.push_back({std::make_unique<LlvmRenderer>(options.renderer),
-                       std::make_unique<LlvmCompiler>()});
+  compilers.push_back(
+      {std::make_unique<LlvmRenderer>(options.renderer), std::make_unique<LlvmCompiler>()});
   int threads = pool == nullptr ? 1 : pool->size() + 1;
   return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
                                   std::move(compilers), std::move(*runtime), threads);

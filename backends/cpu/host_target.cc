@@ -35,9 +35,8 @@ const HostTarget& GetHostTarget() {
       features.push_back(absl::StrCat(feature.second ? "+" : "-", feature.first().str()));
     }
     // StringMap iteration order is unspecified: sort so the key is stable across processes.
-    std::sort(features.begin(), features.end(), [](const std::string& a, const std::string& b) {
-      return a.substr(1) < b.substr(1);
-    });
+    std::sort(features.begin(), features.end(),
+              [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
     t->features = absl::StrJoin(features, ",");
     return t;
   }();

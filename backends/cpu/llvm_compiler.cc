@@ -26,11 +26,12 @@ constexpr int kCodegenVersion = 1;
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const HostTarget& t) {
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, error);
-  if (target == nullptr) return absl::InternalError(absl::StrCat("llvm target ", t.triple, ": ", error));
+  if (target == nullptr)
+    return absl::InternalError(absl::StrCat("llvm target ", t.triple, ": ", error));
   llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      t.triple, t.cpu, t.features, options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(t.triple, t.cpu, t.features, options, llvm::Reloc::PIC_,
+                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (tm == nullptr) return absl::InternalError("cannot create an LLVM target machine");
   return tm;
 }
@@ -86,7 +87,8 @@ void Optimize(llvm::Module& module, llvm::TargetMachine& tm) {
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager passes =
+      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   passes.run(module, mam);
 }
 
@@ -95,7 +97,8 @@ void Optimize(llvm::Module& module, llvm::TargetMachine& tm) {
 LlvmCompiler::LlvmCompiler(HostTarget target) : target_(std::move(target)) { InitializeLlvmOnce(); }
 
 std::string LlvmCompiler::Identity() const {
-  return absl::StrCat("llvm-", LLVM_VERSION_STRING, ";uopd-cpu-codegen-", kCodegenVersion, ";O3;pic");
+  return absl::StrCat("llvm-", LLVM_VERSION_STRING, ";uopd-cpu-codegen-", kCodegenVersion,
+                      ";O3;pic");
 }
 
 absl::StatusOr<CompiledKernel> LlvmCompiler::Compile(const ProgramSpec& spec) const {
@@ -111,8 +114,8 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
     std::string message;
     llvm::raw_string_ostream stream(message);
     diagnostic.print(entry.c_str(), stream);
-    return absl::InternalError(absl::StrCat("kernel ", entry, ": generated LLVM IR does not parse: ",
-                                            stream.str()));
+    return absl::InternalError(
+        absl::StrCat("kernel ", entry, ": generated LLVM IR does not parse: ", stream.str()));
   }
   auto tm = MakeTargetMachine(target_);
   if (!tm.ok()) return tm.status();
@@ -126,8 +129,8 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
   if (llvm::verifyModule(*module, &error_stream)) {
-    return absl::InternalError(absl::StrCat("kernel ", entry, ": generated LLVM IR is invalid: ",
-                                            error_stream.str()));
+    return absl::InternalError(
+        absl::StrCat("kernel ", entry, ": generated LLVM IR is invalid: ", error_stream.str()));
   }
   Optimize(*module, **tm);
 

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/util/kernel_support.h"
 #include "core/codegen/program_spec_builder.h"
 #include "core/ir/value_range.h"
+#include "core/util/kernel_support.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -23,18 +23,26 @@ bool IsEmulatedFloat(Scalar s) {
 
 absl::string_view NarrowFn(Scalar s) {
   switch (s) {
-    case Scalar::kFloat16: return "uopd_f64_to_f16";
-    case Scalar::kBfloat16: return "uopd_f64_to_bf16";
-    case Scalar::kFp8E4M3: return "uopd_f64_to_fp8e4m3";
-    default: return "uopd_f64_to_fp8e5m2";
+    case Scalar::kFloat16:
+      return "uopd_f64_to_f16";
+    case Scalar::kBfloat16:
+      return "uopd_f64_to_bf16";
+    case Scalar::kFp8E4M3:
+      return "uopd_f64_to_fp8e4m3";
+    default:
+      return "uopd_f64_to_fp8e5m2";
   }
 }
 absl::string_view WidenFn(Scalar s) {
   switch (s) {
-    case Scalar::kFloat16: return "uopd_f16_to_f32";
-    case Scalar::kBfloat16: return "uopd_bf16_to_f32";
-    case Scalar::kFp8E4M3: return "uopd_fp8e4m3_to_f32";
-    default: return "uopd_fp8e5m2_to_f32";
+    case Scalar::kFloat16:
+      return "uopd_f16_to_f32";
+    case Scalar::kBfloat16:
+      return "uopd_bf16_to_f32";
+    case Scalar::kFp8E4M3:
+      return "uopd_fp8e4m3_to_f32";
+    default:
+      return "uopd_fp8e5m2_to_f32";
   }
 }
 
@@ -56,17 +64,32 @@ class IrWriter {
   // The type a value lives in while computed.
   std::string RegType(const DType& d) const {
     switch (d.scalar) {
-      case Scalar::kBool: return "i1";
-      case Scalar::kIndex: return IndexType();
-      case Scalar::kInt8: case Scalar::kUint8: case Scalar::kFp8E4M3: case Scalar::kFp8E5M2:
+      case Scalar::kBool:
+        return "i1";
+      case Scalar::kIndex:
+        return IndexType();
+      case Scalar::kInt8:
+      case Scalar::kUint8:
+      case Scalar::kFp8E4M3:
+      case Scalar::kFp8E5M2:
         return "i8";
-      case Scalar::kInt16: case Scalar::kUint16: case Scalar::kFloat16: case Scalar::kBfloat16:
+      case Scalar::kInt16:
+      case Scalar::kUint16:
+      case Scalar::kFloat16:
+      case Scalar::kBfloat16:
         return "i16";
-      case Scalar::kInt32: case Scalar::kUint32: return "i32";
-      case Scalar::kInt64: case Scalar::kUint64: return "i64";
-      case Scalar::kFloat32: return "float";
-      case Scalar::kFloat64: return "double";
-      default: return "void";
+      case Scalar::kInt32:
+      case Scalar::kUint32:
+        return "i32";
+      case Scalar::kInt64:
+      case Scalar::kUint64:
+        return "i64";
+      case Scalar::kFloat32:
+        return "float";
+      case Scalar::kFloat64:
+        return "double";
+      default:
+        return "void";
     }
   }
   // The type a value is stored as in a buffer: bools are one byte.
@@ -78,9 +101,7 @@ class IrWriter {
     return IsEmulatedFloat(d.scalar) ? "float" : RegType(d);
   }
   static bool IsFloatCompute(const DType& d) { return IsFloat(d.scalar); }
-  static bool IsSigned(const DType& d) {
-    return IsInt(d.scalar) && !IsUnsigned(d.scalar);
-  }
+  static bool IsSigned(const DType& d) { return IsInt(d.scalar) && !IsUnsigned(d.scalar); }
   int Bits(const DType& d) const {
     if (d.scalar == Scalar::kIndex) return p_.index_bits;
     if (d.scalar == Scalar::kBool) return 1;
@@ -112,8 +133,8 @@ class IrWriter {
                         : d.scalar == Scalar::kFp8E4M3  ? uopd_f64_to_fp8e4m3(v)
                                                         : uopd_f64_to_fp8e5m2(v);
         int width = ScalarItemSize(d.scalar) * 8;
-        return absl::StrCat(static_cast<int64_t>(WrapToDType(bits, width == 16 ? Scalar::kInt16
-                                                                               : Scalar::kInt8)));
+        return absl::StrCat(
+            static_cast<int64_t>(WrapToDType(bits, width == 16 ? Scalar::kInt16 : Scalar::kInt8)));
       }
       return FloatLiteral(v, d.scalar == Scalar::kFloat64);
     }
@@ -122,7 +143,7 @@ class IrWriter {
       return b ? "true" : "false";
     }
     // Integers print as the signed value of their bits at the register width.
-    Int128 v = in.arg.kind == ArgKind::kU64 ? Int128{static_cast<uint64_t>(in.arg.i)}
+    Int128 v = in.arg.kind == ArgKind::kU64    ? Int128{static_cast<uint64_t>(in.arg.i)}
                : in.arg.kind == ArgKind::kBool ? Int128{in.arg.b}
                : in.arg.kind == ArgKind::kF64  ? static_cast<Int128>(in.arg.f)
                                                : Int128{in.arg.i};
@@ -266,20 +287,26 @@ class IrWriter {
     std::string fm = reassoc ? "reassoc nsz " : "";
     switch (op) {
       case Op::kAdd:
-        if (is_bool) Line(absl::StrCat(r, " = or i1 ", a, ", ", b));
-        else Line(absl::StrCat(r, " = ", fl ? "fadd " + fm : "add ", t, " ", a, ", ", b));
+        if (is_bool)
+          Line(absl::StrCat(r, " = or i1 ", a, ", ", b));
+        else
+          Line(absl::StrCat(r, " = ", fl ? "fadd " + fm : "add ", t, " ", a, ", ", b));
         break;
       case Op::kSub:
         Line(absl::StrCat(r, " = ", fl ? "fsub " : "sub ", t, " ", a, ", ", b));
         break;
       case Op::kMul:
-        if (is_bool) Line(absl::StrCat(r, " = and i1 ", a, ", ", b));
-        else Line(absl::StrCat(r, " = ", fl ? "fmul " + fm : "mul ", t, " ", a, ", ", b));
+        if (is_bool)
+          Line(absl::StrCat(r, " = and i1 ", a, ", ", b));
+        else
+          Line(absl::StrCat(r, " = ", fl ? "fmul " + fm : "mul ", t, " ", a, ", ", b));
         break;
       case Op::kMax: {
         std::string c = Fresh("c");
-        if (fl) Line(absl::StrCat(c, " = fcmp ogt ", t, " ", a, ", ", b));
-        else Line(absl::StrCat(c, " = icmp ", IsSigned(d) ? "sgt " : "ugt ", t, " ", a, ", ", b));
+        if (fl)
+          Line(absl::StrCat(c, " = fcmp ogt ", t, " ", a, ", ", b));
+        else
+          Line(absl::StrCat(c, " = icmp ", IsSigned(d) ? "sgt " : "ugt ", t, " ", a, ", ", b));
         Line(absl::StrCat(r, " = select i1 ", c, ", ", t, " ", a, ", ", t, " ", b));
         break;
       }
@@ -297,8 +324,11 @@ class IrWriter {
       case Op::kAnd:
       case Op::kOr:
       case Op::kXor:
-        Line(absl::StrCat(r, " = ", op == Op::kAnd ? "and " : op == Op::kOr ? "or " : "xor ", t,
-                          " ", a, ", ", b));
+        Line(absl::StrCat(r, " = ",
+                          op == Op::kAnd  ? "and "
+                          : op == Op::kOr ? "or "
+                                          : "xor ",
+                          t, " ", a, ", ", b));
         break;
       default:
         break;
@@ -318,7 +348,8 @@ class IrWriter {
   std::string SafeDivide(uopd::Op op, const std::string& a, const std::string& b, const DType& d) {
     std::string t = RegType(d);
     bool is_signed = IsSigned(d);
-    std::string div = op == Op::kIdiv ? (is_signed ? "sdiv" : "udiv") : (is_signed ? "srem" : "urem");
+    std::string div =
+        op == Op::kIdiv ? (is_signed ? "sdiv" : "udiv") : (is_signed ? "srem" : "urem");
     std::string zero = Fresh("z");
     Line(absl::StrCat(zero, " = icmp eq ", t, " ", b, ", 0"));
     std::string bad = zero, minus_one;
@@ -339,7 +370,8 @@ class IrWriter {
         Line(absl::StrCat(by_minus_one, " = sub ", t, " 0, ", a));
       }
       std::string q2 = Fresh("q");
-      Line(absl::StrCat(q2, " = select i1 ", minus_one, ", ", t, " ", by_minus_one, ", ", t, " ", q));
+      Line(absl::StrCat(q2, " = select i1 ", minus_one, ", ", t, " ", by_minus_one, ", ", t, " ",
+                        q));
       q = q2;
     }
     std::string r = Fresh("r");
@@ -361,7 +393,9 @@ class IrWriter {
         pred = op == Op::kCmplt ? "fcmp olt" : op == Op::kCmpne ? "fcmp une" : "fcmp oeq";
       } else {
         bool s = IsSigned(od);
-        pred = op == Op::kCmplt ? (s ? "icmp slt" : "icmp ult") : op == Op::kCmpne ? "icmp ne" : "icmp eq";
+        pred = op == Op::kCmplt   ? (s ? "icmp slt" : "icmp ult")
+               : op == Op::kCmpne ? "icmp ne"
+                                  : "icmp eq";
       }
       Line(absl::StrCat(self, " = ", pred, " ", t, " ", a, ", ", b));
       return self;
@@ -395,9 +429,12 @@ class IrWriter {
       std::string r = Fresh("u");
       switch (op) {
         case Op::kNeg:
-          if (IsFloatCompute(d)) Line(absl::StrCat(r, " = fneg ", t, " ", x));
-          else if (d.scalar == Scalar::kBool) Line(absl::StrCat(r, " = xor i1 ", x, ", true"));
-          else Line(absl::StrCat(r, " = sub ", t, " 0, ", x));
+          if (IsFloatCompute(d))
+            Line(absl::StrCat(r, " = fneg ", t, " ", x));
+          else if (d.scalar == Scalar::kBool)
+            Line(absl::StrCat(r, " = xor i1 ", x, ", true"));
+          else
+            Line(absl::StrCat(r, " = sub ", t, " 0, ", x));
           break;
         case Op::kReciprocal:
           Line(absl::StrCat(r, " = fdiv ", t, " ", FloatLiteral(1.0, t == "double"), ", ", x));
@@ -452,11 +489,15 @@ class IrWriter {
       if (IsFloat(from.scalar)) {
         std::string f = ToCompute(v, from);
         std::string ft = ComputeType(from);
-        if (ft == target) r = f;
-        else Line(absl::StrCat(r, " = ", ft == "double" ? "fptrunc " : "fpext ", ft, " ", f, " to ", target));
+        if (ft == target)
+          r = f;
+        else
+          Line(absl::StrCat(r, " = ", ft == "double" ? "fptrunc " : "fpext ", ft, " ", f, " to ",
+                            target));
       } else {
         bool s = IsSigned(from);
-        Line(absl::StrCat(r, " = ", s ? "sitofp " : "uitofp ", RegType(from), " ", v, " to ", target));
+        Line(absl::StrCat(r, " = ", s ? "sitofp " : "uitofp ", RegType(from), " ", v, " to ",
+                          target));
       }
       if (IsEmulatedFloat(to.scalar)) return FromCompute(r, target, to);
       return r;
@@ -519,7 +560,9 @@ class IrWriter {
 
   std::string EmitLoad(const Instr& in, const std::string& self) {
     const DType& d = in.dtype;
-    std::string zero = d.scalar == Scalar::kBool ? "false" : IsFloat(d.scalar) && !IsEmulatedFloat(d.scalar) ? "0.0" : "0";
+    std::string zero = d.scalar == Scalar::kBool                         ? "false"
+                       : IsFloat(d.scalar) && !IsEmulatedFloat(d.scalar) ? "0.0"
+                                                                         : "0";
     if (Param(in.slot).size == 0) return zero;  // never valid: the bounds check ran first
     std::string index = Op(in.src[0]);
     bool masked = in.src.size() > 1;
@@ -599,9 +642,9 @@ class IrWriter {
     for (size_t v = 0; v < p_.var_names.size(); ++v) {
       absl::StrAppend(&params, params.empty() ? "" : ", ", "i64 %var", v);
     }
-    std::string out = absl::StrCat("; kernel ", p_.name, ": ", p_.proven_accesses,
-                                   " accesses proven in bounds, ", p_.guarded_accesses,
-                                   " checked at run time\n");
+    std::string out =
+        absl::StrCat("; kernel ", p_.name, ": ", p_.proven_accesses, " accesses proven in bounds, ",
+                     p_.guarded_accesses, " checked at run time\n");
     absl::StrAppend(&out, "define internal i32 @", p_.name, "_body(", params, ") #0 {\nentry:\n",
                     allocas_, body_, "  ret i32 0\n}\n\n");
     // The entry: a uniform signature over arrays of buffer pointers and variable values.
@@ -613,8 +656,8 @@ class IrWriter {
       absl::StrAppend(&args, slot ? ", " : "", "ptr %b", slot);
     }
     for (size_t v = 0; v < p_.var_names.size(); ++v) {
-      absl::StrAppend(&out, "  %a", v, ".p = getelementptr i64, ptr %vals, i64 ", v, "\n",
-                      "  %a", v, " = load i64, ptr %a", v, ".p\n");
+      absl::StrAppend(&out, "  %a", v, ".p = getelementptr i64, ptr %vals, i64 ", v, "\n", "  %a",
+                      v, " = load i64, ptr %a", v, ".p\n");
       absl::StrAppend(&args, args.empty() ? "" : ", ", "i64 %a", v);
     }
     absl::StrAppend(&out, "  %r = call i32 @", p_.name, "_body(", args, ")\n  ret i32 %r\n}\n\n");
@@ -630,7 +673,8 @@ class IrWriter {
                     "declare i64 @uopd_threefry(i64, i64)\n");
     for (const auto& [name, declaration] : declarations_) out += declaration;
     out += "\n";
-    absl::StrAppend(&out, "attributes #0 = { nounwind noinline }\nattributes #1 = { nounwind }\n\n");
+    absl::StrAppend(&out,
+                    "attributes #0 = { nounwind noinline }\nattributes #1 = { nounwind }\n\n");
     absl::StrAppend(&out, "!", mustprogress_id_, " = !{!\"llvm.loop.mustprogress\"}\n", "!",
                     unlikely_id_, " = !{!\"branch_weights\", i32 1048575, i32 1}\n", metadata_);
     return out;

@@ -34,10 +34,13 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices() {
     }
     std::vector<CompilerPair> compilers;
     compilers.push_back(*std::move(pair));
-    Log(LogLevel::kInfo, "GPU found", {{"device", absl::StrCat("CUDA:", ordinal)}, {"name", context->name()},
-                                       {"arch", context->arch()}});
-    devices.push_back(std::make_unique<Device>(DeviceSpec("CUDA", ordinal), std::make_unique<CudaAllocator>(context),
-                                               std::move(compilers), std::make_unique<CudaRuntime>(context), 1));
+    Log(LogLevel::kInfo, "GPU found",
+        {{"device", absl::StrCat("CUDA:", ordinal)},
+         {"name", context->name()},
+         {"arch", context->arch()}});
+    devices.push_back(std::make_unique<Device>(
+        DeviceSpec("CUDA", ordinal), std::make_unique<CudaAllocator>(context), std::move(compilers),
+        std::make_unique<CudaRuntime>(context), 1));
   }
   return devices;
 }

@@ -75,13 +75,15 @@ absl::StatusOr<const CudaDriver*> CudaDriver::Load() {
   return *loaded;
 }
 
-absl::Status CudaDriver::Check(CUresult result, absl::string_view what, absl::StatusCode code) const {
+absl::Status CudaDriver::Check(CUresult result, absl::string_view what,
+                               absl::StatusCode code) const {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
   const char* text = nullptr;
   GetErrorString(result, &text);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) code = absl::StatusCode::kResourceExhausted;
-  return absl::Status(code, absl::StrCat(what, ": ", text != nullptr ? text : "CUDA error ",
-                                         text != nullptr ? "" : absl::StrCat(static_cast<int>(result))));
+  return absl::Status(code,
+                      absl::StrCat(what, ": ", text != nullptr ? text : "CUDA error ",
+                                   text != nullptr ? "" : absl::StrCat(static_cast<int>(result))));
 }
 
 }  // namespace uopd

@@ -17,7 +17,8 @@ namespace uopd {
 namespace {
 
 // Helpers every kernel may use; NVRTC compiles them away when unused.
-constexpr char kPrelude[] = R"(// IDIV/MOD with C semantics, defined where C is not: x/0 = 0, x%0 = 0, MIN/-1 wraps.
+constexpr char kPrelude[] =
+    R"(// IDIV/MOD with C semantics, defined where C is not: x/0 = 0, x%0 = 0, MIN/-1 wraps.
 template <typename T> __device__ __forceinline__ T uopd_div(T a, T b) {
   if (b == T(0)) return T(0);
   if (T(-1) < T(0) && b == T(-1)) return T(0ULL - (unsigned long long)a);
@@ -80,33 +81,56 @@ class CudaWriter {
     if (d.scalar == Scalar::kBfloat16) uses_bf16_ = true;
     if (d.scalar == Scalar::kFp8E4M3 || d.scalar == Scalar::kFp8E5M2) uses_fp8_ = true;
     switch (d.scalar) {
-      case Scalar::kBool: return "bool";
-      case Scalar::kIndex: return Index();
-      case Scalar::kInt8: return "signed char";
-      case Scalar::kUint8: return "unsigned char";
-      case Scalar::kInt16: return "short";
-      case Scalar::kUint16: return "unsigned short";
-      case Scalar::kInt32: return "int";
-      case Scalar::kUint32: return "unsigned int";
-      case Scalar::kInt64: return "long long";
-      case Scalar::kUint64: return "unsigned long long";
-      case Scalar::kFloat16: return "half";
-      case Scalar::kBfloat16: return "__nv_bfloat16";
-      case Scalar::kFp8E4M3: return "__nv_fp8_e4m3";
-      case Scalar::kFp8E5M2: return "__nv_fp8_e5m2";
-      case Scalar::kFloat32: return "float";
-      case Scalar::kFloat64: return "double";
-      default: return "void";
+      case Scalar::kBool:
+        return "bool";
+      case Scalar::kIndex:
+        return Index();
+      case Scalar::kInt8:
+        return "signed char";
+      case Scalar::kUint8:
+        return "unsigned char";
+      case Scalar::kInt16:
+        return "short";
+      case Scalar::kUint16:
+        return "unsigned short";
+      case Scalar::kInt32:
+        return "int";
+      case Scalar::kUint32:
+        return "unsigned int";
+      case Scalar::kInt64:
+        return "long long";
+      case Scalar::kUint64:
+        return "unsigned long long";
+      case Scalar::kFloat16:
+        return "half";
+      case Scalar::kBfloat16:
+        return "__nv_bfloat16";
+      case Scalar::kFp8E4M3:
+        return "__nv_fp8_e4m3";
+      case Scalar::kFp8E5M2:
+        return "__nv_fp8_e5m2";
+      case Scalar::kFloat32:
+        return "float";
+      case Scalar::kFloat64:
+        return "double";
+      default:
+        return "void";
     }
   }
-  std::string MemType(const DType& d) const { return d.scalar == Scalar::kBool ? "unsigned char" : Type(d); }
+  std::string MemType(const DType& d) const {
+    return d.scalar == Scalar::kBool ? "unsigned char" : Type(d);
+  }
   // Unsigned type of the same width, for wrapping signed arithmetic.
   std::string UnsignedOf(const DType& d) const {
     switch (ScalarItemSize(d.scalar)) {
-      case 1: return "unsigned char";
-      case 2: return "unsigned short";
-      case 4: return "unsigned int";
-      default: return "unsigned long long";
+      case 1:
+        return "unsigned char";
+      case 2:
+        return "unsigned short";
+      case 4:
+        return "unsigned int";
+      default:
+        return "unsigned long long";
     }
   }
   static bool IsSignedInt(const DType& d) { return IsInt(d.scalar) && !IsUnsigned(d.scalar); }
@@ -124,28 +148,41 @@ class CudaWriter {
   // A value of an emulated float widened to float (others pass through).
   std::string Widen(const std::string& v, const DType& d) const {
     switch (d.scalar) {
-      case Scalar::kFloat16: return absl::StrCat("__half2float(", v, ")");
-      case Scalar::kBfloat16: return absl::StrCat("__bfloat162float(", v, ")");
-      case Scalar::kFp8E4M3: case Scalar::kFp8E5M2: return absl::StrCat("float(", v, ")");
-      default: return v;
+      case Scalar::kFloat16:
+        return absl::StrCat("__half2float(", v, ")");
+      case Scalar::kBfloat16:
+        return absl::StrCat("__bfloat162float(", v, ")");
+      case Scalar::kFp8E4M3:
+      case Scalar::kFp8E5M2:
+        return absl::StrCat("float(", v, ")");
+      default:
+        return v;
     }
   }
   // A float (or double) rounded to an emulated float.
   std::string Narrow(const std::string& v, const DType& d, bool from_double) const {
     switch (d.scalar) {
-      case Scalar::kFloat16: return absl::StrCat(from_double ? "__double2half(" : "__float2half(", v, ")");
+      case Scalar::kFloat16:
+        return absl::StrCat(from_double ? "__double2half(" : "__float2half(", v, ")");
       case Scalar::kBfloat16:
         return absl::StrCat(from_double ? "__double2bfloat16(" : "__float2bfloat16(", v, ")");
-      case Scalar::kFp8E4M3: case Scalar::kFp8E5M2: return absl::StrCat(Type(d), "(", v, ")");
-      default: return v;
+      case Scalar::kFp8E4M3:
+      case Scalar::kFp8E5M2:
+        return absl::StrCat(Type(d), "(", v, ")");
+      default:
+        return v;
     }
   }
 
   std::string FloatLiteral(double v, bool is_double) const {
     if (!is_double) v = static_cast<double>(static_cast<float>(v));
-    if (std::isnan(v)) return is_double ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+    if (std::isnan(v))
+      return is_double ? "__longlong_as_double(0x7ff8000000000000LL)"
+                       : "__int_as_float(0x7fc00000)";
     if (std::isinf(v)) {
-      if (is_double) return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000ULL)";
+      if (is_double)
+        return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                     : "__longlong_as_double(0xfff0000000000000ULL)";
       return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
     }
     return absl::StrFormat(is_double ? "%a" : "%af", v);
@@ -153,31 +190,49 @@ class CudaWriter {
 
   std::string IntLiteral(Int128 v, const DType& d) const {
     int bits = Bits(d);
-    Scalar as = IsUnsigned(d.scalar) ? (bits == 8 ? Scalar::kUint8 : bits == 16 ? Scalar::kUint16 : bits == 32 ? Scalar::kUint32 : Scalar::kUint64)
-                                     : (bits == 8 ? Scalar::kInt8 : bits == 16 ? Scalar::kInt16 : bits == 32 ? Scalar::kInt32 : Scalar::kInt64);
+    Scalar as = IsUnsigned(d.scalar) ? (bits == 8    ? Scalar::kUint8
+                                        : bits == 16 ? Scalar::kUint16
+                                        : bits == 32 ? Scalar::kUint32
+                                                     : Scalar::kUint64)
+                                     : (bits == 8    ? Scalar::kInt8
+                                        : bits == 16 ? Scalar::kInt16
+                                        : bits == 32 ? Scalar::kInt32
+                                                     : Scalar::kInt64);
     Int128 w = WrapToDType(v, as);
     if (IsUnsigned(d.scalar)) {
       return absl::StrCat("((", Type(d), ")", static_cast<uint64_t>(w), "ULL)");
     }
-    if (w == -(Int128{1} << 63)) return absl::StrCat("((", Type(d), ")(-9223372036854775807LL - 1))");
+    if (w == -(Int128{1} << 63))
+      return absl::StrCat("((", Type(d), ")(-9223372036854775807LL - 1))");
     return absl::StrCat("((", Type(d), ")", static_cast<int64_t>(w), "LL)");
   }
 
   std::string ConstLiteral(const Instr& in) const {
     const DType& d = in.dtype;
-    if (d.scalar == Scalar::kBool) return (in.arg.kind == ArgKind::kBool ? in.arg.b : in.arg.i != 0) ? "true" : "false";
+    if (d.scalar == Scalar::kBool)
+      return (in.arg.kind == ArgKind::kBool ? in.arg.b : in.arg.i != 0) ? "true" : "false";
     if (IsFloat(d.scalar)) {
       double v = in.arg.kind == ArgKind::kF64 ? in.arg.f : static_cast<double>(in.arg.i);
       switch (d.scalar) {
-        case Scalar::kFloat16: return absl::StrFormat("__ushort_as_half((unsigned short)0x%04x)", uopd_f64_to_f16(v));
-        case Scalar::kBfloat16: return absl::StrFormat("__ushort_as_bfloat16((unsigned short)0x%04x)", uopd_f64_to_bf16(v));
-        case Scalar::kFp8E4M3: return absl::StrCat("__nv_fp8_e4m3(", FloatLiteral(uopd_fp8e4m3_to_f32(uopd_f64_to_fp8e4m3(v)), false), ")");
-        case Scalar::kFp8E5M2: return absl::StrCat("__nv_fp8_e5m2(", FloatLiteral(uopd_fp8e5m2_to_f32(uopd_f64_to_fp8e5m2(v)), false), ")");
-        default: return FloatLiteral(v, d.scalar == Scalar::kFloat64);
+        case Scalar::kFloat16:
+          return absl::StrFormat("__ushort_as_half((unsigned short)0x%04x)", uopd_f64_to_f16(v));
+        case Scalar::kBfloat16:
+          return absl::StrFormat("__ushort_as_bfloat16((unsigned short)0x%04x)",
+                                 uopd_f64_to_bf16(v));
+        case Scalar::kFp8E4M3:
+          return absl::StrCat("__nv_fp8_e4m3(",
+                              FloatLiteral(uopd_fp8e4m3_to_f32(uopd_f64_to_fp8e4m3(v)), false),
+                              ")");
+        case Scalar::kFp8E5M2:
+          return absl::StrCat("__nv_fp8_e5m2(",
+                              FloatLiteral(uopd_fp8e5m2_to_f32(uopd_f64_to_fp8e5m2(v)), false),
+                              ")");
+        default:
+          return FloatLiteral(v, d.scalar == Scalar::kFloat64);
       }
     }
-    Int128 v = in.arg.kind == ArgKind::kU64 ? Int128{static_cast<uint64_t>(in.arg.i)}
-               : in.arg.kind == ArgKind::kF64 ? static_cast<Int128>(in.arg.f)
+    Int128 v = in.arg.kind == ArgKind::kU64    ? Int128{static_cast<uint64_t>(in.arg.i)}
+               : in.arg.kind == ArgKind::kF64  ? static_cast<Int128>(in.arg.f)
                : in.arg.kind == ArgKind::kBool ? Int128{in.arg.b}
                                                : Int128{in.arg.i};
     return IntLiteral(v, d);
@@ -189,7 +244,8 @@ class CudaWriter {
     return name;
   }
 
-  std::string Binary(uopd::Op op, const std::string& a_in, const std::string& b_in, const DType& d) {
+  std::string Binary(uopd::Op op, const std::string& a_in, const std::string& b_in,
+                     const DType& d) {
     if (IsEmulated(d.scalar)) {
       std::string a = Widen(a_in, d), b = Widen(b_in, d);
       return Narrow(Binary(op, a, b, DType::Of(Scalar::kFloat32)), d, false);
@@ -201,40 +257,66 @@ class CudaWriter {
     // proven not to overflow and stays signed.
     bool wrap = IsSignedInt(d) && d.scalar != Scalar::kIndex;
     auto wrapped = [&](const char* sym) {
-      return absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", a, " ", sym, " (", UnsignedOf(d), ")", b, ")");
+      return absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", a, " ", sym, " (", UnsignedOf(d),
+                          ")", b, ")");
     };
     switch (op) {
-      case Op::kAdd: return is_bool ? absl::StrCat("(", a, " || ", b, ")") : wrap ? wrapped("+") : absl::StrCat("(", a, " + ", b, ")");
-      case Op::kSub: return wrap ? wrapped("-") : absl::StrCat("(", a, " - ", b, ")");
-      case Op::kMul: return is_bool ? absl::StrCat("(", a, " && ", b, ")") : wrap ? wrapped("*") : absl::StrCat("(", a, " * ", b, ")");
-      case Op::kFdiv: return absl::StrCat("(", a, " / ", b, ")");
-      case Op::kIdiv: return absl::StrCat("uopd_div<", Type(d), ">(", a, ", ", b, ")");
-      case Op::kMod: return absl::StrCat("uopd_mod<", Type(d), ">(", a, ", ", b, ")");
-      case Op::kMax: return absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
-      case Op::kPow: return absl::StrCat(d.scalar == Scalar::kFloat64 ? "pow(" : "powf(", a, ", ", b, ")");
-      case Op::kAnd: return absl::StrCat("(", Type(d), ")(", a, " & ", b, ")");
-      case Op::kOr: return absl::StrCat("(", Type(d), ")(", a, " | ", b, ")");
-      case Op::kXor: return absl::StrCat("(", Type(d), ")(", a, " ^ ", b, ")");
-      default: return "0";
+      case Op::kAdd:
+        return is_bool ? absl::StrCat("(", a, " || ", b, ")")
+               : wrap  ? wrapped("+")
+                       : absl::StrCat("(", a, " + ", b, ")");
+      case Op::kSub:
+        return wrap ? wrapped("-") : absl::StrCat("(", a, " - ", b, ")");
+      case Op::kMul:
+        return is_bool ? absl::StrCat("(", a, " && ", b, ")")
+               : wrap  ? wrapped("*")
+                       : absl::StrCat("(", a, " * ", b, ")");
+      case Op::kFdiv:
+        return absl::StrCat("(", a, " / ", b, ")");
+      case Op::kIdiv:
+        return absl::StrCat("uopd_div<", Type(d), ">(", a, ", ", b, ")");
+      case Op::kMod:
+        return absl::StrCat("uopd_mod<", Type(d), ">(", a, ", ", b, ")");
+      case Op::kMax:
+        return absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
+      case Op::kPow:
+        return absl::StrCat(d.scalar == Scalar::kFloat64 ? "pow(" : "powf(", a, ", ", b, ")");
+      case Op::kAnd:
+        return absl::StrCat("(", Type(d), ")(", a, " & ", b, ")");
+      case Op::kOr:
+        return absl::StrCat("(", Type(d), ")(", a, " | ", b, ")");
+      case Op::kXor:
+        return absl::StrCat("(", Type(d), ")(", a, " ^ ", b, ")");
+      default:
+        return "0";
     }
   }
 
   std::string Unary(uopd::Op op, const std::string& x_in, const DType& d) {
-    if (IsEmulated(d.scalar)) return Narrow(Unary(op, Widen(x_in, d), DType::Of(Scalar::kFloat32)), d, false);
+    if (IsEmulated(d.scalar))
+      return Narrow(Unary(op, Widen(x_in, d), DType::Of(Scalar::kFloat32)), d, false);
     bool dbl = d.scalar == Scalar::kFloat64;
     const std::string& x = x_in;
     switch (op) {
       case Op::kNeg:
         if (d.scalar == Scalar::kBool) return absl::StrCat("(!", x, ")");
-        if (IsSignedInt(d) && d.scalar != Scalar::kIndex) return absl::StrCat("(", Type(d), ")(0ULL - (", UnsignedOf(d), ")", x, ")");
+        if (IsSignedInt(d) && d.scalar != Scalar::kIndex)
+          return absl::StrCat("(", Type(d), ")(0ULL - (", UnsignedOf(d), ")", x, ")");
         return absl::StrCat("(-", x, ")");
-      case Op::kReciprocal: return absl::StrCat("(", dbl ? "1.0" : "1.0f", " / ", x, ")");
-      case Op::kExp2: return absl::StrCat(dbl ? "exp2(" : "exp2f(", x, ")");
-      case Op::kLog2: return absl::StrCat(dbl ? "log2(" : "log2f(", x, ")");
-      case Op::kSin: return absl::StrCat(dbl ? "sin(" : "sinf(", x, ")");
-      case Op::kSqrt: return absl::StrCat(dbl ? "sqrt(" : "sqrtf(", x, ")");
-      case Op::kTrunc: return absl::StrCat(dbl ? "trunc(" : "truncf(", x, ")");
-      default: return x;
+      case Op::kReciprocal:
+        return absl::StrCat("(", dbl ? "1.0" : "1.0f", " / ", x, ")");
+      case Op::kExp2:
+        return absl::StrCat(dbl ? "exp2(" : "exp2f(", x, ")");
+      case Op::kLog2:
+        return absl::StrCat(dbl ? "log2(" : "log2f(", x, ")");
+      case Op::kSin:
+        return absl::StrCat(dbl ? "sin(" : "sinf(", x, ")");
+      case Op::kSqrt:
+        return absl::StrCat(dbl ? "sqrt(" : "sqrtf(", x, ")");
+      case Op::kTrunc:
+        return absl::StrCat(dbl ? "trunc(" : "truncf(", x, ")");
+      default:
+        return x;
     }
   }
 
@@ -245,7 +327,8 @@ class CudaWriter {
     }
     if (IsEmulated(to.scalar)) {
       if (from.scalar == Scalar::kFloat64) return Narrow(v, to, true);
-      if (IsEmulated(from.scalar) || from.scalar == Scalar::kFloat32) return Narrow(Widen(v, from), to, false);
+      if (IsEmulated(from.scalar) || from.scalar == Scalar::kFloat32)
+        return Narrow(Widen(v, from), to, false);
       return Narrow(absl::StrCat("(double)", v), to, true);  // integers: exact through double
     }
     std::string x = Widen(v, from);
@@ -301,7 +384,8 @@ class CudaWriter {
           const DType& d = in.dtype;
           std::string amount = absl::StrCat("((int)", src(1), " & ", Bits(d) - 1, ")");
           if (op == Op::kShl) {
-            expr = absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", src(0), " << ", amount, ")");
+            expr =
+                absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", src(0), " << ", amount, ")");
           } else {
             expr = absl::StrCat("(", Type(d), ")(", src(0), " >> ", amount, ")");
           }
@@ -328,7 +412,8 @@ class CudaWriter {
         }
         std::string element = absl::StrCat("data", in.slot, "[", src(0), "]");
         if (d.scalar == Scalar::kBool) element = absl::StrCat("(", element, " != 0)");
-        if (in.src.size() > 1) element = absl::StrCat("(", src(1), " ? ", element, " : ", zero, ")");
+        if (in.src.size() > 1)
+          element = absl::StrCat("(", src(1), " ? ", element, " : ", zero, ")");
         operand_[i] = Define(i, d, element);
         return;
       }
@@ -358,7 +443,8 @@ class CudaWriter {
         operand_[i] = Define(i, in.dtype, src(0));
         return;
       case InstrKind::kLoopBegin:
-        Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), "; v", i, " < ", src(1), "; ++v", i, ") {"));
+        Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), "; v", i, " < ", src(1),
+                          "; ++v", i, ") {"));
         ++depth_;
         operand_[i] = absl::StrCat("v", i);
         return;
@@ -376,10 +462,12 @@ class CudaWriter {
       for (const BufferParam& p : p_.globals) {
         if (p.slot == slot) param = &p;
       }
-      params.push_back(param == nullptr ? absl::StrCat("void* __restrict__ data", slot)
-                                        : absl::StrCat(MemType(param->dtype), "* __restrict__ data", slot));
+      params.push_back(param == nullptr
+                           ? absl::StrCat("void* __restrict__ data", slot)
+                           : absl::StrCat(MemType(param->dtype), "* __restrict__ data", slot));
     }
-    for (size_t v = 0; v < p_.var_names.size(); ++v) params.push_back(absl::StrCat("long long var", v));
+    for (size_t v = 0; v < p_.var_names.size(); ++v)
+      params.push_back(absl::StrCat("long long var", v));
     params.push_back("int* __restrict__ uopd_status");
     int threads = p_.grid_ends.empty() ? 1 : kCudaBlockSize;
     std::string includes;
@@ -387,9 +475,10 @@ class CudaWriter {
     if (uses_bf16_ || uses_fp8_) includes += "#include <cuda_bf16.h>\n";
     if (uses_fp8_) includes += "#include <cuda_fp8.h>\n";
     return absl::StrCat(includes, kPrelude, "\n// kernel ", p_.name, ": ", p_.proven_accesses,
-                        " accesses proven in bounds, ", p_.guarded_accesses, " checked at run time\n",
-                        "extern \"C\" __global__ void __launch_bounds__(", threads, ") ", p_.name, "(",
-                        absl::StrJoin(params, ", "), ") {\n", body_, "}\n");
+                        " accesses proven in bounds, ", p_.guarded_accesses,
+                        " checked at run time\n", "extern \"C\" __global__ void __launch_bounds__(",
+                        threads, ") ", p_.name, "(", absl::StrJoin(params, ", "), ") {\n", body_,
+                        "}\n");
   }
 
   const LinearProgram& p_;
@@ -421,7 +510,8 @@ SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
   for (size_t i = 1; i < ends.size(); ++i) {
     total = graph->Make(Op::kMul, index, {total, CopyExpression(*graph, ends[i])});
   }
-  const UOp* rounded = graph->Make(Op::kAdd, index, {total, graph->ConstInt(Scalar::kIndex, block - 1)});
+  const UOp* rounded =
+      graph->Make(Op::kAdd, index, {total, graph->ConstInt(Scalar::kIndex, block - 1)});
   dim.expr = graph->Make(Op::kIdiv, index, {rounded, graph->ConstInt(Scalar::kIndex, block)});
   dim.owner = std::move(graph);
   return dim;
@@ -435,7 +525,8 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
                                                  const std::string& name) const {
   LowerOptions options;
   options.gpu_grid = true;
-  UOPD_ASSIGN_OR_RETURN(LinearProgram program, LowerKernel(*ast, SanitizeKernelName(name), options));
+  UOPD_ASSIGN_OR_RETURN(LinearProgram program,
+                        LowerKernel(*ast, SanitizeKernelName(name), options));
   ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
   spec.src = RenderCudaC(program);
   std::array<SymbolicDim, 3> local;
@@ -447,6 +538,8 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
   return spec;
 }
 
-std::string CudaRenderer::Identity() const { return absl::StrCat("cuda-c/v1;block=", kCudaBlockSize); }
+std::string CudaRenderer::Identity() const {
+  return absl::StrCat("cuda-c/v1;block=", kCudaBlockSize);
+}
 
 }  // namespace uopd

@@ -13,8 +13,12 @@ constexpr size_t kMinAllocation = 256;
 
 class CudaProgram : public Program {
  public:
-  CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function, std::string name)
-      : context_(std::move(context)), module_(module), function_(function), name_(std::move(name)) {}
+  CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
+              std::string name)
+      : context_(std::move(context)),
+        module_(module),
+        function_(function),
+        name_(std::move(name)) {}
 
   ~CudaProgram() override {
     if (context_->MakeCurrent().ok()) context_->driver().ModuleUnload(module_);
@@ -38,17 +42,21 @@ class CudaProgram : public Program {
       }
       for (long long& v : values) params.push_back(&v);
       params.push_back(&slot.status);
-      UOPD_RETURN_IF_ERROR(d.Check(
-          d.LaunchKernel(function_, static_cast<unsigned>(dims.global[0]), static_cast<unsigned>(dims.global[1]),
-                         static_cast<unsigned>(dims.global[2]), static_cast<unsigned>(dims.local[0]),
-                         static_cast<unsigned>(dims.local[1]), static_cast<unsigned>(dims.local[2]), 0,
-                         slot.stream, params.data(), nullptr),
-          absl::StrCat("launching kernel ", name_)));
-      UOPD_RETURN_IF_ERROR(d.Check(d.StreamSynchronize(slot.stream), absl::StrCat("running kernel ", name_)));
+      UOPD_RETURN_IF_ERROR(
+          d.Check(d.LaunchKernel(
+                      function_, static_cast<unsigned>(dims.global[0]),
+                      static_cast<unsigned>(dims.global[1]), static_cast<unsigned>(dims.global[2]),
+                      static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
+                      static_cast<unsigned>(dims.local[2]), 0, slot.stream, params.data(), nullptr),
+                  absl::StrCat("launching kernel ", name_)));
+      UOPD_RETURN_IF_ERROR(
+          d.Check(d.StreamSynchronize(slot.stream), absl::StrCat("running kernel ", name_)));
       int code = 0;
-      UOPD_RETURN_IF_ERROR(d.Check(d.MemcpyDtoH(&code, slot.status, sizeof(int)), "reading the status word"));
+      UOPD_RETURN_IF_ERROR(
+          d.Check(d.MemcpyDtoH(&code, slot.status, sizeof(int)), "reading the status word"));
       if (code != 0) {
-        return absl::OutOfRangeError(absl::StrCat("kernel ", name_, ": run-time bounds check failed on buffer slot ",
+        return absl::OutOfRangeError(absl::StrCat("kernel ", name_,
+                                                  ": run-time bounds check failed on buffer slot ",
                                                   code - 1, "; the kernel was stopped"));
       }
       return absl::OkStatus();
@@ -66,15 +74,18 @@ class CudaProgram : public Program {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<CudaContext>> CudaContext::Create(const CudaDriver& driver, int ordinal) {
+absl::StatusOr<std::shared_ptr<CudaContext>> CudaContext::Create(const CudaDriver& driver,
+                                                                 int ordinal) {
   std::shared_ptr<CudaContext> ctx(new CudaContext(driver, ordinal));
   UOPD_RETURN_IF_ERROR(driver.Check(driver.DeviceGet(&ctx->device_, ordinal), "cuDeviceGet",
                                     absl::StatusCode::kFailedPrecondition));
   int major = 0, minor = 0;
   UOPD_RETURN_IF_ERROR(driver.Check(
-      driver.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->device_), "attribute"));
+      driver.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->device_),
+      "attribute"));
   UOPD_RETURN_IF_ERROR(driver.Check(
-      driver.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->device_), "attribute"));
+      driver.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->device_),
+      "attribute"));
   ctx->arch_ = absl::StrCat("sm_", major, minor);
   char name[256] = {};
   driver.DeviceGetName(name, sizeof(name), ctx->device_);
@@ -83,7 +94,8 @@ absl::StatusOr<std::shared_ptr<CudaContext>> CudaContext::Create(const CudaDrive
   driver.DeviceTotalMem(&total, ctx->device_);
   ctx->total_memory_ = static_cast<int64_t>(total);
   UOPD_RETURN_IF_ERROR(driver.Check(driver.PrimaryCtxRetain(&ctx->context_, ctx->device_),
-                                    "retaining the primary context", absl::StatusCode::kFailedPrecondition));
+                                    "retaining the primary context",
+                                    absl::StatusCode::kFailedPrecondition));
   return ctx;
 }
 
@@ -109,8 +121,10 @@ absl::StatusOr<CudaContext::LaunchSlot> CudaContext::AcquireSlot() const {
     }
   }
   LaunchSlot slot;
-  UOPD_RETURN_IF_ERROR(driver_.Check(driver_.StreamCreate(&slot.stream, CU_STREAM_NON_BLOCKING), "creating a stream"));
-  if (absl::Status s = driver_.Check(driver_.MemAlloc(&slot.status, sizeof(int)), "allocating a status word");
+  UOPD_RETURN_IF_ERROR(driver_.Check(driver_.StreamCreate(&slot.stream, CU_STREAM_NON_BLOCKING),
+                                     "creating a stream"));
+  if (absl::Status s =
+          driver_.Check(driver_.MemAlloc(&slot.status, sizeof(int)), "allocating a status word");
       !s.ok()) {
     driver_.StreamDestroy(slot.stream);
     return s;
@@ -126,7 +140,8 @@ void CudaContext::ReleaseSlot(LaunchSlot slot) const {
 }
 
 absl::Status CudaContext::MakeCurrent() const {
-  return driver_.Check(driver_.CtxSetCurrent(context_), "cuCtxSetCurrent", absl::StatusCode::kUnavailable);
+  return driver_.Check(driver_.CtxSetCurrent(context_), "cuCtxSetCurrent",
+                       absl::StatusCode::kUnavailable);
 }
 
 absl::StatusOr<void*> CudaAllocator::Allocate(size_t bytes) {
@@ -134,8 +149,10 @@ absl::StatusOr<void*> CudaAllocator::Allocate(size_t bytes) {
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
   size_t size = std::max(bytes, kMinAllocation);
   CUdeviceptr ptr = 0;
-  UOPD_RETURN_IF_ERROR(d.Check(d.MemAlloc(&ptr, size), absl::StrCat("allocating ", bytes, " bytes on the GPU")));
-  if (absl::Status zeroed = d.Check(d.MemsetD8(ptr, 0, size), "zeroing a new buffer"); !zeroed.ok()) {
+  UOPD_RETURN_IF_ERROR(
+      d.Check(d.MemAlloc(&ptr, size), absl::StrCat("allocating ", bytes, " bytes on the GPU")));
+  if (absl::Status zeroed = d.Check(d.MemsetD8(ptr, 0, size), "zeroing a new buffer");
+      !zeroed.ok()) {
     d.MemFree(ptr);
     return zeroed;
   }
@@ -152,16 +169,19 @@ void CudaAllocator::Free(void* ptr, size_t bytes) {
 absl::Status CudaAllocator::CopyIn(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
-  return context_->driver().Check(context_->driver().MemcpyHtoD(Ptr(dst), host_src, bytes), "copy to the GPU");
+  return context_->driver().Check(context_->driver().MemcpyHtoD(Ptr(dst), host_src, bytes),
+                                  "copy to the GPU");
 }
 
 absl::Status CudaAllocator::CopyOut(void* host_dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
-  return context_->driver().Check(context_->driver().MemcpyDtoH(host_dst, Ptr(src), bytes), "copy from the GPU");
+  return context_->driver().Check(context_->driver().MemcpyDtoH(host_dst, Ptr(src), bytes),
+                                  "copy from the GPU");
 }
 
-absl::StatusOr<std::shared_ptr<Program>> CudaRuntime::Load(const CompiledKernel& kernel, const ProgramSpec& spec) {
+absl::StatusOr<std::shared_ptr<Program>> CudaRuntime::Load(const CompiledKernel& kernel,
+                                                           const ProgramSpec& spec) {
   const CudaDriver& d = context_->driver();
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
   CUmodule module = nullptr;

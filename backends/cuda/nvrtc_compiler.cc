@@ -42,7 +42,8 @@ absl::StatusOr<std::string> RunNvrtc(const std::string& src, const std::string& 
                                      bool cubin) {
   NvrtcProgram program;
   std::string file = name + ".cu";
-  nvrtcResult result = nvrtcCreateProgram(program.out(), src.c_str(), file.c_str(), 0, nullptr, nullptr);
+  nvrtcResult result =
+      nvrtcCreateProgram(program.out(), src.c_str(), file.c_str(), 0, nullptr, nullptr);
   if (result != NVRTC_SUCCESS) {
     return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nvrtcGetErrorString(result)));
   }
@@ -61,13 +62,17 @@ absl::StatusOr<std::string> RunNvrtc(const std::string& src, const std::string& 
   size_t size = 0;
   std::string out;
   if (cubin) {
-    if (nvrtcGetCUBINSize(program.get(), &size) != NVRTC_SUCCESS) return absl::InternalError("nvrtcGetCUBINSize");
+    if (nvrtcGetCUBINSize(program.get(), &size) != NVRTC_SUCCESS)
+      return absl::InternalError("nvrtcGetCUBINSize");
     out.resize(size);
-    if (nvrtcGetCUBIN(program.get(), out.data()) != NVRTC_SUCCESS) return absl::InternalError("nvrtcGetCUBIN");
+    if (nvrtcGetCUBIN(program.get(), out.data()) != NVRTC_SUCCESS)
+      return absl::InternalError("nvrtcGetCUBIN");
   } else {
-    if (nvrtcGetPTXSize(program.get(), &size) != NVRTC_SUCCESS) return absl::InternalError("nvrtcGetPTXSize");
+    if (nvrtcGetPTXSize(program.get(), &size) != NVRTC_SUCCESS)
+      return absl::InternalError("nvrtcGetPTXSize");
     out.resize(size);
-    if (nvrtcGetPTX(program.get(), out.data()) != NVRTC_SUCCESS) return absl::InternalError("nvrtcGetPTX");
+    if (nvrtcGetPTX(program.get(), out.data()) != NVRTC_SUCCESS)
+      return absl::InternalError("nvrtcGetPTX");
     if (!out.empty() && out.back() == '\0') out.pop_back();
   }
   return out;
@@ -87,7 +92,8 @@ absl::StatusOr<std::unique_ptr<NvrtcCompiler>> NvrtcCompiler::Create(const std::
   int number = 0;
   if (!absl::StartsWith(arch, "sm_") || !absl::SimpleAtoi(arch.substr(3), &number) || number < 50 ||
       number > 200) {
-    return absl::InvalidArgumentError(absl::StrCat("target '", arch, "' is not an sm_XX architecture"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", arch, "' is not an sm_XX architecture"));
   }
   int count = 0;
   if (nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {

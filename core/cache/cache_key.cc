@@ -23,7 +23,8 @@ CacheKey KeyFor(const Device& device, const std::string& ast_hash) {
   return KeyFor(device.spec().base_device_key(), device.compilers().front(), ast_hash);
 }
 
-CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair, const std::string& ast_hash) {
+CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair,
+                const std::string& ast_hash) {
   return CacheKey{base_device, pair.compiler->Target(), pair.compiler->Identity(),
                   pair.renderer->Identity(), ast_hash};
 }

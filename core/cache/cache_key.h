@@ -26,7 +26,8 @@ struct CacheKey {
 // The key of `ast_hash` compiled by `device`'s default renderer and compiler.
 CacheKey KeyFor(const Device& device, const std::string& ast_hash);
 // The key of `ast_hash` compiled by `pair` for the backend `base_device`.
-CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair, const std::string& ast_hash);
+CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair,
+                const std::string& ast_hash);
 
 }  // namespace uopd
 

@@ -14,10 +14,10 @@ namespace uopd {
 struct TierStats {
   int64_t hits = 0;
   int64_t misses = 0;
-  int64_t corrupt = 0;    // entries found damaged, dropped (and counted as misses)
+  int64_t corrupt = 0;  // entries found damaged, dropped (and counted as misses)
   int64_t evictions = 0;
   int64_t puts = 0;
-  int64_t errors = 0;     // failed reads or writes (the tier is skipped, not fatal)
+  int64_t errors = 0;  // failed reads or writes (the tier is skipped, not fatal)
   int64_t entries = 0;
   int64_t bytes = 0;
 };
@@ -36,8 +36,8 @@ class CacheTier {
 
 // Atomic counters behind TierStats, for implementations.
 struct TierCounters {
-  std::atomic<int64_t> hits{0}, misses{0}, corrupt{0}, evictions{0}, puts{0}, errors{0},
-      entries{0}, bytes{0};
+  std::atomic<int64_t> hits{0}, misses{0}, corrupt{0}, evictions{0}, puts{0}, errors{0}, entries{0},
+      bytes{0};
   TierStats Snapshot() const {
     return TierStats{hits.load(), misses.load(), corrupt.load(), evictions.load(),
                      puts.load(), errors.load(), entries.load(), bytes.load()};

@@ -46,7 +46,8 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   loaded->compiled = std::make_shared<const CompiledKernel>(std::move(decoded.kernel));
   loaded->program = std::move(program);
   absl::MutexLock lock(&mu_);
-  if (auto it = index_.find(memo_key); it != index_.end()) return it->second->second;  // a racer won
+  if (auto it = index_.find(memo_key); it != index_.end())
+    return it->second->second;  // a racer won
   loaded_.emplace_front(memo_key, loaded);
   index_[memo_key] = loaded_.begin();
   while (loaded_.size() > max_loaded_) {

@@ -45,8 +45,8 @@ absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Open(std::string dir, int64_
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || access(dir.c_str(), W_OK) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cache directory ", dir, " is not writable: ",
-                                                      ec ? ec.message() : "permission denied"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cache directory ", dir, " is not writable: ", ec ? ec.message() : "permission denied"));
   }
   std::unique_ptr<DiskTier> tier(new DiskTier(std::move(dir), capacity_bytes));
   tier->maintenance_ = std::thread([t = tier.get()] { t->MaintenanceLoop(); });
@@ -157,7 +157,8 @@ void DiskTier::MaintenanceLoop() {
 void DiskTier::Scan() {
   int64_t entries = 0, bytes = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::end(it); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const std::string name = it->path().filename().string();
     if (absl::StrContains(name, ".tmp.")) {
@@ -188,13 +189,15 @@ void DiskTier::Evict() {
   std::vector<File> files;
   int64_t total = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::end(it); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
     if (!it->is_regular_file(ec) || it->path().extension() != ".uopd") continue;
     File f{it->path(), it->last_write_time(ec), static_cast<int64_t>(it->file_size(ec))};
     total += f.size;
     files.push_back(std::move(f));
   }
-  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.mtime < b.mtime; });
+  std::sort(files.begin(), files.end(),
+            [](const File& a, const File& b) { return a.mtime < b.mtime; });
   // Evict down to 90% so a tier at its bound does not evict on every put.
   const int64_t target = capacity_ - capacity_ / 10;
   int64_t entries = static_cast<int64_t>(files.size());
@@ -213,7 +216,8 @@ void DiskTier::Evict() {
 void DiskTier::TEST_WaitForMaintenance() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](DiskTier* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu_) { return t->idle_ && !t->evict_requested_; },
+      +[](DiskTier* t)
+           ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu_) { return t->idle_ && !t->evict_requested_; },
       this));
 }
 

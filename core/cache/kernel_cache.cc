@@ -6,25 +6,29 @@
 
 namespace uopd {
 
-KernelCache::KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers) : tiers_(std::move(tiers)) {}
+KernelCache::KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers)
+    : tiers_(std::move(tiers)) {}
 
 std::optional<CacheLookup> KernelCache::Lookup(const std::string& key_hex) {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     auto value = tiers_[i]->Get(key_hex);
     if (!value.ok()) {
-      Log(LogLevel::kWarning, "cache tier failed", {{"tier", tiers_[i]->name()}, {"error", value.status().ToString()}});
+      Log(LogLevel::kWarning, "cache tier failed",
+          {{"tier", tiers_[i]->name()}, {"error", value.status().ToString()}});
       continue;
     }
     if (!value->has_value()) continue;
     auto kernel = std::make_shared<v1::CachedKernel>();
     if (!kernel->ParseFromString(**value)) {
       // The bytes passed the tier's own check but are not an entry: treat as a miss.
-      Log(LogLevel::kWarning, "cache entry does not parse", {{"tier", tiers_[i]->name()}, {"key", key_hex}});
+      Log(LogLevel::kWarning, "cache entry does not parse",
+          {{"tier", tiers_[i]->name()}, {"key", key_hex}});
       continue;
     }
     for (size_t above = 0; above < i; ++above) {
       if (absl::Status s = tiers_[above]->Put(key_hex, **value); !s.ok()) {
-        Log(LogLevel::kWarning, "cache write-through failed", {{"tier", tiers_[above]->name()}, {"error", s.ToString()}});
+        Log(LogLevel::kWarning, "cache write-through failed",
+            {{"tier", tiers_[above]->name()}, {"error", s.ToString()}});
       }
     }
     return CacheLookup{std::move(kernel), tiers_[i]->name()};
@@ -50,13 +54,15 @@ absl::StatusOr<CacheLookup> KernelCache::CompileAndStore(const CacheKey& key,
   std::string serialized = compiled->SerializeAsString();
   for (const auto& tier : tiers_) {
     if (absl::Status s = tier->Put(key_hex, serialized); !s.ok()) {
-      Log(LogLevel::kWarning, "cache write failed", {{"tier", tier->name()}, {"error", s.ToString()}});
+      Log(LogLevel::kWarning, "cache write failed",
+          {{"tier", tier->name()}, {"error", s.ToString()}});
     }
   }
   return CacheLookup{std::make_shared<const v1::CachedKernel>(*std::move(compiled)), "compiled"};
 }
 
-absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const CompileFn& compile) {
+absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key,
+                                                      const CompileFn& compile) {
   const std::string key_hex = key.Hex();
   // Joining a flight before looking anything up means a key is looked up (and counted) once
   // per request, and a request never compiles what a finishing flight just stored.

@@ -20,7 +20,8 @@ absl::Status MemoryTier::Put(const std::string& key, const std::string& value) {
   absl::MutexLock lock(&mu_);
   counters_.puts.fetch_add(1);
   if (auto it = index_.find(key); it != index_.end()) {
-    counters_.bytes.fetch_sub(static_cast<int64_t>(it->second->first.size() + it->second->second.size()));
+    counters_.bytes.fetch_sub(
+        static_cast<int64_t>(it->second->first.size() + it->second->second.size()));
     lru_.erase(it->second);
     index_.erase(it);
     counters_.entries.fetch_sub(1);

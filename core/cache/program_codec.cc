@@ -18,7 +18,8 @@ absl::StatusOr<SymbolicDim> DecodeDim(const v1::LaunchDim& wire) {
   if (wire.expr().nodes_size() == 0) return dim;
   auto graph = std::make_shared<Graph>();
   auto expr = DecodeExpression(wire.expr(), *graph);
-  if (!expr.ok()) return absl::InternalError(absl::StrCat("launch dimension: ", expr.status().message()));
+  if (!expr.ok())
+    return absl::InternalError(absl::StrCat("launch dimension: ", expr.status().message()));
   dim.expr = *expr;
   dim.owner = std::move(graph);
   return dim;
@@ -91,10 +92,12 @@ absl::StatusOr<DecodedKernel> DecodeCachedKernel(const v1::CachedKernel& cached)
   for (const v1::VarBounds& v : m.vars()) spec.vars.push_back({v.name(), v.min(), v.max()});
   spec.var_names.assign(m.var_names().begin(), m.var_names().end());
   for (const v1::BufferSlot& slot : m.globals()) {
-    if (slot.dtype() < 1 || slot.dtype() > kMaxScalar || slot.slot() < 0 || slot.slot() >= m.buf_count()) {
+    if (slot.dtype() < 1 || slot.dtype() > kMaxScalar || slot.slot() < 0 ||
+        slot.slot() >= m.buf_count()) {
       return absl::InternalError("cache entry: malformed buffer slot");
     }
-    spec.globals.push_back({slot.slot(), DType::Of(static_cast<Scalar>(slot.dtype())), slot.size()});
+    spec.globals.push_back(
+        {slot.slot(), DType::Of(static_cast<Scalar>(slot.dtype())), slot.size()});
   }
   spec.outs.assign(m.outs().begin(), m.outs().end());
   spec.ins.assign(m.ins().begin(), m.ins().end());

@@ -8,20 +8,34 @@ namespace {
 
 absl::string_view KindName(InstrKind kind) {
   switch (kind) {
-    case InstrKind::kConst: return "const";
-    case InstrKind::kVar: return "var";
-    case InstrKind::kAlu: return "alu";
-    case InstrKind::kCast: return "cast";
-    case InstrKind::kBitcast: return "bitcast";
-    case InstrKind::kLoad: return "load";
-    case InstrKind::kStore: return "store";
-    case InstrKind::kCheckBounds: return "check_bounds";
-    case InstrKind::kAccDefine: return "acc_define";
-    case InstrKind::kAccUpdate: return "acc_update";
-    case InstrKind::kAccRead: return "acc_read";
-    case InstrKind::kLoopBegin: return "loop";
-    case InstrKind::kLoopEnd: return "end_loop";
-    case InstrKind::kGlobalIndex: return "global_index";
+    case InstrKind::kConst:
+      return "const";
+    case InstrKind::kVar:
+      return "var";
+    case InstrKind::kAlu:
+      return "alu";
+    case InstrKind::kCast:
+      return "cast";
+    case InstrKind::kBitcast:
+      return "bitcast";
+    case InstrKind::kLoad:
+      return "load";
+    case InstrKind::kStore:
+      return "store";
+    case InstrKind::kCheckBounds:
+      return "check_bounds";
+    case InstrKind::kAccDefine:
+      return "acc_define";
+    case InstrKind::kAccUpdate:
+      return "acc_update";
+    case InstrKind::kAccRead:
+      return "acc_read";
+    case InstrKind::kLoopBegin:
+      return "loop";
+    case InstrKind::kLoopEnd:
+      return "end_loop";
+    case InstrKind::kGlobalIndex:
+      return "global_index";
   }
   return "?";
 }
@@ -41,9 +55,10 @@ std::string LinearProgram::Dump() const {
     }
     absl::StrAppend(&out, " ", DTypeToString(in.dtype));
     if (!in.src.empty()) {
-      absl::StrAppend(&out, " (", absl::StrJoin(in.src, ", ", [](std::string* o, int s) {
-                        absl::StrAppend(o, "v", s);
-                      }), ")");
+      absl::StrAppend(
+          &out, " (",
+          absl::StrJoin(in.src, ", ", [](std::string* o, int s) { absl::StrAppend(o, "v", s); }),
+          ")");
     }
     if (in.kind == InstrKind::kConst) absl::StrAppend(&out, " ", ArgToString(in.arg));
     if (in.kind == InstrKind::kVar) absl::StrAppend(&out, " ", var_names[in.var]);

@@ -35,12 +35,12 @@ enum class InstrKind : uint8_t {
 struct Instr {
   InstrKind kind = InstrKind::kConst;
   Op op = Op::kAdd;
-  DType dtype;           // the value's dtype (INDEX stays INDEX: see index_bits)
-  std::vector<int> src;  // indices of earlier instructions
-  Arg arg;               // kConst
-  int var = -1;          // kVar
-  int slot = -1;         // kLoad, kStore, kCheckBounds
-  int64_t size = 0;      // kCheckBounds: the buffer's element count
+  DType dtype;                  // the value's dtype (INDEX stays INDEX: see index_bits)
+  std::vector<int> src;         // indices of earlier instructions
+  Arg arg;                      // kConst
+  int var = -1;                 // kVar
+  int slot = -1;                // kLoad, kStore, kCheckBounds
+  int64_t size = 0;             // kCheckBounds: the buffer's element count
   const UOp* origin = nullptr;  // the AST node this came from, for dumps and messages
 };
 

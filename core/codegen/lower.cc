@@ -22,8 +22,10 @@ bool IsIdentityOf(Op op) { return op == Op::kAdd || op == Op::kMul || op == Op::
 // The identity of a reduction, as a CONST argument for `dtype`.
 Arg ReduceIdentity(Op op, const DType& dtype) {
   Scalar s = dtype.scalar;
-  if (op == Op::kAdd) return IsFloat(s) ? Arg::F64(0.0) : (s == Scalar::kBool ? Arg::Bool(false) : Arg::I64(0));
-  if (op == Op::kMul) return IsFloat(s) ? Arg::F64(1.0) : (s == Scalar::kBool ? Arg::Bool(true) : Arg::I64(1));
+  if (op == Op::kAdd)
+    return IsFloat(s) ? Arg::F64(0.0) : (s == Scalar::kBool ? Arg::Bool(false) : Arg::I64(0));
+  if (op == Op::kMul)
+    return IsFloat(s) ? Arg::F64(1.0) : (s == Scalar::kBool ? Arg::Bool(true) : Arg::I64(1));
   // MAX: the lowest value of the dtype.
   if (IsFloat(s)) return Arg::F64(-std::numeric_limits<double>::infinity());
   if (s == Scalar::kBool) return Arg::Bool(false);
@@ -35,9 +37,8 @@ Arg ReduceIdentity(Op op, const DType& dtype) {
 // the memory order tinygrad's scheduler numbers them in.
 std::vector<const UOp*> SortedRanges(absl::Span<const UOp* const> ranges) {
   std::vector<const UOp*> sorted(ranges.begin(), ranges.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const UOp* a, const UOp* b) {
-    return a->arg().axis < b->arg().axis;
-  });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const UOp* a, const UOp* b) { return a->arg().axis < b->arg().axis; });
   return sorted;
 }
 
@@ -131,7 +132,8 @@ class Lowerer {
   void ChooseIndexWidth() {
     constexpr Int128 kLimit = (Int128{1} << 31) - 2;
     for (const UOp* node : topo_) {
-      if (node->dtype().ptr || node->dtype().scalar != Scalar::kIndex || node->IsInvalid()) continue;
+      if (node->dtype().ptr || node->dtype().scalar != Scalar::kIndex || node->IsInvalid())
+        continue;
       Interval r = ranges_.Get(node);
       if (r.min < -kLimit || r.max > kLimit) {
         program_.index_bits = 64;
@@ -220,11 +222,15 @@ class Lowerer {
     return static_cast<int>(program_.instrs.size()) - 1;
   }
   int EmitConst(const DType& dtype, Arg arg, const UOp* origin = nullptr) {
-    return Emit(Instr{.kind = InstrKind::kConst, .dtype = dtype, .arg = std::move(arg), .origin = origin});
+    return Emit(
+        Instr{.kind = InstrKind::kConst, .dtype = dtype, .arg = std::move(arg), .origin = origin});
   }
   int IndexConst(int64_t v) { return EmitConst(DType::Of(Scalar::kIndex), Arg::I64(v)); }
   int Alu(Op op, const DType& dtype, std::vector<int> src, const UOp* origin = nullptr) {
-    return Emit(Instr{.kind = InstrKind::kAlu, .op = op, .dtype = dtype, .src = std::move(src),
+    return Emit(Instr{.kind = InstrKind::kAlu,
+                      .op = op,
+                      .dtype = dtype,
+                      .src = std::move(src),
                       .origin = origin});
   }
 
@@ -244,9 +250,9 @@ class Lowerer {
       const DType index = DType::Of(Scalar::kIndex);
       int core_id = Emit(Instr{.kind = InstrKind::kVar, .dtype = index, .var = core_id_var_});
       int cores = Emit(Instr{.kind = InstrKind::kVar, .dtype = index, .var = core_id_var_ + 1});
-      int chunk = Alu(Op::kIdiv, index, {Alu(Op::kSub, index, {Alu(Op::kAdd, index, {end, cores}),
-                                                               IndexConst(1)}),
-                                         cores});
+      int chunk =
+          Alu(Op::kIdiv, index,
+              {Alu(Op::kSub, index, {Alu(Op::kAdd, index, {end, cores}), IndexConst(1)}), cores});
       start = Alu(Op::kMul, index, {core_id, chunk});
       int stop = Alu(Op::kAdd, index, {start, chunk});
       int stop_lt_end = Alu(Op::kCmplt, DType::Of(Scalar::kBool), {stop, end});
@@ -254,8 +260,10 @@ class Lowerer {
     } else {
       start = IndexConst(0);
     }
-    int loop = Emit(Instr{.kind = InstrKind::kLoopBegin, .dtype = DType::Of(Scalar::kIndex),
-                          .src = {start, end}, .origin = range});
+    int loop = Emit(Instr{.kind = InstrKind::kLoopBegin,
+                          .dtype = DType::Of(Scalar::kIndex),
+                          .src = {start, end},
+                          .origin = range});
     open_ranges_[range] = loop;
     scopes_.emplace_back();
     return absl::OkStatus();
@@ -384,7 +392,8 @@ class Lowerer {
     UOPD_ASSIGN_OR_RETURN(access.index, Value(idx));
     for (const UOp* cond : conditions) {
       UOPD_ASSIGN_OR_RETURN(int c, Value(cond));
-      access.valid = access.valid < 0 ? c : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, c});
+      access.valid =
+          access.valid < 0 ? c : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, c});
     }
     const BufferParam* param = nullptr;
     for (const BufferParam& p : program_.globals) {
@@ -396,8 +405,11 @@ class Lowerer {
       ++program_.guarded_accesses;
       std::vector<int> src = {access.index};
       if (access.valid >= 0) src.push_back(access.valid);
-      Emit(Instr{.kind = InstrKind::kCheckBounds, .src = std::move(src), .slot = slot,
-                 .size = param->size, .origin = index_node});
+      Emit(Instr{.kind = InstrKind::kCheckBounds,
+                 .src = std::move(src),
+                 .slot = slot,
+                 .size = param->size,
+                 .origin = index_node});
     }
     return access;
   }
@@ -407,8 +419,11 @@ class Lowerer {
     UOPD_ASSIGN_OR_RETURN(int value, Value(store->src(1)));
     std::vector<int> src = {access.index, value};
     if (access.valid >= 0) src.push_back(access.valid);
-    Emit(Instr{.kind = InstrKind::kStore, .dtype = store->src(1)->dtype(), .src = std::move(src),
-               .slot = access.slot, .origin = store});
+    Emit(Instr{.kind = InstrKind::kStore,
+               .dtype = store->src(1)->dtype(),
+               .src = std::move(src),
+               .slot = access.slot,
+               .origin = store});
     return absl::OkStatus();
   }
 
@@ -416,8 +431,11 @@ class Lowerer {
     UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(index_node));
     std::vector<int> src = {access.index};
     if (access.valid >= 0) src.push_back(access.valid);
-    int loaded = Emit(Instr{.kind = InstrKind::kLoad, .dtype = node->dtype(), .src = std::move(src),
-                            .slot = access.slot, .origin = node});
+    int loaded = Emit(Instr{.kind = InstrKind::kLoad,
+                            .dtype = node->dtype(),
+                            .src = std::move(src),
+                            .slot = access.slot,
+                            .origin = node});
     if (alt != nullptr && access.valid >= 0) {
       UOPD_ASSIGN_OR_RETURN(int alt_value, Value(alt));
       return Alu(Op::kWhere, node->dtype(), {access.valid, loaded, alt_value}, node);
@@ -429,16 +447,19 @@ class Lowerer {
     Op op = node->arg().reduce_op;
     if (!IsIdentityOf(op)) return NodeError(*node, "unsupported reduction");
     int identity = EmitConst(node->dtype(), ReduceIdentity(op, node->dtype()), node);
-    int acc = Emit(Instr{.kind = InstrKind::kAccDefine, .dtype = node->dtype(), .src = {identity},
-                         .origin = node});
+    int acc = Emit(Instr{
+        .kind = InstrKind::kAccDefine, .dtype = node->dtype(), .src = {identity}, .origin = node});
     std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
     for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
     UOPD_ASSIGN_OR_RETURN(int value, Value(node->src(0)));
-    Emit(Instr{.kind = InstrKind::kAccUpdate, .op = op, .dtype = node->dtype(), .src = {acc, value},
+    Emit(Instr{.kind = InstrKind::kAccUpdate,
+               .op = op,
+               .dtype = node->dtype(),
+               .src = {acc, value},
                .origin = node});
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
-    return Emit(Instr{.kind = InstrKind::kAccRead, .dtype = node->dtype(), .src = {acc},
-                      .origin = node});
+    return Emit(
+        Instr{.kind = InstrKind::kAccRead, .dtype = node->dtype(), .src = {acc}, .origin = node});
   }
 
   absl::StatusOr<int> Value(const UOp* node) {
@@ -450,8 +471,10 @@ class Lowerer {
         result = EmitConst(node->dtype(), node->arg(), node);
         break;
       case Op::kDefineVar:
-        result = Emit(Instr{.kind = InstrKind::kVar, .dtype = node->dtype(),
-                            .var = var_index_.at(node), .origin = node});
+        result = Emit(Instr{.kind = InstrKind::kVar,
+                            .dtype = node->dtype(),
+                            .var = var_index_.at(node),
+                            .origin = node});
         break;
       case Op::kRange: {
         auto it = open_ranges_.find(node);
@@ -477,8 +500,11 @@ class Lowerer {
       case Op::kCast:
       case Op::kBitcast: {
         UOPD_ASSIGN_OR_RETURN(int src, Value(node->src(0)));
-        result = Emit(Instr{.kind = node->op() == Op::kCast ? InstrKind::kCast : InstrKind::kBitcast,
-                            .dtype = node->dtype(), .src = {src}, .origin = node});
+        result =
+            Emit(Instr{.kind = node->op() == Op::kCast ? InstrKind::kCast : InstrKind::kBitcast,
+                       .dtype = node->dtype(),
+                       .src = {src},
+                       .origin = node});
         break;
       }
       default: {

@@ -19,9 +19,12 @@ T Read(const char* bytes) {
 std::string Show(Scalar scalar, const char* bytes) {
   if (IsFloat(scalar)) return absl::StrCat(ElementAsDouble(scalar, bytes));
   switch (scalar) {
-    case Scalar::kUint64: return absl::StrCat(Read<uint64_t>(bytes));
-    case Scalar::kInt64: return absl::StrCat(Read<int64_t>(bytes));
-    default: return absl::StrCat(static_cast<int64_t>(ElementAsDouble(scalar, bytes)));
+    case Scalar::kUint64:
+      return absl::StrCat(Read<uint64_t>(bytes));
+    case Scalar::kInt64:
+      return absl::StrCat(Read<int64_t>(bytes));
+    default:
+      return absl::StrCat(static_cast<int64_t>(ElementAsDouble(scalar, bytes)));
   }
 }
 
@@ -29,22 +32,39 @@ std::string Show(Scalar scalar, const char* bytes) {
 
 double ElementAsDouble(Scalar scalar, const char* bytes) {
   switch (scalar) {
-    case Scalar::kBool: return Read<uint8_t>(bytes);
-    case Scalar::kInt8: return Read<int8_t>(bytes);
-    case Scalar::kUint8: return Read<uint8_t>(bytes);
-    case Scalar::kInt16: return Read<int16_t>(bytes);
-    case Scalar::kUint16: return Read<uint16_t>(bytes);
-    case Scalar::kInt32: return Read<int32_t>(bytes);
-    case Scalar::kUint32: return Read<uint32_t>(bytes);
-    case Scalar::kInt64: case Scalar::kIndex: return static_cast<double>(Read<int64_t>(bytes));
-    case Scalar::kUint64: return static_cast<double>(Read<uint64_t>(bytes));
-    case Scalar::kFloat16: return uopd_f16_to_f32(Read<uint16_t>(bytes));
-    case Scalar::kBfloat16: return uopd_bf16_to_f32(Read<uint16_t>(bytes));
-    case Scalar::kFp8E4M3: return uopd_fp8e4m3_to_f32(Read<uint8_t>(bytes));
-    case Scalar::kFp8E5M2: return uopd_fp8e5m2_to_f32(Read<uint8_t>(bytes));
-    case Scalar::kFloat32: return Read<float>(bytes);
-    case Scalar::kFloat64: return Read<double>(bytes);
-    default: return 0;
+    case Scalar::kBool:
+      return Read<uint8_t>(bytes);
+    case Scalar::kInt8:
+      return Read<int8_t>(bytes);
+    case Scalar::kUint8:
+      return Read<uint8_t>(bytes);
+    case Scalar::kInt16:
+      return Read<int16_t>(bytes);
+    case Scalar::kUint16:
+      return Read<uint16_t>(bytes);
+    case Scalar::kInt32:
+      return Read<int32_t>(bytes);
+    case Scalar::kUint32:
+      return Read<uint32_t>(bytes);
+    case Scalar::kInt64:
+    case Scalar::kIndex:
+      return static_cast<double>(Read<int64_t>(bytes));
+    case Scalar::kUint64:
+      return static_cast<double>(Read<uint64_t>(bytes));
+    case Scalar::kFloat16:
+      return uopd_f16_to_f32(Read<uint16_t>(bytes));
+    case Scalar::kBfloat16:
+      return uopd_bf16_to_f32(Read<uint16_t>(bytes));
+    case Scalar::kFp8E4M3:
+      return uopd_fp8e4m3_to_f32(Read<uint8_t>(bytes));
+    case Scalar::kFp8E5M2:
+      return uopd_fp8e5m2_to_f32(Read<uint8_t>(bytes));
+    case Scalar::kFloat32:
+      return Read<float>(bytes);
+    case Scalar::kFloat64:
+      return Read<double>(bytes);
+    default:
+      return 0;
   }
 }
 

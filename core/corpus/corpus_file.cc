@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace uopd {
@@ -46,7 +46,8 @@ absl::StatusOr<std::vector<std::string>> ListCorpusFiles(const std::vector<std::
       files.push_back(path);
       continue;
     }
-    if (!fs::is_directory(path, ec)) return absl::NotFoundError(absl::StrCat("no such path: ", path));
+    if (!fs::is_directory(path, ec))
+      return absl::NotFoundError(absl::StrCat("no such path: ", path));
     size_t before = files.size();
     for (const auto& item : fs::recursive_directory_iterator(path, ec)) {
       std::string name = item.path().filename().string();

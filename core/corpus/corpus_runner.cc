@@ -14,8 +14,8 @@ absl::StatusOr<BufferView> CreateBuffer(Device& device, const v1::CorpusBuffer& 
   Scalar dtype = static_cast<Scalar>(buffer.dtype());
   size_t bytes = static_cast<size_t>(buffer.size() * ScalarItemSize(dtype));
   if (!buffer.init().empty() && buffer.init().size() != bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("buffer init has ", buffer.init().size(),
-                                                   " bytes, expected ", bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer init has ", buffer.init().size(), " bytes, expected ", bytes));
   }
   UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(device, bytes));
   if (!buffer.init().empty()) {
@@ -26,7 +26,8 @@ absl::StatusOr<BufferView> CreateBuffer(Device& device, const v1::CorpusBuffer& 
 
 absl::StatusOr<std::string> ReadBuffer(const BufferView& view) {
   std::string out(view.bytes(), '\0');
-  UOPD_RETURN_IF_ERROR(view.storage->device().allocator().CopyOut(out.data(), view.data(), view.bytes()));
+  UOPD_RETURN_IF_ERROR(
+      view.storage->device().allocator().CopyOut(out.data(), view.data(), view.bytes()));
   return out;
 }
 
@@ -68,7 +69,8 @@ absl::Status RunCase(Device& device, const v1::CorpusCase& kase, const CorpusRun
     if (buffer.slot() < 0 || buffer.slot() > 4096) return absl::InvalidArgumentError("bad slot");
     UOPD_ASSIGN_OR_RETURN(BufferView view, CreateBuffer(device, buffer));
     by_slot[buffer.slot()] = static_cast<int>(buffers.size());
-    if (kernel.buffers.size() <= static_cast<size_t>(buffer.slot())) kernel.buffers.resize(buffer.slot() + 1, -1);
+    if (kernel.buffers.size() <= static_cast<size_t>(buffer.slot()))
+      kernel.buffers.resize(buffer.slot() + 1, -1);
     kernel.buffers[buffer.slot()] = static_cast<int>(buffers.size());
     buffers.push_back(std::move(view));
   }
@@ -85,7 +87,8 @@ absl::Status RunCase(Device& device, const v1::CorpusCase& kase, const CorpusRun
 }
 
 // Runs the plan; fills `views` (by plan buffer id) with its buffers.
-absl::Status RunPlanInto(Device& device, const v1::CorpusPlan& plan, const CorpusRunOptions& options,
+absl::Status RunPlanInto(Device& device, const v1::CorpusPlan& plan,
+                         const CorpusRunOptions& options,
                          absl::flat_hash_map<int64_t, BufferView>& views) {
   std::vector<BufferView> buffers;
   absl::flat_hash_map<int64_t, int> index;
@@ -104,7 +107,8 @@ absl::Status RunPlanInto(Device& device, const v1::CorpusPlan& plan, const Corpu
     kernel.ast = *std::move(ast);
     for (int64_t id : wire.bufs()) {
       auto it = index.find(id);
-      if (it == index.end()) return absl::InvalidArgumentError(absl::StrCat("unknown buffer id ", id));
+      if (it == index.end())
+        return absl::InvalidArgumentError(absl::StrCat("unknown buffer id ", id));
       kernel.buffers.push_back(it->second);
     }
     kernel.fixedvars.insert(wire.vars().begin(), wire.vars().end());
@@ -128,8 +132,10 @@ absl::Status RunPlan(Device& device, const v1::CorpusPlan& plan, const CorpusRun
 
 }  // namespace
 
-absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry, const CorpusRunOptions& options) {
-  return entry.is_plan ? RunPlan(device, entry.plan, options) : RunCase(device, entry.kase, options);
+absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry,
+                            const CorpusRunOptions& options) {
+  return entry.is_plan ? RunPlan(device, entry.plan, options)
+                       : RunCase(device, entry.kase, options);
 }
 
 absl::StatusOr<absl::flat_hash_map<int64_t, std::string>> RunCorpusPlan(

@@ -22,7 +22,8 @@ struct CorpusRunOptions {
 // Runs a case (one kernel) or a plan (an ExecutionPlan over its buffers). OK when every output
 // matches. Otherwise: FAILED_PRECONDITION with "slot N: element ..." for a wrong result, or the
 // error that stopped the run (rendering, compiling, binding, executing).
-absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry, const CorpusRunOptions& options);
+absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry,
+                            const CorpusRunOptions& options);
 
 // Runs a plan and returns the final bytes of every plan buffer, by buffer id (for comparing two
 // ways of running one plan).

@@ -22,11 +22,11 @@ absl::StatusOr<Device*> DeviceRegistry::Get(absl::string_view name) const {
   for (const auto& device : devices_) {
     if (device->spec() == *spec) return device.get();
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "device ", spec->name(), " is not present on this server (present: ",
-      absl::StrJoin(devices_, ", ",
-                    [](std::string* out, const auto& d) { out->append(d->name()); }),
-      ")"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("device ", spec->name(), " is not present on this server (present: ",
+                   absl::StrJoin(devices_, ", ",
+                                 [](std::string* out, const auto& d) { out->append(d->name()); }),
+                   ")"));
 }
 
 std::vector<Device*> DeviceRegistry::devices() const {

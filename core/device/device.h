@@ -26,9 +26,8 @@ struct CompilerPair {
 class Device {
  public:
   // REQUIRES: at least one compiler pair; the first is the default.
-  Device(DeviceSpec spec, std::unique_ptr<Allocator> allocator,
-         std::vector<CompilerPair> compilers, std::unique_ptr<RuntimeFactory> runtime,
-         int threads = 1);
+  Device(DeviceSpec spec, std::unique_ptr<Allocator> allocator, std::vector<CompilerPair> compilers,
+         std::unique_ptr<RuntimeFactory> runtime, int threads = 1);
 
   const DeviceSpec& spec() const { return spec_; }
   std::string name() const { return spec_.name(); }

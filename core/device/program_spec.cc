@@ -34,16 +34,16 @@ absl::StatusOr<LaunchDims> ProgramSpec::launch_dims(
         if (node->op() != Op::kDefineVar) continue;
         auto it = var_vals.find(node->arg().str);
         if (it == var_vals.end()) {
-          return absl::InvalidArgumentError(absl::StrCat("kernel ", name, ": no value for variable '",
-                                                         node->arg().str, "'"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("kernel ", name, ": no value for variable '", node->arg().str, "'"));
         }
         leaves[node] = it->second;
       }
       UOPD_ASSIGN_OR_RETURN(value, EvaluateInt(dim.expr, leaves));
     }
     if (value < 0 || value > (Int128{1} << 31) - 1) {
-      return absl::OutOfRangeError(absl::StrCat("kernel ", name, ": ", which, " size ", axis,
-                                                " = ", static_cast<int64_t>(value),
+      return absl::OutOfRangeError(absl::StrCat("kernel ", name, ": ", which, " size ", axis, " = ",
+                                                static_cast<int64_t>(value),
                                                 " is outside [0, 2^31-1]"));
     }
     return static_cast<int64_t>(value);

@@ -19,8 +19,8 @@ namespace uopd {
 // A launch dimension: a constant, or an integer expression over DEFINE_VARs.
 struct SymbolicDim {
   int64_t constant = 1;
-  const UOp* expr = nullptr;           // when set, evaluated instead of `constant`
-  std::shared_ptr<const void> owner;   // keeps the Graph holding `expr` alive
+  const UOp* expr = nullptr;          // when set, evaluated instead of `constant`
+  std::shared_ptr<const void> owner;  // keeps the Graph holding `expr` alive
 };
 
 struct VarInfo {
@@ -31,8 +31,8 @@ struct VarInfo {
 
 struct BufferParam {
   int slot = 0;
-  DType dtype;        // the element type
-  int64_t size = 0;   // elements
+  DType dtype;       // the element type
+  int64_t size = 0;  // elements
 };
 
 struct LaunchDims {

@@ -33,8 +33,8 @@ absl::Status NodeError(absl::StatusCode code, int index, const v1::Node& node,
 absl::StatusOr<DType> DecodeDType(const v1::DType& wire) {
   int scalar = wire.scalar();
   if (scalar < 1 || scalar > kMaxScalar) {
-    return absl::InvalidArgumentError(
-        scalar == 0 ? "dtype has no scalar type" : absl::StrCat("unknown dtype scalar ", scalar));
+    return absl::InvalidArgumentError(scalar == 0 ? "dtype has no scalar type"
+                                                  : absl::StrCat("unknown dtype scalar ", scalar));
   }
   if (wire.addrspace() < 0 || wire.addrspace() > 2) {
     return absl::InvalidArgumentError(absl::StrCat("unknown address space ", wire.addrspace()));
@@ -125,8 +125,8 @@ absl::StatusOr<DecodedGraph> DecodeNodes(const v1::Graph& wire, Graph& graph,
   const int num_nodes = wire.nodes_size();
   if (num_nodes == 0) return absl::InvalidArgumentError("graph has no nodes");
   if (num_nodes > limits.max_nodes) {
-    return absl::InvalidArgumentError(absl::StrCat("graph has ", num_nodes,
-                                                    " nodes, over the limit of ", limits.max_nodes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph has ", num_nodes, " nodes, over the limit of ", limits.max_nodes));
   }
   DecodedGraph decoded;
   std::vector<const UOp*> by_wire(num_nodes);
@@ -150,8 +150,8 @@ absl::StatusOr<DecodedGraph> DecodeNodes(const v1::Graph& wire, Graph& graph,
     int64_t node_depth = 0;
     for (int32_t s : node.src()) {
       if (s < 0 || s >= i) {
-        return fail(absl::StrCat("source index ", s, " is not an earlier node (must be in [0, ", i,
-                                 "))"));
+        return fail(
+            absl::StrCat("source index ", s, " is not an earlier node (must be in [0, ", i, "))"));
       }
       src.push_back(by_wire[s]);
       node_depth = std::max(node_depth, depth[s] + 1);
@@ -159,7 +159,8 @@ absl::StatusOr<DecodedGraph> DecodeNodes(const v1::Graph& wire, Graph& graph,
     if (node_depth > limits.max_depth) {
       return fail(absl::StrCat("graph depth exceeds the limit of ", limits.max_depth));
     }
-    const UOp* uop = graph.Make(static_cast<Op>(node.op()), *dtype, std::move(src), *std::move(arg));
+    const UOp* uop =
+        graph.Make(static_cast<Op>(node.op()), *dtype, std::move(src), *std::move(arg));
     if (absl::Status verified = VerifyNode(*uop, limits); !verified.ok()) {
       return NodeError(verified.code(), i, node, verified.message());
     }

@@ -9,8 +9,8 @@ namespace uopd {
 const UOp* Graph::Make(Op op, DType dtype, std::vector<const UOp*> src, Arg arg) {
   Key probe{op, dtype, &src, &arg};
   if (auto it = intern_.find(probe); it != intern_.end()) return it->second;
-  const UOp& node = nodes_.emplace_back(UOp(op, dtype, std::move(src), std::move(arg),
-                                            static_cast<uint32_t>(nodes_.size())));
+  const UOp& node = nodes_.emplace_back(
+      UOp(op, dtype, std::move(src), std::move(arg), static_cast<uint32_t>(nodes_.size())));
   // The key points into the node itself, which never moves.
   intern_.emplace(Key{node.op(), node.dtype(), &node.src_, &node.arg_}, &node);
   return &node;

@@ -7,32 +7,58 @@ namespace uopd {
 namespace {
 
 constexpr std::array<std::pair<Op, absl::string_view>, 53> kOpNames = {{
-    {Op::kSink, "SINK"},         {Op::kDefineGlobal, "DEFINE_GLOBAL"},
-    {Op::kDefineVar, "DEFINE_VAR"}, {Op::kConst, "CONST"},
-    {Op::kRange, "RANGE"},       {Op::kEnd, "END"},
-    {Op::kIndex, "INDEX"},       {Op::kLoad, "LOAD"},
-    {Op::kStore, "STORE"},       {Op::kReduce, "REDUCE"},
-    {Op::kAfter, "AFTER"},       {Op::kGroup, "GROUP"},
-    {Op::kWhere, "WHERE"},       {Op::kCast, "CAST"},
-    {Op::kBitcast, "BITCAST"},   {Op::kExp2, "EXP2"},
-    {Op::kLog2, "LOG2"},         {Op::kSin, "SIN"},
-    {Op::kSqrt, "SQRT"},         {Op::kReciprocal, "RECIPROCAL"},
-    {Op::kNeg, "NEG"},           {Op::kTrunc, "TRUNC"},
-    {Op::kAdd, "ADD"},           {Op::kSub, "SUB"},
-    {Op::kMul, "MUL"},           {Op::kFdiv, "FDIV"},
-    {Op::kIdiv, "IDIV"},         {Op::kMod, "MOD"},
-    {Op::kMax, "MAX"},           {Op::kPow, "POW"},
-    {Op::kShl, "SHL"},           {Op::kShr, "SHR"},
-    {Op::kAnd, "AND"},           {Op::kOr, "OR"},
-    {Op::kXor, "XOR"},           {Op::kCmplt, "CMPLT"},
-    {Op::kCmpne, "CMPNE"},       {Op::kCmpeq, "CMPEQ"},
-    {Op::kMulacc, "MULACC"},     {Op::kThreefry, "THREEFRY"},
-    {Op::kSpecial, "SPECIAL"},   {Op::kDefineLocal, "DEFINE_LOCAL"},
-    {Op::kDefineReg, "DEFINE_REG"}, {Op::kBarrier, "BARRIER"},
-    {Op::kIf, "IF"},             {Op::kEndif, "ENDIF"},
-    {Op::kGep, "GEP"},           {Op::kVectorize, "VECTORIZE"},
-    {Op::kVconst, "VCONST"},     {Op::kWmma, "WMMA"},
-    {Op::kUnroll, "UNROLL"},     {Op::kContract, "CONTRACT"},
+    {Op::kSink, "SINK"},
+    {Op::kDefineGlobal, "DEFINE_GLOBAL"},
+    {Op::kDefineVar, "DEFINE_VAR"},
+    {Op::kConst, "CONST"},
+    {Op::kRange, "RANGE"},
+    {Op::kEnd, "END"},
+    {Op::kIndex, "INDEX"},
+    {Op::kLoad, "LOAD"},
+    {Op::kStore, "STORE"},
+    {Op::kReduce, "REDUCE"},
+    {Op::kAfter, "AFTER"},
+    {Op::kGroup, "GROUP"},
+    {Op::kWhere, "WHERE"},
+    {Op::kCast, "CAST"},
+    {Op::kBitcast, "BITCAST"},
+    {Op::kExp2, "EXP2"},
+    {Op::kLog2, "LOG2"},
+    {Op::kSin, "SIN"},
+    {Op::kSqrt, "SQRT"},
+    {Op::kReciprocal, "RECIPROCAL"},
+    {Op::kNeg, "NEG"},
+    {Op::kTrunc, "TRUNC"},
+    {Op::kAdd, "ADD"},
+    {Op::kSub, "SUB"},
+    {Op::kMul, "MUL"},
+    {Op::kFdiv, "FDIV"},
+    {Op::kIdiv, "IDIV"},
+    {Op::kMod, "MOD"},
+    {Op::kMax, "MAX"},
+    {Op::kPow, "POW"},
+    {Op::kShl, "SHL"},
+    {Op::kShr, "SHR"},
+    {Op::kAnd, "AND"},
+    {Op::kOr, "OR"},
+    {Op::kXor, "XOR"},
+    {Op::kCmplt, "CMPLT"},
+    {Op::kCmpne, "CMPNE"},
+    {Op::kCmpeq, "CMPEQ"},
+    {Op::kMulacc, "MULACC"},
+    {Op::kThreefry, "THREEFRY"},
+    {Op::kSpecial, "SPECIAL"},
+    {Op::kDefineLocal, "DEFINE_LOCAL"},
+    {Op::kDefineReg, "DEFINE_REG"},
+    {Op::kBarrier, "BARRIER"},
+    {Op::kIf, "IF"},
+    {Op::kEndif, "ENDIF"},
+    {Op::kGep, "GEP"},
+    {Op::kVectorize, "VECTORIZE"},
+    {Op::kVconst, "VCONST"},
+    {Op::kWmma, "WMMA"},
+    {Op::kUnroll, "UNROLL"},
+    {Op::kContract, "CONTRACT"},
     {Op::kCustom, "CUSTOM"},
 }};
 
@@ -45,9 +71,7 @@ std::optional<absl::string_view> OpNameIfKnown(int number) {
   return std::nullopt;
 }
 
-absl::string_view OpName(Op op) {
-  return OpNameIfKnown(static_cast<int>(op)).value_or("?");
-}
+absl::string_view OpName(Op op) { return OpNameIfKnown(static_cast<int>(op)).value_or("?"); }
 
 std::optional<Op> OpFromName(absl::string_view name) {
   for (const auto& [op, op_name] : kOpNames) {
@@ -77,9 +101,7 @@ bool IsBinaryAlu(Op op) {
          op == Op::kThreefry;
 }
 
-bool IsTernaryAlu(Op op) {
-  return op == Op::kWhere || op == Op::kMulacc;
-}
+bool IsTernaryAlu(Op op) { return op == Op::kWhere || op == Op::kMulacc; }
 
 bool IsComparison(Op op) { return op == Op::kCmplt || op == Op::kCmpne || op == Op::kCmpeq; }
 

@@ -23,8 +23,8 @@ std::string SourceList(const UOp& node) {
 }  // namespace
 
 std::string DescribeNode(const UOp& node) {
-  std::string out = absl::StrCat("%", node.id(), " ", OpName(node.op()), " ",
-                                 DTypeToString(node.dtype()));
+  std::string out =
+      absl::StrCat("%", node.id(), " ", OpName(node.op()), " ", DTypeToString(node.dtype()));
   if (node.num_src() > 0) absl::StrAppend(&out, " (", SourceList(node), ")");
   if (node.arg().kind != ArgKind::kNone) absl::StrAppend(&out, " arg=", ArgToString(node.arg()));
   return out;

@@ -46,21 +46,52 @@ std::optional<const UOp*> FoldConstants(const UOp& node, RuleContext& ctx) {
   auto v = [&](size_t i) { return ConstIntValue(*node.src(i)); };
   Int128 r;
   switch (node.op()) {
-    case Op::kAdd: r = v(0) + v(1); break;
-    case Op::kSub: r = v(0) - v(1); break;
-    case Op::kMul: r = v(0) * v(1); break;
-    case Op::kNeg: r = -v(0); break;
-    case Op::kIdiv: if (v(1) == 0) return std::nullopt; r = v(0) / v(1); break;
-    case Op::kMod: if (v(1) == 0) return std::nullopt; r = v(0) % v(1); break;
-    case Op::kMax: r = std::max(v(0), v(1)); break;
-    case Op::kAnd: r = v(0) & v(1); break;
-    case Op::kOr: r = v(0) | v(1); break;
-    case Op::kXor: r = v(0) ^ v(1); break;
-    case Op::kCmplt: r = v(0) < v(1); break;
-    case Op::kCmpne: r = v(0) != v(1); break;
-    case Op::kCmpeq: r = v(0) == v(1); break;
-    case Op::kWhere: r = v(0) ? v(1) : v(2); break;
-    default: return std::nullopt;
+    case Op::kAdd:
+      r = v(0) + v(1);
+      break;
+    case Op::kSub:
+      r = v(0) - v(1);
+      break;
+    case Op::kMul:
+      r = v(0) * v(1);
+      break;
+    case Op::kNeg:
+      r = -v(0);
+      break;
+    case Op::kIdiv:
+      if (v(1) == 0) return std::nullopt;
+      r = v(0) / v(1);
+      break;
+    case Op::kMod:
+      if (v(1) == 0) return std::nullopt;
+      r = v(0) % v(1);
+      break;
+    case Op::kMax:
+      r = std::max(v(0), v(1));
+      break;
+    case Op::kAnd:
+      r = v(0) & v(1);
+      break;
+    case Op::kOr:
+      r = v(0) | v(1);
+      break;
+    case Op::kXor:
+      r = v(0) ^ v(1);
+      break;
+    case Op::kCmplt:
+      r = v(0) < v(1);
+      break;
+    case Op::kCmpne:
+      r = v(0) != v(1);
+      break;
+    case Op::kCmpeq:
+      r = v(0) == v(1);
+      break;
+    case Op::kWhere:
+      r = v(0) ? v(1) : v(2);
+      break;
+    default:
+      return std::nullopt;
   }
   return MakeConst(ctx, node.dtype(), r);
 }

@@ -6,12 +6,12 @@
 #ifndef UOPD_CORE_IR_UOP_H_
 #define UOPD_CORE_IR_UOP_H_
 
-#include "absl/strings/string_view.h"
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/ir/dtype.h"
 #include "core/ir/op.h"
@@ -38,16 +38,16 @@ absl::string_view AxisTypeName(AxisType type);
 // Which field of Arg is set; mirrors the oneof of uopd.v1.Arg.
 enum class ArgKind : uint8_t {
   kNone,
-  kI64,      // i64
-  kU64,      // u64 (the bits are kept in `i`)
-  kF64,      // f
-  kBool,     // b
-  kInvalid,  // the Invalid index constant
-  kRange,    // axis + axis_type
-  kVar,      // str (name) + var_min/var_max
-  kReduceOp, // reduce_op
-  kKernel,   // str (kernel name)
-  kStr,      // str
+  kI64,       // i64
+  kU64,       // u64 (the bits are kept in `i`)
+  kF64,       // f
+  kBool,      // b
+  kInvalid,   // the Invalid index constant
+  kRange,     // axis + axis_type
+  kVar,       // str (name) + var_min/var_max
+  kReduceOp,  // reduce_op
+  kKernel,    // str (kernel name)
+  kStr,       // str
 };
 
 struct Arg {
@@ -63,20 +63,55 @@ struct Arg {
   std::vector<int64_t> axis;  // RANGE axis ids
   std::vector<int64_t> ints;  // the repeated `ints` beside the oneof
 
-  static Arg I64(int64_t v) { Arg a; a.kind = ArgKind::kI64; a.i = v; return a; }
-  static Arg F64(double v) { Arg a; a.kind = ArgKind::kF64; a.f = v; return a; }
-  static Arg Bool(bool v) { Arg a; a.kind = ArgKind::kBool; a.b = v; return a; }
-  static Arg Invalid() { Arg a; a.kind = ArgKind::kInvalid; return a; }
-  static Arg Range(std::vector<int64_t> axis, AxisType type) {
-    Arg a; a.kind = ArgKind::kRange; a.axis = std::move(axis); a.axis_type = type; return a;
-  }
-  static Arg Var(std::string name, int64_t min, int64_t max) {
-    Arg a; a.kind = ArgKind::kVar; a.str = std::move(name); a.var_min = min; a.var_max = max;
+  static Arg I64(int64_t v) {
+    Arg a;
+    a.kind = ArgKind::kI64;
+    a.i = v;
     return a;
   }
-  static Arg Reduce(Op op) { Arg a; a.kind = ArgKind::kReduceOp; a.reduce_op = op; return a; }
+  static Arg F64(double v) {
+    Arg a;
+    a.kind = ArgKind::kF64;
+    a.f = v;
+    return a;
+  }
+  static Arg Bool(bool v) {
+    Arg a;
+    a.kind = ArgKind::kBool;
+    a.b = v;
+    return a;
+  }
+  static Arg Invalid() {
+    Arg a;
+    a.kind = ArgKind::kInvalid;
+    return a;
+  }
+  static Arg Range(std::vector<int64_t> axis, AxisType type) {
+    Arg a;
+    a.kind = ArgKind::kRange;
+    a.axis = std::move(axis);
+    a.axis_type = type;
+    return a;
+  }
+  static Arg Var(std::string name, int64_t min, int64_t max) {
+    Arg a;
+    a.kind = ArgKind::kVar;
+    a.str = std::move(name);
+    a.var_min = min;
+    a.var_max = max;
+    return a;
+  }
+  static Arg Reduce(Op op) {
+    Arg a;
+    a.kind = ArgKind::kReduceOp;
+    a.reduce_op = op;
+    return a;
+  }
   static Arg Kernel(std::string name) {
-    Arg a; a.kind = ArgKind::kKernel; a.str = std::move(name); return a;
+    Arg a;
+    a.kind = ArgKind::kKernel;
+    a.str = std::move(name);
+    return a;
   }
 
   // Floats compare by bit pattern, so NaN constants intern like any other value.

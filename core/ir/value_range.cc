@@ -63,11 +63,20 @@ Int128 ConstIntValue(const UOp& node) {
   const Arg& arg = node.arg();
   Int128 raw = 0;
   switch (arg.kind) {
-    case ArgKind::kI64: raw = arg.i; break;
-    case ArgKind::kU64: raw = static_cast<uint64_t>(arg.i); break;
-    case ArgKind::kBool: raw = arg.b; break;
-    case ArgKind::kF64: raw = static_cast<Int128>(arg.f); break;
-    default: break;
+    case ArgKind::kI64:
+      raw = arg.i;
+      break;
+    case ArgKind::kU64:
+      raw = static_cast<uint64_t>(arg.i);
+      break;
+    case ArgKind::kBool:
+      raw = arg.b;
+      break;
+    case ArgKind::kF64:
+      raw = static_cast<Int128>(arg.f);
+      break;
+    default:
+      break;
   }
   return WrapToDType(raw, node.dtype().scalar);
 }
@@ -131,14 +140,14 @@ Interval ValueRanges::Compute(const UOp& node) {
     case Op::kMul: {
       if (scalar == Scalar::kBool) return {0, 1};
       Interval a = src(0), b = src(1);
-      r = Hull({SatMul(a.min, b.min), SatMul(a.min, b.max), SatMul(a.max, b.min),
-                SatMul(a.max, b.max)});
+      r = Hull(
+          {SatMul(a.min, b.min), SatMul(a.min, b.max), SatMul(a.max, b.min), SatMul(a.max, b.max)});
       break;
     }
     case Op::kMulacc: {
       Interval a = src(0), b = src(1), c = src(2);
-      Interval p = Hull({SatMul(a.min, b.min), SatMul(a.min, b.max), SatMul(a.max, b.min),
-                         SatMul(a.max, b.max)});
+      Interval p = Hull(
+          {SatMul(a.min, b.min), SatMul(a.min, b.max), SatMul(a.max, b.min), SatMul(a.max, b.max)});
       r = {Saturate(p.min + c.min), Saturate(p.max + c.max)};
       break;
     }

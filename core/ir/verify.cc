@@ -42,7 +42,8 @@ absl::Status VerifyConst(const UOp& node) {
     return Invalid(absl::StrCat("a constant cannot have dtype ", D(dtype)));
   }
   if (arg.kind == ArgKind::kInvalid) {
-    if (dtype.scalar != Scalar::kIndex) return Invalid("the Invalid constant must have dtype index");
+    if (dtype.scalar != Scalar::kIndex)
+      return Invalid("the Invalid constant must have dtype index");
     return absl::OkStatus();
   }
   if (IsFloat(dtype.scalar)) {
@@ -64,8 +65,8 @@ absl::Status VerifyIndex(const UOp& node) {
                                 OpName(buf.op()), " ", D(buf.dtype())));
   }
   if (!IsIndexLike(node.src(1)->dtype())) {
-    return Invalid(absl::StrCat("the index (source 1) must be an integer, got ",
-                                D(node.src(1)->dtype())));
+    return Invalid(
+        absl::StrCat("the index (source 1) must be an integer, got ", D(node.src(1)->dtype())));
   }
   if (node.dtype() != buf.dtype() && node.dtype() != buf.dtype().Base()) {
     return Invalid(absl::StrCat("dtype must be the buffer's pointer ", D(buf.dtype()),
@@ -140,7 +141,8 @@ absl::Status VerifyAlu(const UOp& node) {
     case Op::kAnd:
     case Op::kOr:
     case Op::kXor:
-      if (!IsIntLike(s)) return Invalid(absl::StrCat("needs an integer or bool dtype, got ", D(dtype)));
+      if (!IsIntLike(s))
+        return Invalid(absl::StrCat("needs an integer or bool dtype, got ", D(dtype)));
       break;
     default:
       break;
@@ -175,8 +177,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
         absl::StrCat("vector dtype ", D(dtype), ": IR v1 kernels use scalar dtypes only"));
   }
   if (dtype.ptr && dtype.addrspace != AddrSpace::kGlobal) {
-    return absl::UnimplementedError(absl::StrCat("pointer dtype ", D(dtype),
-                                                 ": only GLOBAL buffers are supported"));
+    return absl::UnimplementedError(
+        absl::StrCat("pointer dtype ", D(dtype), ": only GLOBAL buffers are supported"));
   }
   if (dtype.ptr && (dtype.scalar == Scalar::kVoid || dtype.scalar == Scalar::kIndex)) {
     return Invalid(absl::StrCat("a buffer of ", D(dtype.Base()), " is not allowed"));
@@ -210,7 +212,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
     case Op::kDefineVar:
       UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
       UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kVar, "var"));
-      if (!IsIndexLike(dtype)) return Invalid(absl::StrCat("needs an integer dtype, got ", D(dtype)));
+      if (!IsIndexLike(dtype))
+        return Invalid(absl::StrCat("needs an integer dtype, got ", D(dtype)));
       if (node.arg().str.empty()) return Invalid("variable name is empty");
       if (node.arg().var_min > node.arg().var_max) {
         return Invalid(absl::StrCat("variable '", node.arg().str, "' has min ", node.arg().var_min,
@@ -237,12 +240,13 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, SIZE_MAX));
       UOPD_RETURN_IF_ERROR(ExpectNoArg(node));
       if (!IsStatement(*node.src(0))) {
-        return Invalid(absl::StrCat("source 0 must be a statement, got ", OpName(node.src(0)->op())));
+        return Invalid(
+            absl::StrCat("source 0 must be a statement, got ", OpName(node.src(0)->op())));
       }
       for (size_t i = 1; i < node.num_src(); ++i) {
         if (node.src(i)->op() != Op::kRange) {
-          return Invalid(absl::StrCat("source ", i, " must be a RANGE, got ",
-                                      OpName(node.src(i)->op())));
+          return Invalid(
+              absl::StrCat("source ", i, " must be a RANGE, got ", OpName(node.src(i)->op())));
         }
       }
       break;
@@ -256,8 +260,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
         return Invalid(absl::StrCat("source 0 must be an INDEX, got ", OpName(node.src(0)->op())));
       }
       if (dtype != node.src(0)->dtype().Base()) {
-        return Invalid(absl::StrCat("dtype must be the element type ",
-                                    D(node.src(0)->dtype().Base())));
+        return Invalid(
+            absl::StrCat("dtype must be the element type ", D(node.src(0)->dtype().Base())));
       }
       if (node.num_src() == 2 && node.src(1)->dtype() != dtype) {
         return Invalid("the alternative value must have the load's dtype");
@@ -268,8 +272,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       if (!dtype.IsVoid()) return Invalid("dtype must be void");
       const UOp& target = *node.src(0);
       if (target.op() != Op::kIndex) {
-        return Invalid(absl::StrCat("the target (source 0) must be an INDEX, got ",
-                                    OpName(target.op())));
+        return Invalid(
+            absl::StrCat("the target (source 0) must be an INDEX, got ", OpName(target.op())));
       }
       if (node.src(1)->dtype() != target.dtype().Base()) {
         return Invalid(absl::StrCat("stores ", D(node.src(1)->dtype()), " into a buffer of ",
@@ -282,8 +286,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kReduceOp, "reduce op"));
       if (node.arg().reduce_op != Op::kAdd && node.arg().reduce_op != Op::kMul &&
           node.arg().reduce_op != Op::kMax) {
-        return Invalid(absl::StrCat("reduce op must be ADD, MUL or MAX, got ",
-                                    OpName(node.arg().reduce_op)));
+        return Invalid(
+            absl::StrCat("reduce op must be ADD, MUL or MAX, got ", OpName(node.arg().reduce_op)));
       }
       if (dtype != node.src(0)->dtype() || dtype.ptr || dtype.IsVoid()) {
         return Invalid(absl::StrCat("dtype ", D(dtype), " must equal the reduced value's ",
@@ -291,8 +295,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       }
       for (size_t i = 1; i < node.num_src(); ++i) {
         if (node.src(i)->op() != Op::kRange) {
-          return Invalid(absl::StrCat("source ", i, " must be a RANGE, got ",
-                                      OpName(node.src(i)->op())));
+          return Invalid(
+              absl::StrCat("source ", i, " must be a RANGE, got ", OpName(node.src(i)->op())));
         }
       }
       break;
@@ -304,8 +308,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       for (size_t i = 1; i < node.num_src(); ++i) {
         const UOp& dep = *node.src(i);
         if (!IsStatement(dep) && dep.op() != Op::kRange) {
-          return Invalid(absl::StrCat("source ", i, " must be a statement or RANGE, got ",
-                                      OpName(dep.op())));
+          return Invalid(
+              absl::StrCat("source ", i, " must be a statement or RANGE, got ", OpName(dep.op())));
         }
       }
       break;

@@ -15,8 +15,8 @@ DeviceBuffer::~DeviceBuffer() { device_.allocator().Free(data_, bytes_); }
 absl::StatusOr<BufferView> BufferView::Whole(std::shared_ptr<DeviceBuffer> storage, Scalar dtype) {
   int item = ScalarItemSize(dtype);
   if (item == 0 || storage->bytes() % item != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(storage->bytes(), " bytes are not a whole number of ",
-                                                   ScalarName(dtype), " elements"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        storage->bytes(), " bytes are not a whole number of ", ScalarName(dtype), " elements"));
   }
   return BufferView{storage, 0, dtype, static_cast<int64_t>(storage->bytes() / item)};
 }
@@ -24,15 +24,16 @@ absl::StatusOr<BufferView> BufferView::Whole(std::shared_ptr<DeviceBuffer> stora
 absl::StatusOr<BufferView> BufferView::Of(const BufferView& base, size_t offset, Scalar dtype,
                                           int64_t size) {
   int item = ScalarItemSize(dtype);
-  if (item == 0 || size < 0) return absl::InvalidArgumentError("a view needs a value dtype and size >= 0");
+  if (item == 0 || size < 0)
+    return absl::InvalidArgumentError("a view needs a value dtype and size >= 0");
   if (offset % item != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("view offset ", offset,
-                                                   " is not a multiple of the item size ", item));
+    return absl::InvalidArgumentError(
+        absl::StrCat("view offset ", offset, " is not a multiple of the item size ", item));
   }
   size_t end = offset + static_cast<size_t>(size) * item;
   if (end < offset || end > base.bytes()) {
-    return absl::OutOfRangeError(absl::StrCat("view [", offset, ", ", end, ") does not fit in ",
-                                              base.bytes(), " bytes"));
+    return absl::OutOfRangeError(
+        absl::StrCat("view [", offset, ", ", end, ") does not fit in ", base.bytes(), " bytes"));
   }
   return BufferView{base.storage, base.offset + offset, dtype, size};
 }

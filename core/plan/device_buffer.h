@@ -39,7 +39,7 @@ struct BufferView {
   std::shared_ptr<DeviceBuffer> storage;
   size_t offset = 0;  // bytes into storage
   Scalar dtype = Scalar::kUint8;
-  int64_t size = 0;   // elements
+  int64_t size = 0;  // elements
 
   size_t bytes() const { return static_cast<size_t>(size) * ScalarItemSize(dtype); }
   void* data() const { return static_cast<char*>(storage->data()) + offset; }

@@ -25,33 +25,36 @@ bool IsCoreVar(const std::string& name) { return name == kCoreIdVar || name == k
 absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffers) {
   const ProgramSpec& spec = *k.program->spec;
   if (static_cast<int>(k.buffer_indices.size()) != spec.buf_count) {
-    return BindingError(k.id, spec.name, absl::StrCat("has ", spec.buf_count, " buffer slots, ",
-                                                      k.buffer_indices.size(), " bound"));
+    return BindingError(
+        k.id, spec.name,
+        absl::StrCat("has ", spec.buf_count, " buffer slots, ", k.buffer_indices.size(), " bound"));
   }
   k.buffer_ptrs.assign(spec.buf_count, nullptr);
   k.buffer_ids.assign(spec.buf_count, nullptr);
   for (const BufferParam& param : spec.globals) {
     int index = k.buffer_indices[param.slot];
     if (index < 0 || index >= static_cast<int>(buffers.size())) {
-      return BindingError(k.id, spec.name, absl::StrCat("slot ", param.slot, " is bound to buffer ",
-                                                        index, ", which does not exist"));
+      return BindingError(k.id, spec.name,
+                          absl::StrCat("slot ", param.slot, " is bound to buffer ", index,
+                                       ", which does not exist"));
     }
     const BufferView& view = buffers[index];
     if (view.dtype != param.dtype.scalar) {
-      return BindingError(k.id, spec.name,
-                          absl::StrCat("slot ", param.slot, " expects ", ScalarName(param.dtype.scalar),
-                                       ", buffer ", index, " is ", ScalarName(view.dtype)));
+      return BindingError(
+          k.id, spec.name,
+          absl::StrCat("slot ", param.slot, " expects ", ScalarName(param.dtype.scalar),
+                       ", buffer ", index, " is ", ScalarName(view.dtype)));
     }
     if (view.size < param.size) {
       return BindingError(k.id, spec.name,
-                          absl::StrCat("slot ", param.slot, " needs ", param.size, " elements, buffer ",
-                                       index, " has ", view.size));
+                          absl::StrCat("slot ", param.slot, " needs ", param.size,
+                                       " elements, buffer ", index, " has ", view.size));
     }
     if (&view.storage->device() != k.device) {
-      return BindingError(k.id, spec.name,
-                          absl::StrCat("slot ", param.slot, ": buffer ", index, " lives on ",
-                                       view.storage->device().name(), ", the kernel runs on ",
-                                       k.device->name()));
+      return BindingError(
+          k.id, spec.name,
+          absl::StrCat("slot ", param.slot, ": buffer ", index, " lives on ",
+                       view.storage->device().name(), ", the kernel runs on ", k.device->name()));
     }
     k.buffer_ptrs[param.slot] = view.data();
     k.buffer_ids[param.slot] = view.storage.get();
@@ -82,11 +85,14 @@ absl::Status BindFixedVars(PreparedKernel& k) {
     auto var = std::find_if(spec.vars.begin(), spec.vars.end(),
                             [&](const VarInfo& v) { return v.name == name; });
     if (var == spec.vars.end()) {
-      return BindingError(k.id, spec.name, absl::StrCat("fixed variable '", name, "' is not a variable of the kernel"));
+      return BindingError(
+          k.id, spec.name,
+          absl::StrCat("fixed variable '", name, "' is not a variable of the kernel"));
     }
     if (value < var->min || value > var->max) {
-      return BindingError(k.id, spec.name, absl::StrCat("fixed variable '", name, "' = ", value,
-                                                        " is outside [", var->min, ", ", var->max, "]"));
+      return BindingError(k.id, spec.name,
+                          absl::StrCat("fixed variable '", name, "' = ", value, " is outside [",
+                                       var->min, ", ", var->max, "]"));
     }
   }
   for (const VarInfo& var : spec.vars) {
@@ -94,7 +100,8 @@ absl::Status BindFixedVars(PreparedKernel& k) {
   }
   k.vals.assign(spec.var_names.size(), 0);
   for (size_t i = 0; i < spec.var_names.size(); ++i) {
-    if (auto it = k.fixedvars.find(spec.var_names[i]); it != k.fixedvars.end()) k.vals[i] = it->second;
+    if (auto it = k.fixedvars.find(spec.var_names[i]); it != k.fixedvars.end())
+      k.vals[i] = it->second;
   }
   return absl::OkStatus();
 }
@@ -130,10 +137,9 @@ void DeriveDependencies(std::vector<PreparedKernel>& kernels) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(std::vector<BufferView> buffers,
-                                                                    std::vector<KernelBinding> kernels,
-                                                                    ProgramSource& source,
-                                                                    ThreadPool* pool) {
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
+    std::vector<BufferView> buffers, std::vector<KernelBinding> kernels, ProgramSource& source,
+    ThreadPool* pool) {
   std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan(std::move(buffers), pool));
   for (size_t i = 0; i < kernels.size(); ++i) {
     KernelBinding& binding = kernels[i];
@@ -189,8 +195,8 @@ absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>
       for (const RuntimeVar& var : k.runtime_vars) used |= var.name == name;
     }
     if (!used) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("variable '", name, "' is not a run-time variable of any kernel in the plan"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable '", name, "' is not a run-time variable of any kernel in the plan"));
     }
   }
   // Validate everything before patching anything: a refused run leaves the plan as it was.
@@ -203,8 +209,8 @@ absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>
       }
       if (it->second < var.min || it->second > var.max) {
         return absl::InvalidArgumentError(absl::StrCat(KernelLabel(k), ": variable '", var.name,
-                                                       "' = ", it->second, " is outside [",
-                                                       var.min, ", ", var.max, "]"));
+                                                       "' = ", it->second, " is outside [", var.min,
+                                                       ", ", var.max, "]"));
       }
     }
   }
@@ -236,7 +242,8 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
   const int n = static_cast<int>(kernels_.size());
   const auto start = std::chrono::steady_clock::now();
   auto now_ns = [start] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start)
         .count();
   };
 
@@ -263,7 +270,8 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
     if (k.dependencies.empty()) run->ready.push_back(k.id);
   }
   int initial = static_cast<int>(run->ready.size());
-  for (int i = 0; i < std::min(initial - 1, pool_->size()); ++i) pool_->Schedule([run] { Drain(run); });
+  for (int i = 0; i < std::min(initial - 1, pool_->size()); ++i)
+    pool_->Schedule([run] { Drain(run); });
   // The caller works too, and waits until every kernel finished or the run stopped.
   while (true) {
     Drain(run);

@@ -30,8 +30,8 @@ namespace uopd {
 struct KernelBinding {
   std::shared_ptr<const KernelAst> ast;
   Device* device = nullptr;
-  std::vector<int> buffers;                   // plan buffer index for each slot
-  std::map<std::string, int64_t> fixedvars;   // values a run cannot override
+  std::vector<int> buffers;                  // plan buffer index for each slot
+  std::map<std::string, int64_t> fixedvars;  // values a run cannot override
 };
 
 struct RuntimeVar {
@@ -51,9 +51,9 @@ struct PreparedKernel {
   std::vector<int> output_indices;  // plan buffers this kernel writes
   std::vector<int64_t> vals;        // positional, in program->spec->var_names order
   std::map<std::string, int64_t> fixedvars;
-  std::vector<int> dependencies;     // ids of kernels that must finish first
-  std::vector<void*> buffer_ptrs;    // device addresses, by slot
-  std::vector<const void*> buffer_ids;  // storage identity, by slot
+  std::vector<int> dependencies;         // ids of kernels that must finish first
+  std::vector<void*> buffer_ptrs;        // device addresses, by slot
+  std::vector<const void*> buffer_ids;   // storage identity, by slot
   std::vector<RuntimeVar> runtime_vars;  // variables a run must supply (not fixed, not core_*)
 };
 

@@ -23,26 +23,26 @@ std::string ResourceRegistry::NewHandle(absl::string_view prefix) {
 
 absl::Status ResourceRegistry::CheckBufferQuota(const std::string& owner, int64_t bytes) {
   if (bytes > limits_.max_buffer_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("a buffer of ", bytes,
-                                                     " bytes exceeds the limit of ",
-                                                     limits_.max_buffer_bytes));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a buffer of ", bytes, " bytes exceeds the limit of ", limits_.max_buffer_bytes));
   }
   absl::MutexLock lock(&mu_);
   const OwnerUsage& usage = usage_[owner];
   if (usage.buffers + 1 > limits_.max_client_buffers) {
-    return absl::ResourceExhaustedError(absl::StrCat("this client already holds ", usage.buffers,
-                                                     " buffers, the limit"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client already holds ", usage.buffers, " buffers, the limit"));
   }
   if (usage.bytes + bytes > limits_.max_client_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("this client's buffers would take ",
-                                                     usage.bytes + bytes, " bytes, over the limit of ",
-                                                     limits_.max_client_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client's buffers would take ", usage.bytes + bytes,
+                     " bytes, over the limit of ", limits_.max_client_bytes));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ResourceRegistry::AddBuffer(const std::string& owner, BufferView view) {
-  if (absl::Status quota = CheckBufferQuota(owner, static_cast<int64_t>(view.bytes())); !quota.ok()) {
+  if (absl::Status quota = CheckBufferQuota(owner, static_cast<int64_t>(view.bytes()));
+      !quota.ok()) {
     return quota;
   }
   std::string handle = NewHandle("buf");
@@ -79,8 +79,8 @@ absl::StatusOr<std::string> ResourceRegistry::AddPlan(const std::string& owner,
   absl::MutexLock lock(&mu_);
   OwnerUsage& usage = usage_[owner];
   if (usage.plans + 1 > limits_.max_client_plans) {
-    return absl::ResourceExhaustedError(absl::StrCat("this client already holds ", usage.plans,
-                                                     " plans, the limit"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client already holds ", usage.plans, " plans, the limit"));
   }
   std::string id = NewHandle("plan");
   usage.plans += 1;
@@ -137,7 +137,8 @@ RegistryStats ResourceRegistry::stats() const {
   absl::MutexLock lock(&mu_);
   RegistryStats stats;
   stats.buffers = static_cast<int64_t>(buffers_.size());
-  for (const auto& [handle, entry] : buffers_) stats.buffer_bytes += static_cast<int64_t>(entry.view.bytes());
+  for (const auto& [handle, entry] : buffers_)
+    stats.buffer_bytes += static_cast<int64_t>(entry.view.bytes());
   stats.plans = static_cast<int64_t>(plans_.size());
   stats.reclaimed = reclaimed_;
   return stats;

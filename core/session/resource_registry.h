@@ -43,8 +43,10 @@ class ResourceRegistry {
   absl::StatusOr<BufferView> GetBuffer(const std::string& owner, const std::string& handle);
   absl::Status FreeBuffer(const std::string& owner, const std::string& handle);
 
-  absl::StatusOr<std::string> AddPlan(const std::string& owner, std::shared_ptr<ExecutionPlan> plan);
-  absl::StatusOr<std::shared_ptr<ExecutionPlan>> GetPlan(const std::string& owner, const std::string& id);
+  absl::StatusOr<std::string> AddPlan(const std::string& owner,
+                                      std::shared_ptr<ExecutionPlan> plan);
+  absl::StatusOr<std::shared_ptr<ExecutionPlan>> GetPlan(const std::string& owner,
+                                                         const std::string& id);
   absl::Status ReleasePlan(const std::string& owner, const std::string& id);
 
   // Frees what has been idle longer than the TTL at `now`; returns how many were freed. A plan

@@ -2,12 +2,18 @@
 
 /* Bit casts without memcpy from libc. */
 static uint64_t double_bits(double x) {
-  union { double d; uint64_t u; } v;
+  union {
+    double d;
+    uint64_t u;
+  } v;
   v.d = x;
   return v.u;
 }
 static float float_from_bits(uint32_t u) {
-  union { float f; uint32_t u; } v;
+  union {
+    float f;
+    uint32_t u;
+  } v;
   v.u = u;
   return v.f;
 }
@@ -25,11 +31,11 @@ static uint32_t round_to_small(double x, int ebits, int mbits, uint32_t max_fiel
   if (exp == 0x7ff) return sign | (man != 0 ? nan_field : inf_field);
   if (exp == 0) return sign; /* zero or a double subnormal: far below every small format */
   int bias = (1 << (ebits - 1)) - 1;
-  int e = (int)exp - 1023 + bias;      /* the target's biased exponent, if normal */
-  uint64_t full = (1ull << 52) | man;  /* 53 significant bits */
+  int e = (int)exp - 1023 + bias;     /* the target's biased exponent, if normal */
+  uint64_t full = (1ull << 52) | man; /* 53 significant bits */
   int shift = 52 - mbits;
-  if (e < 1) shift += 1 - e;           /* subnormal in the target: drop more bits */
-  if (shift > 60) return sign;         /* rounds to zero */
+  if (e < 1) shift += 1 - e;   /* subnormal in the target: drop more bits */
+  if (shift > 60) return sign; /* rounds to zero */
   uint64_t q = full >> shift;
   uint64_t rem = full & ((1ull << shift) - 1);
   uint64_t half = 1ull << (shift - 1);

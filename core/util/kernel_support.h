@@ -1,7 +1,8 @@
-/* Scalar helpers kernels call and the host shares: conversions for the float types x86 has no arithmetic for
- * (float16, bfloat16, fp8), computed exactly (round to nearest even), and THREEFRY. Plain C so
- * the same file is compiled into the daemon (for constants) and into LLVM bitcode that the CPU
- * compiler links into each kernel and inlines. No libc calls: kernels stay self-contained. */
+/* Scalar helpers kernels call and the host shares: conversions for the float types x86 has no
+ * arithmetic for (float16, bfloat16, fp8), computed exactly (round to nearest even), and THREEFRY.
+ * Plain C so the same file is compiled into the daemon (for constants) and into LLVM bitcode that
+ * the CPU compiler links into each kernel and inlines. No libc calls: kernels stay self-contained.
+ */
 #ifndef UOPD_CORE_UTIL_KERNEL_SUPPORT_H_
 #define UOPD_CORE_UTIL_KERNEL_SUPPORT_H_
 

@@ -3,18 +3,18 @@
 #ifndef UOPD_CORE_UTIL_STATUS_MACROS_H_
 #define UOPD_CORE_UTIL_STATUS_MACROS_H_
 
-#include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #define UOPD_STATUS_CONCAT_INNER_(a, b) a##b
 #define UOPD_STATUS_CONCAT_(a, b) UOPD_STATUS_CONCAT_INNER_(a, b)
 
 // Evaluates `expr` (an absl::Status); returns it from the enclosing function when not OK.
-#define UOPD_RETURN_IF_ERROR(expr)                                 \
-  do {                                                             \
-    ::absl::Status uopd_status_ = (expr);                          \
-    if (!uopd_status_.ok()) return uopd_status_;                   \
+#define UOPD_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::absl::Status uopd_status_ = (expr);        \
+    if (!uopd_status_.ok()) return uopd_status_; \
   } while (false)
 
 // `UOPD_ASSIGN_OR_RETURN(auto x, MakeX());` declares/assigns `x` from an absl::StatusOr, or
@@ -22,8 +22,8 @@
 #define UOPD_ASSIGN_OR_RETURN(lhs, expr) \
   UOPD_ASSIGN_OR_RETURN_IMPL_(UOPD_STATUS_CONCAT_(uopd_statusor_, __LINE__), lhs, expr)
 
-#define UOPD_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                \
+#define UOPD_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)   \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

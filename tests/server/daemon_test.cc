@@ -52,9 +52,9 @@ TEST(Daemon, UopctlRunPassesTheWholeCorpus) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("corpus"));
   ASSERT_TRUE(daemon.running());
   int code = 0;
-  std::string out = RunCommand(absl::StrCat(UOPCTL_PATH, " --server ", daemon.address(), " run ",
-                                            UOPD_CORPUS_DIR, " 2>&1"),
-                               &code);
+  std::string out = RunCommand(
+      absl::StrCat(UOPCTL_PATH, " --server ", daemon.address(), " run ", UOPD_CORPUS_DIR, " 2>&1"),
+      &code);
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find(" passed, 0 failed"), std::string::npos) << out;
   EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
@@ -81,8 +81,7 @@ TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
   auto after = client.Compile(CompileOf(Scale(64, 3.0)));
   UOPD_ASSERT_OK(after);
   EXPECT_EQ(after->cache_tier(), "disk");
-  EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0)
-      << daemon.ScrapeMetrics();
+  EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0) << daemon.ScrapeMetrics();
   EXPECT_EQ(daemon.Metric("uopd_cache_requests_total{tier=\"disk\",result=\"hit\"}"), 1);
 }
 
@@ -128,7 +127,8 @@ TEST(Daemon, SixteenConcurrentClientsCompileANewKernelOnce) {
   int in = g.Buffer(1, DType::FLOAT32, 256);
   int value = g.Load(in, r);
   for (int i = 0; i < 300; ++i) {
-    value = g.Node(i % 2 ? Node::MUL : Node::ADD, DType::FLOAT32, {value, g.Float(DType::FLOAT32, 1.0 + i)});
+    value = g.Node(i % 2 ? Node::MUL : Node::ADD, DType::FLOAT32,
+                   {value, g.Float(DType::FLOAT32, 1.0 + i)});
   }
   v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), value), {r})});
   std::vector<std::thread> threads;
@@ -182,7 +182,8 @@ TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
   int out = g.Buffer(0, DType::INT32, 8);
   int n = g.Var("n", 1, 8);
   int r = g.Range(n, 0);
-  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), g.Node(Node::CAST, DType::INT32, {r})), {r})});
+  v1::Graph graph =
+      g.Sink({g.End(g.Store(g.Target(out, r), g.Node(Node::CAST, DType::INT32, {r})), {r})});
   auto handle = client.CreateBuffer("CPU", DType::INT32, 8, std::string(32, '\xff'));
   UOPD_ASSERT_OK(handle);
   v1::PrepareRequest prepare;
@@ -204,13 +205,15 @@ TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
   EXPECT_EQ(values[2], 2);
   EXPECT_EQ(values[3], -1);
   (*run.mutable_vars())["n"] = 9;
-  EXPECT_TRUE(StatusIs(client.RunPlan(run), absl::StatusCode::kInvalidArgument, {"'n' = 9 is outside [1, 8]"}));
+  EXPECT_TRUE(StatusIs(client.RunPlan(run), absl::StatusCode::kInvalidArgument,
+                       {"'n' = 9 is outside [1, 8]"}));
   UOPD_EXPECT_OK(client.ReleasePlan(prepared->plan_id()));
   EXPECT_TRUE(StatusIs(client.RunPlan(run), absl::StatusCode::kNotFound, {"plan"}));
 }
 
 TEST(Daemon, AnswersEachErrorClassWithItsCode) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("errors"), {"--max_buffer_bytes=1048576"});
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("errors"),
+                       {"--max_buffer_bytes=1048576"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
 
@@ -219,8 +222,8 @@ TEST(Daemon, AnswersEachErrorClassWithItsCode) {
   v1::Graph broken = Scale(4, 2.0);
   broken.mutable_nodes(4)->clear_src();  // the MUL loses its operands
   *bad.add_kernels()->mutable_ast() = broken;
-  EXPECT_TRUE(StatusIs(client.Execute(bad), absl::StatusCode::kInvalidArgument,
-                       {"kernels[0]", "node 4"}));
+  EXPECT_TRUE(
+      StatusIs(client.Execute(bad), absl::StatusCode::kInvalidArgument, {"kernels[0]", "node 4"}));
 
   // NOT_FOUND: unknown handles.
   EXPECT_TRUE(StatusIs(client.ReadBuffer("buf-nope"), absl::StatusCode::kNotFound, {"buf-nope"}));
@@ -239,8 +242,8 @@ TEST(Daemon, AnswersEachErrorClassWithItsCode) {
   GraphBuilder special;
   int s = special.Node(Node::SPECIAL, DType::INDEX);
   special.Mut(s)->mutable_arg()->set_str("gidx0");
-  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(special.Sink({s}))), absl::StatusCode::kUnimplemented,
-                       {"SPECIAL"}));
+  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(special.Sink({s}))),
+                       absl::StatusCode::kUnimplemented, {"SPECIAL"}));
 
   // OUT_OF_RANGE: a run-time bounds check stops the kernel.
   GraphBuilder g;
@@ -249,7 +252,8 @@ TEST(Daemon, AnswersEachErrorClassWithItsCode) {
   int in = g.Buffer(1, DType::FLOAT32, 4);
   int idx = g.Node(Node::ADD, DType::INDEX, {r, g.Var("shift", 0, 4)});
   v1::ExecuteRequest oob;
-  *oob.add_kernels()->mutable_ast() = g.Sink({g.End(g.Store(g.Target(out, r), g.Load(in, idx)), {r})});
+  *oob.add_kernels()->mutable_ast() =
+      g.Sink({g.End(g.Store(g.Target(out, r), g.Load(in, idx)), {r})});
   for (int i = 0; i < 2; ++i) {
     v1::InlineBuffer* buffer = oob.add_buffers()->mutable_inline_();
     buffer->set_dtype(DType::FLOAT32);
@@ -299,7 +303,9 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   UOPD_ASSERT_OK(compiled);
   EXPECT_EQ(compiled->target(), "sm_90");
   EXPECT_NE(compiled->ptx().find(".entry scale("), std::string::npos) << compiled->ptx();
-  EXPECT_EQ(compiled->binary().substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(compiled->binary().substr(0, 4),
+            "\x7f"
+            "ELF");
   ASSERT_EQ(compiled->metadata().global_size_size(), 3);
   EXPECT_EQ(compiled->metadata().global_size(0).constant(), 4) << "1000 threads in blocks of 256";
   request.set_target("sm_80");

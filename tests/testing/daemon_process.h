@@ -24,8 +24,11 @@ namespace uopd::testing {
 class DaemonProcess {
  public:
   // Starts the daemon binary at `daemon` with `extra_flags`; waits until it serves (or 20 s).
-  DaemonProcess(std::string daemon, std::string cache_dir, std::vector<std::string> extra_flags = {})
-      : daemon_(std::move(daemon)), cache_dir_(std::move(cache_dir)), flags_(std::move(extra_flags)) {
+  DaemonProcess(std::string daemon, std::string cache_dir,
+                std::vector<std::string> extra_flags = {})
+      : daemon_(std::move(daemon)),
+        cache_dir_(std::move(cache_dir)),
+        flags_(std::move(extra_flags)) {
     Start();
   }
   ~DaemonProcess() { Stop(); }
@@ -97,9 +100,12 @@ class DaemonProcess {
   void Start() {
     const std::string port_file = cache_dir_ + ".port";
     unlink(port_file.c_str());
-    std::vector<std::string> args = {daemon_, "--listen=127.0.0.1:0",
-                                     "--metrics=127.0.0.1:0", "--cache_dir=" + cache_dir_,
-                                     "--port_file=" + port_file, "--log_level=warning"};
+    std::vector<std::string> args = {daemon_,
+                                     "--listen=127.0.0.1:0",
+                                     "--metrics=127.0.0.1:0",
+                                     "--cache_dir=" + cache_dir_,
+                                     "--port_file=" + port_file,
+                                     "--log_level=warning"};
     args.insert(args.end(), flags_.begin(), flags_.end());
     pid_ = fork();
     if (pid_ == 0) {

@@ -72,7 +72,9 @@ class GraphBuilder {
     *Mut(n)->mutable_dtype() = graph_.nodes(buf).dtype();
     return n;
   }
-  int Store(int target, int value) { return Node(v1::Node::STORE, v1::DType::VOID, {target, value}); }
+  int Store(int target, int value) {
+    return Node(v1::Node::STORE, v1::DType::VOID, {target, value});
+  }
   int End(int stmt, std::vector<int> ranges) {
     ranges.insert(ranges.begin(), stmt);
     return Node(v1::Node::END, v1::DType::VOID, ranges);

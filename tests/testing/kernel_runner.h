@@ -56,7 +56,8 @@ inline absl::Status RunOn(Device& device, const v1::Graph& wire, std::vector<Hos
   }
   absl::Status status = program->Execute(ptrs, vals, dims);
   for (size_t i = 0; i < buffers.size(); ++i) {
-    if (status.ok()) status = allocator.CopyOut(buffers[i].bytes.data(), ptrs[i], buffers[i].bytes.size());
+    if (status.ok())
+      status = allocator.CopyOut(buffers[i].bytes.data(), ptrs[i], buffers[i].bytes.size());
     allocator.Free(ptrs[i], buffers[i].bytes.size());
   }
   return status;

@@ -38,13 +38,13 @@ template <typename S>
 
 #define UOPD_EXPECT_OK(expr)                                         \
   do {                                                               \
-    const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr);          \
+    const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr); \
     EXPECT_TRUE(uopd_s_.ok()) << #expr << ": " << uopd_s_;           \
   } while (false)
 
 #define UOPD_ASSERT_OK(expr)                                         \
   do {                                                               \
-    const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr);          \
+    const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr); \
     ASSERT_TRUE(uopd_s_.ok()) << #expr << ": " << uopd_s_;           \
   } while (false)
 

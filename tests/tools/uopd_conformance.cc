@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   int passed = 0, failed = 0;
   for (const std::string& file : *files) {
     auto entry = uopd::LoadCorpusFile(file);
-    absl::Status status = entry.ok() ? uopd::RunCorpusEntry(**device, *entry, options) : entry.status();
+    absl::Status status =
+        entry.ok() ? uopd::RunCorpusEntry(**device, *entry, options) : entry.status();
     if (status.ok()) {
       ++passed;
       if (verbose) std::printf("PASS %s\n", file.c_str());

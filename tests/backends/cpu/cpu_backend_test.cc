@@ -66,7 +66,8 @@ TEST_F(CpuBackendTest, ProgramSpecDescribesTheKernelSignature) {
   auto dims = spec->launch_dims({{"n", 3}});
   UOPD_ASSERT_OK(dims);
   EXPECT_EQ(dims->global[0], 1) << "a small kernel runs on one thread";
-  EXPECT_NE(spec->src.find("define i32 @r_sym(ptr %bufs, ptr %vals)"), std::string::npos) << spec->src;
+  EXPECT_NE(spec->src.find("define i32 @r_sym(ptr %bufs, ptr %vals)"), std::string::npos)
+      << spec->src;
 }
 
 TEST_F(CpuBackendTest, AddsTwoVectors) {
@@ -128,7 +129,8 @@ TEST_F(CpuBackendTest, ProvesMaskedAccessesFromTheirCondition) {
   int in = g.Buffer(1, DType::FLOAT32, 9);
   int idx = g.Node(Node::WHERE, DType::INDEX,
                    {valid, g.Node(Node::ADD, DType::INDEX, {r, g.Index(-2)}), g.Invalid()});
-  int value = g.Node(Node::WHERE, DType::FLOAT32, {valid, g.Load(in, idx), g.Float(DType::FLOAT32, -1)});
+  int value =
+      g.Node(Node::WHERE, DType::FLOAT32, {valid, g.Load(in, idx), g.Float(DType::FLOAT32, -1)});
   v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, r), value), {r})}, "masked");
   auto spec = testing::RenderOn(*device_, wire);
   UOPD_ASSERT_OK(spec);
@@ -175,7 +177,8 @@ TEST_F(CpuBackendTest, DefinesIntegerDivisionByZeroAndOverflowInsteadOfTrapping)
   int b = g.Buffer(3, DType::INT32, 3);
   int div = g.Node(Node::IDIV, DType::INT32, {g.Load(a, r), g.Load(b, r)});
   int mod = g.Node(Node::MOD, DType::INT32, {g.Load(a, r), g.Load(b, r)});
-  int both = g.Node(Node::GROUP, DType::VOID, {g.Store(g.Target(q, r), div), g.Store(g.Target(m, r), mod)});
+  int both = g.Node(Node::GROUP, DType::VOID,
+                    {g.Store(g.Target(q, r), div), g.Store(g.Target(m, r), mod)});
   v1::Graph wire = g.Sink({g.End(both, {r})});
   const int32_t kMin = std::numeric_limits<int32_t>::min();
   std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<int32_t>(3, 9)),

@@ -25,7 +25,8 @@ int EntryParams(const std::string& ptx, const std::string& name) {
   if (at == std::string::npos) return -1;
   size_t end = ptx.find(')', at);
   int params = 0;
-  for (size_t p = ptx.find(".param", at); p != std::string::npos && p < end; p = ptx.find(".param", p + 1)) {
+  for (size_t p = ptx.find(".param", at); p != std::string::npos && p < end;
+       p = ptx.find(".param", p + 1)) {
     ++params;
   }
   return params;
@@ -59,7 +60,9 @@ TEST(CudaBackend, EveryCorpusKernelCompilesForSm90AndSm80WithoutAGpu) {
     for (const auto& compiler : compilers) {
       auto kernel = compiler->Compile(*spec);
       if (!kernel.ok()) return fail(kernel.status().ToString());
-      if (kernel->bytes.size() < 4 || kernel->bytes.compare(0, 4, "\x7f" "ELF") != 0) {
+      if (kernel->bytes.size() < 4 || kernel->bytes.compare(0, 4,
+                                                            "\x7f"
+                                                            "ELF") != 0) {
         return fail(absl::StrCat(compiler->Target(), ": the CUBIN is not an ELF image"));
       }
       int params = EntryParams(kernel->ptx, spec->name);
@@ -86,7 +89,8 @@ TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   EXPECT_EQ(dims->global[0], 1) << "8 outputs fit one block";
   EXPECT_EQ(dims->local[0], kCudaBlockSize);
   EXPECT_NE(spec->src.find("blockIdx.x"), std::string::npos) << spec->src;
-  EXPECT_NE(spec->src.find("for ("), std::string::npos) << "the reduction stays a loop:\n" << spec->src;
+  EXPECT_NE(spec->src.find("for ("), std::string::npos) << "the reduction stays a loop:\n"
+                                                        << spec->src;
   EXPECT_TRUE(spec->var_names.empty()) << "GPU kernels take no core variables";
 }
 
@@ -108,7 +112,8 @@ TEST(CudaBackend, SymbolicLaunchSizesFollowTheVariables) {
 TEST(CudaBackend, RejectsTargetsNvrtcCannotCompileFor) {
   EXPECT_TRUE(testing::StatusIs(NvrtcCompiler::Create("sm_9x"), absl::StatusCode::kInvalidArgument,
                                 {"sm_9x"}));
-  EXPECT_TRUE(testing::StatusIs(NvrtcCompiler::Create("compute_90"), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(
+      testing::StatusIs(NvrtcCompiler::Create("compute_90"), absl::StatusCode::kInvalidArgument));
 }
 
 TEST(CudaBackend, RunsTheCorpusOnTheGpu) {

@@ -57,8 +57,10 @@ v1::Graph WithDuplicate(const v1::Graph& wire, int target) {
     v1::Node* node = out.add_nodes();
     *node = wire.nodes(i);
     for (int& s : *node->mutable_src()) {
-      if (s > target) ++s;
-      else if (s == target && i > target + 1 && i % 2 == 0) s = target + 1;
+      if (s > target)
+        ++s;
+      else if (s == target && i > target + 1 && i % 2 == 0)
+        s = target + 1;
     }
     if (i == target) *out.add_nodes() = wire.nodes(i);
   }

@@ -62,10 +62,9 @@ TEST_F(SimplifyTest, DecidesByValueRange) {
 
 TEST_F(SimplifyTest, LeavesFloatArithmeticAlone) {
   const UOp* f = graph_.Make(Op::kConst, DType::Of(Scalar::kFloat32), {}, Arg::F64(0.0));
-  const UOp* sum = graph_.Make(Op::kAdd, DType::Of(Scalar::kFloat32),
-                               {graph_.Make(Op::kDefineGlobal, DType::Ptr(Scalar::kFloat32, 4), {},
-                                            Arg::I64(0)),
-                                f});
+  const UOp* sum = graph_.Make(
+      Op::kAdd, DType::Of(Scalar::kFloat32),
+      {graph_.Make(Op::kDefineGlobal, DType::Ptr(Scalar::kFloat32, 4), {}, Arg::I64(0)), f});
   EXPECT_EQ(Simplify(sum), sum) << "x+0.0 is not x for x = -0.0";
 }
 

@@ -65,7 +65,8 @@ TEST(ValueRanges, AreSoundOnCorpusIndexExpressions) {
     ASSERT_TRUE(decoded.ok()) << label << decoded.status();
     ValueRanges ranges;
     for (const UOp* node : Toposort(decoded->root)) {
-      if (node->dtype().scalar != Scalar::kIndex || node->dtype().ptr || node->IsInvalid()) continue;
+      if (node->dtype().scalar != Scalar::kIndex || node->dtype().ptr || node->IsInvalid())
+        continue;
       if (node->op() == Op::kWhere) continue;  // may select Invalid: no value to check
       Interval bound = ranges.Get(node);
       Int128 seen_min = bound.max + 1, seen_max = bound.min - 1;
@@ -94,8 +95,8 @@ TEST(ValueRanges, AreSoundOnCorpusIndexExpressions) {
 
 TEST(ValueRanges, WrapToTheDtypeWhenAnOperationMayOverflow) {
   Graph graph;
-  const UOp* x = graph.Make(Op::kDefineVar, DType::Of(Scalar::kInt32), {},
-                            Arg::Var("x", 0, 2'000'000'000));
+  const UOp* x =
+      graph.Make(Op::kDefineVar, DType::Of(Scalar::kInt32), {}, Arg::Var("x", 0, 2'000'000'000));
   const UOp* doubled = graph.Make(Op::kAdd, DType::Of(Scalar::kInt32), {x, x});
   ValueRanges ranges;
   Interval r = ranges.Get(doubled);
@@ -113,10 +114,10 @@ TEST(ValueRanges, ReadUnsignedConstantsModuloTheirWidth) {
 TEST(ValueRanges, HonourOverrides) {
   Graph graph;
   const UOp* end = graph.ConstInt(Scalar::kIndex, 10);
-  const UOp* r = graph.Make(Op::kRange, DType::Of(Scalar::kIndex), {end},
-                            Arg::Range({0}, AxisType::kLoop));
-  const UOp* shifted = graph.Make(Op::kAdd, DType::Of(Scalar::kIndex),
-                                  {r, graph.ConstInt(Scalar::kIndex, -2)});
+  const UOp* r =
+      graph.Make(Op::kRange, DType::Of(Scalar::kIndex), {end}, Arg::Range({0}, AxisType::kLoop));
+  const UOp* shifted =
+      graph.Make(Op::kAdd, DType::Of(Scalar::kIndex), {r, graph.ConstInt(Scalar::kIndex, -2)});
   ValueRanges plain;
   EXPECT_EQ(plain.Get(shifted).min, -2);
   ValueRanges narrowed({{r, Interval{2, 9}}});

@@ -64,7 +64,8 @@ TEST(Validate, RejectsMissingOp) {
 
 TEST(Validate, RejectsUnknownDtype) {
   auto status = Decode(StoreOf({R"({"op": "CONST", "dtype": {"scalar": 77}, "arg": {"f64": 1}})"}));
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 3 CONST", "unknown dtype scalar 77"}));
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument, {"node 3 CONST", "unknown dtype scalar 77"}));
 }
 
 TEST(Validate, RejectsSourceThatIsNotEarlier) {
@@ -76,15 +77,15 @@ TEST(Validate, RejectsSourceThatIsNotEarlier) {
 }
 
 TEST(Validate, RejectsWrongSourceCount) {
-  auto status = Decode(StoreOf({Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"),
-                                Node("ADD", "FLOAT32", "3")}));
+  auto status = Decode(
+      StoreOf({Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"), Node("ADD", "FLOAT32", "3")}));
   EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 4 ADD", "expects 2 sources, got 1"}));
 }
 
 TEST(Validate, RejectsOperandDtypeMismatch) {
-  auto status = Decode(StoreOf({Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"),
-                                Node("CONST", "INT32", "", R"({"i64": 1})"),
-                                Node("ADD", "FLOAT32", "3, 4")}));
+  auto status = Decode(
+      StoreOf({Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"),
+               Node("CONST", "INT32", "", R"({"i64": 1})"), Node("ADD", "FLOAT32", "3, 4")}));
   EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 5 ADD", "operand dtypes differ"}));
 }
 
@@ -98,28 +99,29 @@ TEST(Validate, RejectsSlotWithTwoDtypes) {
       {kBuf0,
        R"({"op": "DEFINE_GLOBAL", "dtype": {"scalar": "INT32", "ptr": true, "size": 8}, "arg": {"i64": 0}})",
        Sink(1)});
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument,
-                       {"node 1 DEFINE_GLOBAL", "slot 0 is also defined as float32*[8] by node 0"}));
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument,
+               {"node 1 DEFINE_GLOBAL", "slot 0 is also defined as float32*[8] by node 0"}));
 }
 
 TEST(Validate, RejectsRangeWithNonIntegerEnd) {
-  auto status = Decode({Node("CONST", "FLOAT32", "", R"({"f64": 4.0})"),
-                        Node("RANGE", "INDEX", "0", R"({"range": {"axis": [0], "type": "LOOP"}})"),
-                        Sink(1)});
+  auto status =
+      Decode({Node("CONST", "FLOAT32", "", R"({"f64": 4.0})"),
+              Node("RANGE", "INDEX", "0", R"({"range": {"axis": [0], "type": "LOOP"}})"), Sink(1)});
   EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 1 RANGE", "end must be an integer"}));
 }
 
 TEST(Validate, RejectsVariableWithMinAboveMax) {
-  auto status =
-      Decode({Node("DEFINE_VAR", "INDEX", "", R"({"var": {"name": "n", "min": 5, "max": 2}})"),
-              Sink(0)});
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument,
-                       {"node 0 DEFINE_VAR", "'n' has min 5 > max 2"}));
+  auto status = Decode(
+      {Node("DEFINE_VAR", "INDEX", "", R"({"var": {"name": "n", "min": 5, "max": 2}})"), Sink(0)});
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument, {"node 0 DEFINE_VAR", "'n' has min 5 > max 2"}));
 }
 
 TEST(Validate, RejectsRootThatIsNotSink) {
   auto status = Decode({kBuf0, kIdx0});
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 1 CONST", "root (last node) must be a SINK"}));
+  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument,
+                       {"node 1 CONST", "root (last node) must be a SINK"}));
 }
 
 TEST(Validate, RejectsGraphOverNodeLimit) {
@@ -147,21 +149,25 @@ TEST(Validate, RejectsConstantWithMismatchedArgument) {
 
 TEST(Validate, RejectsIndexIntoANonPointer) {
   auto status = Decode({kIdx0, Node("INDEX", "FLOAT32", "0, 0"), Sink(1)});
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 1 INDEX", "must be a buffer pointer"}));
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument, {"node 1 INDEX", "must be a buffer pointer"}));
 }
 
 TEST(Validate, RejectsReduceWithUnsupportedOp) {
-  auto status = Decode({Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"), kIdx0,
-                        Node("RANGE", "INDEX", "1", R"({"range": {"axis": [0], "type": "REDUCE"}})"),
-                        Node("REDUCE", "FLOAT32", "0, 2", R"({"op": "SUB"})"), Sink(3)});
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 3 REDUCE", "must be ADD, MUL or MAX"}));
+  auto status =
+      Decode({Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"), kIdx0,
+              Node("RANGE", "INDEX", "1", R"({"range": {"axis": [0], "type": "REDUCE"}})"),
+              Node("REDUCE", "FLOAT32", "0, 2", R"({"op": "SUB"})"), Sink(3)});
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument, {"node 3 REDUCE", "must be ADD, MUL or MAX"}));
 }
 
 TEST(Validate, RejectsBufferOverElementLimit) {
   IrLimits limits;
   limits.max_buffer_elements = 4;
   auto status = Decode({kBuf0, Sink(0)}, limits);
-  EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 0 DEFINE_GLOBAL", "exceeds the limit of 4"}));
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument, {"node 0 DEFINE_GLOBAL", "exceeds the limit of 4"}));
 }
 
 // A chain of `depth` NEGs over one constant, built on the wire directly (JSON would be slow).

@@ -151,8 +151,8 @@ TEST_F(ExecutionPlanTest, RefusesOverlappingBindingsThatAreWritten) {
   BufferView first3 = *BufferView::Of(base, 0, Scalar::kFloat32, 3);
   BufferView last3 = *BufferView::Of(base, 4, Scalar::kFloat32, 3);
   auto plan = Build({first3, last3}, {Bind(AddConst(3, 1), {0, 1})});
-  EXPECT_TRUE(StatusIs(plan, absl::StatusCode::kInvalidArgument,
-                       {"kernel 0", "slots 0 and 1 overlap"}));
+  EXPECT_TRUE(
+      StatusIs(plan, absl::StatusCode::kInvalidArgument, {"kernel 0", "slots 0 and 1 overlap"}));
 }
 
 TEST_F(ExecutionPlanTest, RefusesBadBindings) {
@@ -160,7 +160,8 @@ TEST_F(ExecutionPlanTest, RefusesBadBindings) {
   EXPECT_TRUE(StatusIs(missing, absl::StatusCode::kInvalidArgument,
                        {"kernel 0", "slot 1 is bound to buffer 5, which does not exist"}));
   auto too_few = Build({Floats({0, 0})}, {Bind(AddConst(2, 1), {0})});
-  EXPECT_TRUE(StatusIs(too_few, absl::StatusCode::kInvalidArgument, {"has 2 buffer slots, 1 bound"}));
+  EXPECT_TRUE(
+      StatusIs(too_few, absl::StatusCode::kInvalidArgument, {"has 2 buffer slots, 1 bound"}));
   auto small = Build({Floats({0}), Floats({0, 0})}, {Bind(AddConst(2, 1), {0, 1})});
   EXPECT_TRUE(StatusIs(small, absl::StatusCode::kInvalidArgument,
                        {"slot 0 needs 2 elements, buffer 0 has 1"}));
