@@ -15,12 +15,6 @@
 namespace uopd {
 namespace {
 
-// Float types x86 cannot compute in: kept as bits, widened to float for arithmetic.
-bool IsEmulatedFloat(Scalar s) {
-  return s == Scalar::kFloat16 || s == Scalar::kBfloat16 || s == Scalar::kFp8E4M3 ||
-         s == Scalar::kFp8E5M2;
-}
-
 absl::string_view NarrowFn(Scalar s) {
   switch (s) {
     case Scalar::kFloat16:
@@ -98,7 +92,7 @@ class IrWriter {
   }
   // The type arithmetic happens in: emulated floats compute in float.
   std::string ComputeType(const DType& d) const {
-    return IsEmulatedFloat(d.scalar) ? "float" : RegType(d);
+    return IsNarrowFloat(d.scalar) ? "float" : RegType(d);
   }
   static bool IsFloatCompute(const DType& d) { return IsFloat(d.scalar); }
   static bool IsSigned(const DType& d) { return IsInt(d.scalar) && !IsUnsigned(d.scalar); }
@@ -127,7 +121,7 @@ class IrWriter {
     const DType& d = in.dtype;
     if (IsFloat(d.scalar)) {
       double v = in.arg.kind == ArgKind::kF64 ? in.arg.f : static_cast<double>(in.arg.i);
-      if (IsEmulatedFloat(d.scalar)) {
+      if (IsNarrowFloat(d.scalar)) {
         uint32_t bits = d.scalar == Scalar::kFloat16    ? uopd_f64_to_f16(v)
                         : d.scalar == Scalar::kBfloat16 ? uopd_f64_to_bf16(v)
                         : d.scalar == Scalar::kFp8E4M3  ? uopd_f64_to_fp8e4m3(v)
@@ -156,7 +150,7 @@ class IrWriter {
 
   // Widens an emulated float value to float; other values pass through.
   std::string ToCompute(const std::string& value, const DType& d) {
-    if (!IsEmulatedFloat(d.scalar)) return value;
+    if (!IsNarrowFloat(d.scalar)) return value;
     std::string wide = Fresh("w");
     Line(absl::StrCat(wide, " = zext ", RegType(d), " ", value, " to i32"));
     std::string f = Fresh("f");
@@ -165,7 +159,7 @@ class IrWriter {
   }
   // Rounds a float (or double) result back to an emulated float's bits.
   std::string FromCompute(const std::string& value, const std::string& from_type, const DType& d) {
-    if (!IsEmulatedFloat(d.scalar)) return value;
+    if (!IsNarrowFloat(d.scalar)) return value;
     std::string dbl = value;
     if (from_type == "float") {
       dbl = Fresh("d");
@@ -484,7 +478,7 @@ class IrWriter {
     }
     if (IsFloat(to.scalar)) {
       // To a float: compute in double for emulated targets (exact from every source but int64).
-      std::string target = IsEmulatedFloat(to.scalar) ? "double" : RegType(to);
+      std::string target = IsNarrowFloat(to.scalar) ? "double" : RegType(to);
       std::string r = Fresh("cv");
       if (IsFloat(from.scalar)) {
         std::string f = ToCompute(v, from);
@@ -499,7 +493,7 @@ class IrWriter {
         Line(absl::StrCat(r, " = ", s ? "sitofp " : "uitofp ", RegType(from), " ", v, " to ",
                           target));
       }
-      if (IsEmulatedFloat(to.scalar)) return FromCompute(r, target, to);
+      if (IsNarrowFloat(to.scalar)) return FromCompute(r, target, to);
       return r;
     }
     // To an integer.
@@ -551,19 +545,12 @@ class IrWriter {
     return addr;
   }
 
-  const BufferParam& Param(int slot) const {
-    for (const BufferParam& p : p_.globals) {
-      if (p.slot == slot) return p;
-    }
-    return p_.globals.front();  // unreachable: the lowering only emits declared slots
-  }
-
   std::string EmitLoad(const Instr& in, const std::string& self) {
     const DType& d = in.dtype;
-    std::string zero = d.scalar == Scalar::kBool                         ? "false"
-                       : IsFloat(d.scalar) && !IsEmulatedFloat(d.scalar) ? "0.0"
-                                                                         : "0";
-    if (Param(in.slot).size == 0) return zero;  // never valid: the bounds check ran first
+    std::string zero = d.scalar == Scalar::kBool                       ? "false"
+                       : IsFloat(d.scalar) && !IsNarrowFloat(d.scalar) ? "0.0"
+                                                                       : "0";
+    if (p_.Global(in.slot).size == 0) return zero;  // never valid: the bounds check ran first
     std::string index = Op(in.src[0]);
     bool masked = in.src.size() > 1;
     if (masked) {

@@ -56,11 +56,6 @@ __device__ unsigned long long uopd_threefry(unsigned long long x, unsigned long 
 __device__ __forceinline__ void uopd_fail(int* status, int code) { atomicCAS(status, 0, code); }
 )";
 
-bool IsEmulated(Scalar s) {
-  return s == Scalar::kFloat16 || s == Scalar::kBfloat16 || s == Scalar::kFp8E4M3 ||
-         s == Scalar::kFp8E5M2;
-}
-
 class CudaWriter {
  public:
   explicit CudaWriter(const LinearProgram& p) : p_(p) {}
@@ -246,7 +241,7 @@ class CudaWriter {
 
   std::string Binary(uopd::Op op, const std::string& a_in, const std::string& b_in,
                      const DType& d) {
-    if (IsEmulated(d.scalar)) {
+    if (IsNarrowFloat(d.scalar)) {
       std::string a = Widen(a_in, d), b = Widen(b_in, d);
       return Narrow(Binary(op, a, b, DType::Of(Scalar::kFloat32)), d, false);
     }
@@ -293,7 +288,7 @@ class CudaWriter {
   }
 
   std::string Unary(uopd::Op op, const std::string& x_in, const DType& d) {
-    if (IsEmulated(d.scalar))
+    if (IsNarrowFloat(d.scalar))
       return Narrow(Unary(op, Widen(x_in, d), DType::Of(Scalar::kFloat32)), d, false);
     bool dbl = d.scalar == Scalar::kFloat64;
     const std::string& x = x_in;
@@ -325,9 +320,9 @@ class CudaWriter {
     if (to.scalar == Scalar::kBool) {
       return absl::StrCat("(", Widen(v, from), IsFloat(from.scalar) ? " != 0.0f)" : " != 0)");
     }
-    if (IsEmulated(to.scalar)) {
+    if (IsNarrowFloat(to.scalar)) {
       if (from.scalar == Scalar::kFloat64) return Narrow(v, to, true);
-      if (IsEmulated(from.scalar) || from.scalar == Scalar::kFloat32)
+      if (IsNarrowFloat(from.scalar) || from.scalar == Scalar::kFloat32)
         return Narrow(Widen(v, from), to, false);
       return Narrow(absl::StrCat("(double)", v), to, true);  // integers: exact through double
     }
@@ -342,13 +337,6 @@ class CudaWriter {
   std::string Bitcast(const std::string& v, const DType& from, const DType& to) {
     if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool) return Cast(v, from, to);
     return absl::StrCat("uopd_bitcast<", Type(to), ">(", v, ")");
-  }
-
-  const BufferParam& Param(int slot) const {
-    for (const BufferParam& p : p_.globals) {
-      if (p.slot == slot) return p;
-    }
-    return p_.globals.front();
   }
 
   void EmitInstr(int i) {
@@ -406,7 +394,7 @@ class CudaWriter {
       case InstrKind::kLoad: {
         const DType& d = in.dtype;
         std::string zero = d.scalar == Scalar::kBool ? "false" : absl::StrCat(Type(d), "(0)");
-        if (Param(in.slot).size == 0) {
+        if (p_.Global(in.slot).size == 0) {
           operand_[i] = Define(i, d, zero);
           return;
         }

@@ -42,6 +42,13 @@ absl::string_view KindName(InstrKind kind) {
 
 }  // namespace
 
+const BufferParam& LinearProgram::Global(int slot) const {
+  for (const BufferParam& param : globals) {
+    if (param.slot == slot) return param;
+  }
+  return globals.front();  // unreachable for lowered programs: they only use declared slots
+}
+
 std::string LinearProgram::Dump() const {
   std::string out = absl::StrCat("kernel ", name, " (index int", index_bits,
                                  parallel ? ", split across cores" : "", ")\n");

@@ -65,6 +65,9 @@ struct LinearProgram {
   int proven_accesses = 0;
   int guarded_accesses = 0;
 
+  // The buffer parameter of `slot`. REQUIRES: the kernel declares `slot`.
+  const BufferParam& Global(int slot) const;
+
   // A readable listing, one instruction a line, with the access-proof counts at the end.
   std::string Dump() const;
 };

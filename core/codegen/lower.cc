@@ -395,10 +395,7 @@ class Lowerer {
       access.valid =
           access.valid < 0 ? c : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, c});
     }
-    const BufferParam* param = nullptr;
-    for (const BufferParam& p : program_.globals) {
-      if (p.slot == slot) param = &p;
-    }
+    const BufferParam* param = &program_.Global(slot);
     if (ProveInBounds(idx, conditions, param->size, ranges_)) {
       ++program_.proven_accesses;
     } else {

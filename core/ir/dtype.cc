@@ -67,6 +67,11 @@ bool IsFloat(Scalar scalar) {
   }
 }
 
+bool IsNarrowFloat(Scalar scalar) {
+  return scalar == Scalar::kFloat16 || scalar == Scalar::kBfloat16 || scalar == Scalar::kFp8E4M3 ||
+         scalar == Scalar::kFp8E5M2;
+}
+
 bool IsInt(Scalar scalar) {
   switch (scalar) {
     case Scalar::kIndex:

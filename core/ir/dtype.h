@@ -47,6 +47,9 @@ bool IsFloat(Scalar scalar);
 // Integer types, INDEX included; BOOL excluded.
 bool IsInt(Scalar scalar);
 bool IsUnsigned(Scalar scalar);
+// float16, bfloat16 and the fp8 formats: few CPUs compute in them, so backends compute in
+// float32 and round after every operation.
+bool IsNarrowFloat(Scalar scalar);
 // INT and BOOL types and INDEX: everything whose values are integers.
 inline bool IsIntLike(Scalar scalar) { return IsInt(scalar) || scalar == Scalar::kBool; }
 // The width of an integer type in bits (INDEX: 64, BOOL: 1).

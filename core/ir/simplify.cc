@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/ir/evaluate.h"
 #include "core/ir/printer.h"
 #include "core/ir/value_range.h"
 
@@ -37,63 +38,16 @@ const UOp* MakeConst(RuleContext& ctx, const DType& dtype, Int128 value) {
   return ctx.graph.Make(Op::kConst, dtype, {}, arg);
 }
 
-// Constant folding: every operand a constant. Division by zero is left to the lowering.
+// Constant folding: every operand a constant, evaluated with the IR's semantics. Division by
+// zero does not fold (the lowering defines it).
 std::optional<const UOp*> FoldConstants(const UOp& node, RuleContext& ctx) {
   if (!IsAlu(node.op()) || node.op() == Op::kThreefry || node.num_src() == 0) return std::nullopt;
   for (const UOp* src : node.src()) {
     if (!src->IsConst() || src->IsInvalid() || !IsIntLike(src->dtype().scalar)) return std::nullopt;
   }
-  auto v = [&](size_t i) { return ConstIntValue(*node.src(i)); };
-  Int128 r;
-  switch (node.op()) {
-    case Op::kAdd:
-      r = v(0) + v(1);
-      break;
-    case Op::kSub:
-      r = v(0) - v(1);
-      break;
-    case Op::kMul:
-      r = v(0) * v(1);
-      break;
-    case Op::kNeg:
-      r = -v(0);
-      break;
-    case Op::kIdiv:
-      if (v(1) == 0) return std::nullopt;
-      r = v(0) / v(1);
-      break;
-    case Op::kMod:
-      if (v(1) == 0) return std::nullopt;
-      r = v(0) % v(1);
-      break;
-    case Op::kMax:
-      r = std::max(v(0), v(1));
-      break;
-    case Op::kAnd:
-      r = v(0) & v(1);
-      break;
-    case Op::kOr:
-      r = v(0) | v(1);
-      break;
-    case Op::kXor:
-      r = v(0) ^ v(1);
-      break;
-    case Op::kCmplt:
-      r = v(0) < v(1);
-      break;
-    case Op::kCmpne:
-      r = v(0) != v(1);
-      break;
-    case Op::kCmpeq:
-      r = v(0) == v(1);
-      break;
-    case Op::kWhere:
-      r = v(0) ? v(1) : v(2);
-      break;
-    default:
-      return std::nullopt;
-  }
-  return MakeConst(ctx, node.dtype(), r);
+  auto value = EvaluateInt(&node, {});
+  if (!value.ok()) return std::nullopt;
+  return MakeConst(ctx, node.dtype(), *value);
 }
 
 // x+0, 0+x, x-0, x*1, 1*x, x//1 -> x; x*0, x%1 -> 0.

@@ -15,6 +15,8 @@ rm -rf "$stubs" && mkdir -p "$stubs"
 "$venv/bin/python" -m grpc_tools.protoc -I "$src/proto" --python_out="$stubs" --grpc_python_out="$stubs" \
   "$src"/proto/uopd/v1/*.proto
 touch "$stubs/uopd/__init__.py" "$stubs/uopd/v1/__init__.py"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$src/client/python"
+# Install from a copy: building in place would leave setuptools' build/ in the source tree.
+rm -rf "$build/pyclient" && cp -r "$src/client/python" "$build/pyclient"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$build/pyclient"
 export PYTHONPATH=$stubs UOPD_DAEMON=$daemon UOPD_CORPUS_DIR=$src/tests/corpus
 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests/python"
