@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/graph_builder.h"
@@ -315,6 +317,78 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   request.set_target("sm_1");
   EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument, {"sm_1"}));
 #endif
+}
+
+TEST(Daemon, CompilesSourceThatClientsRenderedThemselves) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("source"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::CompileRequest from_ast = CompileOf(Scale(16, 7.0));
+  from_ast.set_want_source(true);
+  auto rendered = client.Compile(from_ast);
+  UOPD_ASSERT_OK(rendered);
+  v1::CompileRequest request;
+  request.mutable_source()->set_src(rendered->source());
+  request.mutable_source()->set_entry(rendered->entry());
+  *request.mutable_source()->mutable_metadata() = rendered->metadata();
+  request.set_want_binary(true);
+  auto compiled = client.Compile(request);
+  UOPD_ASSERT_OK(compiled);
+  EXPECT_EQ(compiled->cache_tier(), "compiled");
+  EXPECT_EQ(compiled->binary().substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_NE(compiled->cache_key(), rendered->cache_key()) << "keyed on the source, not an AST";
+  auto again = client.Compile(request);
+  UOPD_ASSERT_OK(again);
+  EXPECT_EQ(again->cache_tier(), "memory");
+  request.mutable_source()->set_src("this is not LLVM IR");
+  EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInternal, {"does not parse"}));
+}
+
+TEST(Daemon, SharesCacheEntriesAndRefusesPutsUnlessAllowed) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cache-service"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto compiled = client.Compile(CompileOf(Scale(8, 9.0)));
+  UOPD_ASSERT_OK(compiled);
+  auto channel = grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials());
+  auto cache = v1::CacheService::NewStub(channel);
+  {
+    grpc::ClientContext context;
+    v1::FindMissingRequest request;
+    request.add_keys(compiled->cache_key());
+    request.add_keys(std::string(64, 'a'));
+    v1::FindMissingResponse response;
+    ASSERT_TRUE(cache->FindMissing(&context, request, &response).ok());
+    ASSERT_EQ(response.missing_size(), 1);
+    EXPECT_EQ(response.missing(0), std::string(64, 'a'));
+  }
+  v1::CacheGetResponse entry;
+  {
+    grpc::ClientContext context;
+    v1::CacheGetRequest request;
+    request.set_key(compiled->cache_key());
+    ASSERT_TRUE(cache->Get(&context, request, &entry).ok());
+    EXPECT_TRUE(entry.found());
+  }
+  {
+    grpc::ClientContext context;
+    v1::CachePutRequest request;
+    request.set_key(std::string(64, 'b'));
+    request.set_value(entry.value());
+    v1::CachePutResponse response;
+    grpc::Status status = cache->Put(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    v1::CacheGetRequest request;
+    request.set_key("not-a-key");
+    v1::CacheGetResponse response;
+    EXPECT_EQ(cache->Get(&context, request, &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
 }
 
 TEST(Daemon, ReclaimsIdleBuffers) {
