@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
+#include "core/util/large_stack.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -18,9 +19,15 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& b
   result.key = KeyFor(base_device, pair, ast->hash);
   result.key_hex = result.key.Hex();
   auto compile = [&pair, &ast]() -> absl::StatusOr<v1::CachedKernel> {
-    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, pair.renderer->Render(ast, ast->DefaultName()));
-    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, pair.compiler->Compile(spec));
-    return EncodeCachedKernel(spec, compiled);
+    absl::StatusOr<v1::CachedKernel> result = absl::InternalError("not compiled");
+    RunOnLargeStack(kCompileStackBytes, [&] {
+      result = [&]() -> absl::StatusOr<v1::CachedKernel> {
+        UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, pair.renderer->Render(ast, ast->DefaultName()));
+        UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, pair.compiler->Compile(spec));
+        return EncodeCachedKernel(spec, compiled);
+      }();
+    });
+    return result;
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile));
   return result;

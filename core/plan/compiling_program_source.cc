@@ -1,6 +1,7 @@
 #include "core/plan/compiling_program_source.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/util/large_stack.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -38,8 +39,9 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CompilingProgramSource::Get
     if (entry->status.ok()) return entry->program;
     return entry->status;
   }
-  // Compile outside the lock; waiters park on `ready`.
-  auto built = Build(device, std::move(ast));
+  // Compile outside the lock (waiters park on `ready`), on a stack deep graphs cannot exhaust.
+  absl::StatusOr<std::shared_ptr<const LoadedProgram>> built = absl::InternalError("not built");
+  RunOnLargeStack(kCompileStackBytes, [&] { built = Build(device, ast); });
   absl::MutexLock lock(&mu_);
   entry->ready = true;
   if (built.ok()) {

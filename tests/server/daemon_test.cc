@@ -391,6 +391,25 @@ TEST(Daemon, SharesCacheEntriesAndRefusesPutsUnlessAllowed) {
   }
 }
 
+TEST(Daemon, SurvivesGraphsAtTheDepthLimit) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("deep"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  for (int depth : {19'990, 25'000}) {
+    GraphBuilder g;
+    int out = g.Buffer(0, DType::FLOAT32, 1);
+    int value = g.Float(DType::FLOAT32, 1.0);
+    for (int i = 0; i < depth; ++i) value = g.Node(Node::NEG, DType::FLOAT32, {value});
+    auto compiled = client.Compile(CompileOf(g.Sink({g.Store(g.Target(out, g.Index(0)), value)})));
+    if (depth < 20'000) {
+      UOPD_EXPECT_OK(compiled);
+    } else {
+      EXPECT_TRUE(StatusIs(compiled, absl::StatusCode::kInvalidArgument, {"depth"}));
+    }
+  }
+  UOPD_EXPECT_OK(client.ListDevices());  // still serving
+}
+
 TEST(Daemon, ReclaimsIdleBuffers) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("ttl"), {"--idle_ttl=1s"});
   ASSERT_TRUE(daemon.running());
