@@ -51,7 +51,8 @@ ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30,
 ABSL_FLAG(int64_t, max_client_bytes, int64_t{64} << 30, "all buffers of one client, bytes");
 ABSL_FLAG(int64_t, max_nodes, 200'000, "largest kernel AST, nodes");
 ABSL_FLAG(int64_t, max_depth, 20'000, "longest source chain in a kernel AST");
-ABSL_FLAG(int64_t, max_buffer_elements, int64_t{1} << 34, "largest buffer a kernel may declare, elements");
+ABSL_FLAG(int64_t, max_buffer_elements, int64_t{1} << 34,
+          "largest buffer a kernel may declare, elements");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 ABSL_FLAG(std::string, port_file, "",
           "write the bound gRPC and metrics addresses here once serving");
