@@ -286,6 +286,7 @@ class Lowerer {
         for (const UOp* range : SortedRanges(node->src().subspan(1))) {
           if (!IsGridRange(range)) ranges.push_back(range);  // grid ranges are open already
         }
+        UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
         for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
         UOPD_RETURN_IF_ERROR(Statement(node->src(0)));
         for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
@@ -440,6 +441,42 @@ class Lowerer {
     return loaded;
   }
 
+  // Emits, before the loops over `ranges` open, every REDUCE in `body` that does not depend on
+  // them (x - max(x) inside a sum): computed once here instead of once per iteration. A REDUCE
+  // ordered after a store in the body (through AFTER) depends on the body's ranges, so
+  // hoisting never moves a read before the write it follows.
+  absl::Status HoistReductions(const UOp* body, const std::vector<const UOp*>& ranges) {
+    std::vector<const UOp*> stack = {body};
+    absl::flat_hash_set<const UOp*> seen = {body};
+    std::vector<const UOp*> hoist;
+    while (!stack.empty()) {
+      const UOp* node = stack.back();
+      stack.pop_back();
+      if (node->op() == Op::kReduce && !Memo(node)) {
+        const auto& free = FreeRanges(node);
+        bool independent = std::none_of(ranges.begin(), ranges.end(),
+                                        [&](const UOp* r) { return free.contains(r); });
+        bool computable = std::all_of(free.begin(), free.end(),
+                                      [&](const UOp* r) { return open_ranges_.contains(r); });
+        if (independent && computable) {
+          hoist.push_back(node);
+          continue;  // its own body is handled when it is emitted
+        }
+      }
+      for (const UOp* src : node->src()) {
+        if (seen.insert(src).second) stack.push_back(src);
+      }
+    }
+    // Creation order is topological: inner reductions first.
+    std::sort(hoist.begin(), hoist.end(),
+              [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
+    for (const UOp* reduce : hoist) {
+      UOPD_ASSIGN_OR_RETURN(int value, Value(reduce));
+      (void)value;  // memoized in the current scope for the loops about to open
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<int> Reduce(const UOp* node) {
     Op op = node->arg().reduce_op;
     if (!IsIdentityOf(op)) return NodeError(*node, "unsupported reduction");
@@ -447,6 +484,7 @@ class Lowerer {
     int acc = Emit(Instr{
         .kind = InstrKind::kAccDefine, .dtype = node->dtype(), .src = {identity}, .origin = node});
     std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
+    UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
     for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
     UOPD_ASSIGN_OR_RETURN(int value, Value(node->src(0)));
     Emit(Instr{.kind = InstrKind::kAccUpdate,
