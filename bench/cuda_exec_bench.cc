@@ -10,34 +10,12 @@
 #include "bench/bench_util.h"
 #include "core/ir/kernel_ast.h"
 #include "tests/testing/graph_builder.h"
+#include "tests/testing/sample_kernels.h"
 
 namespace {
 
-using uopd::testing::GraphBuilder;
-using uopd::v1::DType;
-using uopd::v1::Node;
-
-uopd::v1::Graph AddKernel(int64_t n) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, n);
-  int r = g.Range(g.Index(n), 0);
-  int a = g.Buffer(1, DType::FLOAT32, n);
-  int b = g.Buffer(2, DType::FLOAT32, n);
-  int sum = g.Node(Node::ADD, DType::FLOAT32, {g.Load(a, r), g.Load(b, r)});
-  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "E_add");
-}
-
-uopd::v1::Graph RowSumKernel(int64_t rows, int64_t cols) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, rows);
-  int r = g.Range(g.Index(rows), 0);
-  int in = g.Buffer(1, DType::FLOAT32, rows * cols);
-  int k = g.Range(g.Index(cols), 1, uopd::v1::RangeArg::REDUCE);
-  int idx =
-      g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(cols)}), k});
-  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(in, idx), {k});
-  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_rowsum");
-}
+using uopd::testing::AddKernel;
+using uopd::testing::RowSumKernel;
 
 }  // namespace
 

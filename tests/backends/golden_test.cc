@@ -37,9 +37,8 @@ void CheckGolden(const Renderer& renderer, const std::string& backend, const std
     }
     auto golden = ReadFileToString(path);
     ASSERT_TRUE(golden.ok()) << path << " is missing: run with UOPD_REGENERATE_GOLDEN=1";
-    EXPECT_EQ(src, *golden) << backend << " rendering of " << name
-                                  << " changed; if intended, "
-                                  << "regenerate with UOPD_REGENERATE_GOLDEN=1 and review the diff";
+    EXPECT_EQ(src, *golden) << backend << " rendering of " << name << " changed; if intended, "
+                            << "regenerate with UOPD_REGENERATE_GOLDEN=1 and review the diff";
   }
 }
 

@@ -8,11 +8,13 @@
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"
+#include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
 namespace {
 
+using testing::AddKernel;
 using testing::GraphBuilder;
 using testing::HostBuffer;
 using testing::StatusIs;
@@ -29,17 +31,6 @@ class CpuBackendTest : public ::testing::Test {
   ThreadPool pool_{3};
   std::unique_ptr<Device> device_;
 };
-
-// out[i] = a[i] + b[i] over n float32 elements.
-v1::Graph AddKernel(int64_t n) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, n);
-  int r = g.Range(g.Index(n), 0);
-  int a = g.Buffer(1, DType::FLOAT32, n);
-  int b = g.Buffer(2, DType::FLOAT32, n);
-  int sum = g.Node(Node::ADD, DType::FLOAT32, {g.Load(a, r), g.Load(b, r)});
-  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "E_add");
-}
 
 TEST_F(CpuBackendTest, ProgramSpecDescribesTheKernelSignature) {
   GraphBuilder g;

@@ -1,0 +1,35 @@
+// Hand-made kernels shared by tests and benchmarks.
+#ifndef UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
+#define UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
+
+#include "tests/testing/graph_builder.h"
+
+namespace uopd::testing {
+
+// out[i] = a[i] + b[i] over n float32 elements; slots out, a, b.
+inline v1::Graph AddKernel(int64_t n) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, n);
+  int r = g.Range(g.Index(n), 0);
+  int a = g.Buffer(1, v1::DType::FLOAT32, n);
+  int b = g.Buffer(2, v1::DType::FLOAT32, n);
+  int sum = g.Node(v1::Node::ADD, v1::DType::FLOAT32, {g.Load(a, r), g.Load(b, r)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "E_add");
+}
+
+// out[r] = sum_k in[r * cols + k] over a rows x cols float32 matrix; slots out, in.
+inline v1::Graph RowSumKernel(int64_t rows, int64_t cols) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int in = g.Buffer(1, v1::DType::FLOAT32, rows * cols);
+  int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int idx = g.Node(v1::Node::ADD, v1::DType::INDEX,
+                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {r, g.Index(cols)}), k});
+  int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32, g.Load(in, idx), {k});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_rowsum");
+}
+
+}  // namespace uopd::testing
+
+#endif  // UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
