@@ -16,18 +16,22 @@ v1::BufferRef Inline(const v1::CorpusBuffer& buffer) {
   return ref;
 }
 
-absl::Status Compare(
-    const google::protobuf::RepeatedPtrField<v1::BufferData>& outputs,
-    const absl::flat_hash_map<int, std::pair<const v1::CorpusBuffer*, std::string>>& expected,
-    const v1::CorpusTolerance& tolerance, absl::string_view what) {
+// What an output should hold, by request buffer index.
+struct Expected {
+  Scalar dtype;
+  std::string bytes;
+  std::string label;  // "slot 2" or "buffer 7", for messages
+};
+
+absl::Status Compare(const google::protobuf::RepeatedPtrField<v1::BufferData>& outputs,
+                     const absl::flat_hash_map<int, Expected>& expected,
+                     const v1::CorpusTolerance& tolerance) {
   for (const v1::BufferData& output : outputs) {
     auto it = expected.find(output.buffer());
     if (it == expected.end()) continue;
-    auto diff = CompareBuffers(static_cast<Scalar>(it->second.first->dtype()), output.data(),
-                               it->second.second, Tolerance{tolerance.rtol(), tolerance.atol()});
-    if (diff)
-      return absl::FailedPreconditionError(
-          absl::StrCat(what, " ", it->second.first->slot() + it->second.first->id(), ": ", *diff));
+    auto diff = CompareBuffers(it->second.dtype, output.data(), it->second.bytes,
+                               Tolerance{tolerance.rtol(), tolerance.atol()});
+    if (diff) return absl::FailedPreconditionError(absl::StrCat(it->second.label, ": ", *diff));
   }
   return absl::OkStatus();
 }
@@ -38,7 +42,7 @@ absl::Status RunCase(Client& client, const v1::CorpusCase& kase, const std::stri
   v1::KernelInvocation* kernel = request.add_kernels();
   *kernel->mutable_ast() = kase.ast();
   absl::flat_hash_map<int64_t, int> by_slot;
-  absl::flat_hash_map<int, std::pair<const v1::CorpusBuffer*, std::string>> expected;
+  absl::flat_hash_map<int, Expected> expected;
   for (const v1::CorpusBuffer& buffer : kase.buffers()) {
     by_slot[buffer.slot()] = request.buffers_size();
     *request.add_buffers() = Inline(buffer);
@@ -53,11 +57,12 @@ absl::Status RunCase(Client& client, const v1::CorpusCase& kase, const std::stri
     auto it = by_slot.find(output.slot());
     if (it == by_slot.end()) return absl::InvalidArgumentError("output names an unknown slot");
     request.add_return_buffers(it->second);
-    expected[it->second] = {&kase.buffers(it->second), output.expected()};
+    expected[it->second] = {static_cast<Scalar>(kase.buffers(it->second).dtype()),
+                            output.expected(), absl::StrCat("slot ", output.slot())};
   }
   request.mutable_vars()->insert(kase.vars().begin(), kase.vars().end());
   UOPD_ASSIGN_OR_RETURN(v1::ExecuteResponse response, client.Execute(request));
-  return Compare(response.outputs(), expected, kase.tolerance(), "slot");
+  return Compare(response.outputs(), expected, kase.tolerance());
 }
 
 absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::string& device) {
@@ -86,18 +91,19 @@ absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::stri
     auto it = plan.vars().find(var.name());
     if (it != plan.vars().end()) (*run.mutable_vars())[var.name()] = it->second;
   }
-  absl::flat_hash_map<int, std::pair<const v1::CorpusBuffer*, std::string>> expected;
+  absl::flat_hash_map<int, Expected> expected;
   for (const v1::CorpusOutput& output : plan.outputs()) {
     auto it = by_id.find(output.id());
     if (it == by_id.end()) return absl::InvalidArgumentError("output names an unknown buffer");
     run.add_return_buffers(it->second);
-    expected[it->second] = {&plan.buffers(it->second), output.expected()};
+    expected[it->second] = {static_cast<Scalar>(plan.buffers(it->second).dtype()),
+                            output.expected(), absl::StrCat("buffer ", output.id())};
   }
   auto response = client.RunPlan(run);
   absl::Status released = client.ReleasePlan(prepared.plan_id());
   if (!response.ok()) return response.status();
   UOPD_RETURN_IF_ERROR(released);
-  return Compare(response->outputs(), expected, plan.tolerance(), "buffer");
+  return Compare(response->outputs(), expected, plan.tolerance());
 }
 
 }  // namespace
