@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
+#include "core/corpus/corpus_file.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
@@ -60,6 +62,33 @@ TEST(Daemon, UopctlRunPassesTheWholeCorpus) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find(" passed, 0 failed"), std::string::npos) << out;
   EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
+}
+
+TEST(Daemon, UopctlRunReportsTheFirstDifferingElementAndFails) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("mismatch"));
+  ASSERT_TRUE(daemon.running());
+  auto entry = LoadCorpusFile(absl::StrCat(UOPD_CORPUS_DIR, "/cases/hw_masked_shift_9.json"));
+  UOPD_ASSERT_OK(entry);
+  // Element 3 of the expected output is changed by far more than the tolerance.
+  std::string expected = entry->kase.outputs(0).expected();
+  float wrong = 1000.0f;
+  std::memcpy(&expected[12], &wrong, 4);
+  entry->kase.mutable_outputs(0)->set_expected(expected);
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(entry->kase, &json).ok());
+  std::string path = testing::TempDir("mismatch-case") + "/bad.json";
+  std::ofstream(path) << json;
+  int code = 0;
+  std::string out =
+      RunCommand(absl::StrCat(UOPCTL_PATH, " --server ", daemon.address(), " run ", path, " ",
+                              UOPD_CORPUS_DIR, "/cases/hw_masked_shift_9.json 2>&1"),
+                 &code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("FAIL " + path + ": FAILED_PRECONDITION: slot 0: element 3: got "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("expected 1000"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 passed, 1 failed"), std::string::npos) << out;
 }
 
 TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
