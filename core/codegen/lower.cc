@@ -197,7 +197,7 @@ class Lowerer {
     const DType index = DType::Of(Scalar::kIndex);
     std::vector<int> ends;
     for (const UOp* range : grid_ranges_) {
-      UOPD_ASSIGN_OR_RETURN(int end, Value(range->src(0)));
+      UOPD_ASSIGN_OR_RETURN(int end, IndexValue(range->src(0)));
       ends.push_back(end);
     }
     int total = ends[0];
@@ -243,7 +243,7 @@ class Lowerer {
 
   absl::Status OpenLoop(const UOp* range) {
     if (open_ranges_.contains(range)) return NodeError(*range, "RANGE is already open here");
-    UOPD_ASSIGN_OR_RETURN(int end, Value(range->src(0)));
+    UOPD_ASSIGN_OR_RETURN(int end, IndexValue(range->src(0)));
     int start;
     if (range == parallel_range_) {
       // [core_id * chunk, min(start + chunk, end)) with chunk = ceil(end / core_count).
@@ -390,7 +390,7 @@ class Lowerer {
       }
     }
     Access access{slot, 0};
-    UOPD_ASSIGN_OR_RETURN(access.index, Value(idx));
+    UOPD_ASSIGN_OR_RETURN(access.index, IndexValue(idx));
     for (const UOp* cond : conditions) {
       UOPD_ASSIGN_OR_RETURN(int c, Value(cond));
       access.valid =
@@ -495,6 +495,15 @@ class Lowerer {
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
     return Emit(
         Instr{.kind = InstrKind::kAccRead, .dtype = node->dtype(), .src = {acc}, .origin = node});
+  }
+
+  // An integer value as INDEX: loop ends and buffer indices may be any integer type (a gather
+  // indexes with loaded int32 values); the backends compute both in the index width.
+  absl::StatusOr<int> IndexValue(const UOp* node) {
+    UOPD_ASSIGN_OR_RETURN(int value, Value(node));
+    if (node->dtype().scalar == Scalar::kIndex) return value;
+    return Emit(Instr{.kind = InstrKind::kCast, .dtype = DType::Of(Scalar::kIndex), .src = {value},
+                      .origin = node});
   }
 
   absl::StatusOr<int> Value(const UOp* node) {

@@ -192,6 +192,43 @@ TEST_F(CpuBackendTest, LowersDeepExpressionChainsWithoutExhaustingTheStack) {
   EXPECT_EQ(bufs[0].As<float>()[0], 1.0f);
 }
 
+// out[i] = table[idx[i]]: a gather through loaded int32 indices, which no proof can bound.
+v1::Graph Gather(DType::Scalar index_dtype = DType::INT32) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 4);
+  int r = g.Range(g.Index(4), 0);
+  int table = g.Buffer(1, DType::FLOAT32, 8);
+  int idx = g.Buffer(2, index_dtype, 4);
+  return g.Sink({g.End(g.Store(g.Target(out, r), g.Load(table, g.Load(idx, r))), {r})}, "gather");
+}
+
+TEST_F(CpuBackendTest, GathersThroughLoadedIndicesWithRunTimeChecks) {
+  auto spec = testing::RenderOn(*device_, Gather());
+  UOPD_ASSERT_OK(spec);
+  EXPECT_EQ(spec->guarded_accesses, 1);
+  std::vector<float> table = {10, 11, 12, 13, 14, 15, 16, 17};
+  std::vector<HostBuffer> ok = {HostBuffer::Of(std::vector<float>(4, 0)), HostBuffer::Of(table),
+                                HostBuffer::Of(std::vector<int32_t>{7, 0, 3, 3})};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, Gather(), ok));
+  EXPECT_EQ(ok[0].As<float>(), (std::vector<float>{17, 10, 13, 13}));
+  for (int32_t bad : {8, -1}) {
+    std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<float>(4, 0)), HostBuffer::Of(table),
+                                    HostBuffer::Of(std::vector<int32_t>{0, bad, 1, 2})};
+    EXPECT_TRUE(StatusIs(testing::RunOn(*device_, Gather(), bufs), absl::StatusCode::kOutOfRange,
+                         {"kernel gather", "buffer slot 1"}))
+        << "index " << bad;
+  }
+  // Indices of other integer widths are widened or narrowed to the index type.
+  std::vector<HostBuffer> wide = {HostBuffer::Of(std::vector<float>(4, 0)), HostBuffer::Of(table),
+                                  HostBuffer::Of(std::vector<int64_t>{1, 2, 3, 4})};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, Gather(DType::INT64), wide));
+  EXPECT_EQ(wide[0].As<float>(), (std::vector<float>{11, 12, 13, 14}));
+  std::vector<HostBuffer> narrow = {HostBuffer::Of(std::vector<float>(4, 0)), HostBuffer::Of(table),
+                                    HostBuffer::Of(std::vector<uint8_t>{5, 6, 7, 0})};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, Gather(DType::UINT8), narrow));
+  EXPECT_EQ(narrow[0].As<float>(), (std::vector<float>{15, 16, 17, 10}));
+}
+
 TEST_F(CpuBackendTest, RejectsRangeUsedOutsideItsLoop) {
   GraphBuilder g;
   int out = g.Buffer(0, DType::FLOAT32, 4);
