@@ -502,7 +502,9 @@ class Lowerer {
   absl::StatusOr<int> IndexValue(const UOp* node) {
     UOPD_ASSIGN_OR_RETURN(int value, Value(node));
     if (node->dtype().scalar == Scalar::kIndex) return value;
-    return Emit(Instr{.kind = InstrKind::kCast, .dtype = DType::Of(Scalar::kIndex), .src = {value},
+    return Emit(Instr{.kind = InstrKind::kCast,
+                      .dtype = DType::Of(Scalar::kIndex),
+                      .src = {value},
                       .origin = node});
   }
 
