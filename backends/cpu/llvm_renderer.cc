@@ -530,8 +530,10 @@ class IrWriter {
     const DType& from = TypeOf(src_index);
     std::string v = Op(src_index);
     std::string ft = RegType(from), tt = RegType(to);
-    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool) {
-      return EmitCast(src_index, to, self);  // bool <-> 8-bit: the byte's value
+    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool ||
+        from.scalar == Scalar::kIndex || to.scalar == Scalar::kIndex) {
+      // bool <-> 8-bit: the byte's value; INDEX has no fixed width, so its bits are its value.
+      return EmitCast(src_index, to, self);
     }
     if (ft == tt) return v;
     Line(absl::StrCat(self, " = bitcast ", ft, " ", v, " to ", tt));

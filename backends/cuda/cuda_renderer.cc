@@ -297,7 +297,7 @@ class CudaWriter {
         if (d.scalar == Scalar::kBool) return absl::StrCat("(!", x, ")");
         if (IsSignedInt(d) && d.scalar != Scalar::kIndex)
           return absl::StrCat("(", Type(d), ")(0ULL - (", UnsignedOf(d), ")", x, ")");
-        return absl::StrCat("(-", x, ")");
+        return absl::StrCat("(-(", x, "))");
       case Op::kReciprocal:
         return absl::StrCat("(", dbl ? "1.0" : "1.0f", " / ", x, ")");
       case Op::kExp2:
@@ -335,12 +335,17 @@ class CudaWriter {
   }
 
   std::string Bitcast(const std::string& v, const DType& from, const DType& to) {
-    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool) return Cast(v, from, to);
+    // bool <-> 8-bit: the byte's value; INDEX has no fixed width, so its bits are its value.
+    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool ||
+        from.scalar == Scalar::kIndex || to.scalar == Scalar::kIndex) {
+      return Cast(v, from, to);
+    }
     return absl::StrCat("uopd_bitcast<", Type(to), ">(", v, ")");
   }
 
   void EmitInstr(int i) {
     const Instr& in = p_.instrs[i];
+    Type(in.dtype);  // registers the headers a value of this type needs, constants included
     auto src = [&](int k) { return Op(in.src[k]); };
     switch (in.kind) {
       case InstrKind::kConst:
@@ -393,7 +398,7 @@ class CudaWriter {
         return;
       case InstrKind::kLoad: {
         const DType& d = in.dtype;
-        std::string zero = d.scalar == Scalar::kBool ? "false" : absl::StrCat(Type(d), "(0)");
+        std::string zero = d.scalar == Scalar::kBool ? "false" : absl::StrCat("((", Type(d), ")0)");
         if (p_.Global(in.slot).size == 0) {
           operand_[i] = Define(i, d, zero);
           return;

@@ -2,6 +2,7 @@
 // sm_80 on this machine, GPU or not; on a machine with a GPU, every corpus case and plan also
 // runs on CUDA:0 and matches tinygrad.
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "core/util/thread_pool.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
+#include "tests/testing/random_kernels.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -114,6 +116,25 @@ TEST(CudaBackend, RejectsTargetsNvrtcCannotCompileFor) {
                                 {"sm_9x"}));
   EXPECT_TRUE(
       testing::StatusIs(NvrtcCompiler::Create("compute_90"), absl::StatusCode::kInvalidArgument));
+}
+
+TEST(CudaBackend, RandomKernelsCompileWithNvrtc) {
+  auto compiler = NvrtcCompiler::Create("sm_90");
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  CudaRenderer renderer;
+  const char* count = std::getenv("UOPD_RANDOM_KERNELS");  // more for a longer hunt
+  const uint32_t kernels = count != nullptr ? static_cast<uint32_t>(std::atoi(count)) : 40;
+  for (uint32_t seed = 0; seed < kernels; ++seed) {
+    testing::Generator generator(seed);
+    std::vector<std::pair<testing::S, int>> inputs;
+    testing::S out_dtype;
+    auto ast = DecodeKernelAst(generator.Make(&inputs, &out_dtype));
+    ASSERT_TRUE(ast.ok()) << "seed " << seed << ": " << ast.status();
+    auto spec = renderer.Render(*ast, "random");
+    ASSERT_TRUE(spec.ok()) << "seed " << seed << ": " << spec.status();
+    auto kernel = (*compiler)->Compile(*spec);
+    EXPECT_TRUE(kernel.ok()) << "seed " << seed << ": " << kernel.status();
+  }
 }
 
 TEST(CudaBackend, RunsTheCorpusOnTheGpu) {

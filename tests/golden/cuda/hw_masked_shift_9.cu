@@ -5,7 +5,7 @@ extern "C" __global__ void __launch_bounds__(256) hw_masked_shift_9(float* __res
   bool v3 = (v1 < ((int)2LL));
   bool v5 = (v3 != true);
   int v7 = (v1 + ((int)-2LL));
-  float v8 = (v5 ? data1[v7] : float(0));
+  float v8 = (v5 ? data1[v7] : ((float)0));
   float v10 = (v5 ? v8 : -0x1p+0f);
   data0[v1] = v10;
 }

@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) sym_two_vars_i4_j1(float* __re
   int v8 = (v7 * ((int)3LL));
   int v9 = (v8 + v6);
   bool v10 = (v7 < ((int)var0));
-  float v11 = (v10 ? data1[v9] : float(0));
+  float v11 = (v10 ? data1[v9] : ((float)0));
   float v13 = (v10 ? v11 : 0x0p+0f);
   bool v15 = (v10 != true);
   bool v16 = (v7 < v2);
@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(256) sym_two_vars_i4_j1(float* __re
   int v22 = (v21 + v6);
   int v24 = uopd_mod<int>(v22, ((int)30LL));
   if (v17 && (unsigned long long)v24 >= 30ULL) { uopd_fail(uopd_status, 3); return; }
-  float v26 = (v17 ? data2[v24] : float(0));
+  float v26 = (v17 ? data2[v24] : ((float)0));
   float v27 = (v17 ? v26 : 0x0p+0f);
   float v28 = (v13 + v27);
   float v30 = (v28 * 0x1p+1f);
