@@ -1,5 +1,6 @@
-// Test helper: a generator of random well-formed elementwise kernels (random ops, dtypes, casts,
-// bitcasts, selects and masked loads) for robustness tests of the backends.
+// Test helper: a generator of random well-formed kernels (random ops, dtypes, casts, bitcasts,
+// selects, masked loads, reductions, index arithmetic that may leave its buffer, a symbolic
+// "shift" in [0, 40]) for robustness tests of the backends.
 #ifndef UOPD_TESTS_TESTING_RANDOM_KERNELS_H_
 #define UOPD_TESTS_TESTING_RANDOM_KERNELS_H_
 
@@ -72,8 +73,37 @@ class Generator {
     return node;
   }
 
+  // The variable "shift" in [0, 40], created on first use.
+  int Shift() {
+    if (shift_ < 0) shift_ = g_.Var("shift", 0, 40);
+    return shift_;
+  }
+
+  // A random index expression over the output range, the open reduction ranges and "shift";
+  // it may leave the buffer (the kernel must then stop with OUT_OF_RANGE, never touch memory).
+  int IndexExpr() {
+    int idx = r_;
+    for (int k : reduce_ranges_) idx = g_.Node(Node::ADD, DType::INDEX, {idx, k});
+    switch (Pick(5)) {
+      case 0:
+        return g_.Node(
+            Node::MOD, DType::INDEX,
+            {g_.Node(Node::MUL, DType::INDEX, {idx, g_.Index(1 + Pick(7))}), g_.Index(kN)});
+      case 1:
+        return g_.Node(Node::IDIV, DType::INDEX, {idx, g_.Index(1 + Pick(4))});
+      case 2:
+        return g_.Node(Node::ADD, DType::INDEX, {idx, Shift()});
+      case 3:
+        return g_.Node(Node::SUB, DType::INDEX, {g_.Index(kN - 1), idx});
+      default:
+        return idx;
+    }
+  }
+
   int Leaf(S dtype) {
-    switch (Pick(3)) {
+    switch (Pick(4)) {
+      case 3:
+        return g_.Load(Input(dtype), IndexExpr());
       case 0: {
         if (dtype == DType::BOOL) return g_.Bool(Pick(2));
         if (IsFloatS(dtype))
@@ -96,6 +126,15 @@ class Generator {
 
   int Expr(S dtype, int depth) {
     if (depth == 0) return Leaf(dtype);
+    if (depth >= 2 && reduce_ranges_.size() < 2 && Pick(5) == 0) {
+      // A reduction over a fresh range; loads inside may index with it.
+      int k = g_.Range(g_.Index(1 + Pick(5)), 10 + next_axis_++, v1::RangeArg::REDUCE);
+      reduce_ranges_.push_back(k);
+      int body = Expr(dtype, depth - 1);
+      reduce_ranges_.pop_back();
+      Node::Op op = std::array{Node::ADD, Node::MUL, Node::MAX}[Pick(3)];
+      return g_.Reduce(op, dtype, body, {k});
+    }
     switch (Pick(6)) {
       case 0: {  // CAST from another type
         S from = kScalars[Pick(std::size(kScalars))];
@@ -148,6 +187,9 @@ class Generator {
   int out_ = 0, r_ = 0;
   S out_dtype_ = DType::FLOAT32;
   std::vector<std::pair<S, int>> inputs_;
+  std::vector<int> reduce_ranges_;
+  int next_axis_ = 0;
+  int shift_ = -1;
 };
 
 }  // namespace uopd::testing

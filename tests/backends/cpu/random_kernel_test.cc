@@ -1,6 +1,6 @@
 // Randomized kernels through the whole CPU pipeline: every well-formed graph the generator makes
-// (random ops, dtypes, casts, bitcasts, selects and masked loads) must render, compile and run.
-// A failure here is a uopd bug (an INTERNAL error means we generated source LLVM rejects).
+// must render, compile and run, or stop with OUT_OF_RANGE when an index leaves its buffer.
+// Anything else is a uopd bug (INTERNAL means we generated source LLVM rejects).
 #include <cstdlib>
 #include <random>
 
@@ -24,6 +24,7 @@ TEST(RandomKernels, RenderCompileAndRunOnTheCpu) {
   auto device = CreateCpuDevice(&pool);
   ASSERT_TRUE(device.ok()) << device.status();
   std::mt19937 data_rng(99);
+  int outcomes[2] = {0, 0};
   // UOPD_RANDOM_KERNELS=N runs more (the default keeps the suite quick).
   const char* count = std::getenv("UOPD_RANDOM_KERNELS");
   const uint32_t kernels = count != nullptr ? static_cast<uint32_t>(std::atoi(count)) : 150;
@@ -42,9 +43,15 @@ TEST(RandomKernels, RenderCompileAndRunOnTheCpu) {
       }
       buffers.push_back(HostBuffer{bytes});
     }
-    absl::Status status = testing::RunOn(**device, graph, buffers);
-    EXPECT_TRUE(status.ok()) << "seed " << seed << ": " << status;
+    const int64_t shift = static_cast<int64_t>(data_rng() % 41);
+    absl::Status status = testing::RunOn(**device, graph, buffers, {{"shift", shift}});
+    // Indices may leave their buffers: the kernel must then stop cleanly, and say so.
+    EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kOutOfRange)
+        << "seed " << seed << ": " << status;
+    outcomes[status.ok() ? 0 : 1]++;
   }
+  EXPECT_GT(outcomes[0], 0) << "no kernel ran to completion";
+  EXPECT_GT(outcomes[1], 0) << "no kernel exercised a run-time bounds check";
 }
 
 }  // namespace
