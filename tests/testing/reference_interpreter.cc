@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
@@ -177,17 +178,40 @@ class Interpreter {
     return absl::OkStatus();
   }
 
-  // Statements an AFTER chain orders a buffer after.
+  // Statements an AFTER chain orders a buffer after. Each runs once per combination of the
+  // loop variables it depends on, however often it is referenced (a statement is one program
+  // point, as in the structured code the backends generate).
   absl::Status Deps(const UOp* buffer) {
     std::vector<const UOp*> chain;
     for (; buffer->op() == Op::kAfter; buffer = buffer->src(0)) chain.push_back(buffer);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       for (size_t i = 1; i < (*it)->num_src(); ++i) {
-        if ((*it)->src(i)->op() == Op::kRange) continue;
-        if (absl::Status st = Exec((*it)->src(i)); !st.ok()) return st;
+        const UOp* dep = (*it)->src(i);
+        if (dep->op() == Op::kRange) continue;
+        std::vector<int64_t> key = {static_cast<int64_t>(dep->id())};
+        for (const UOp* r : Free(dep)) key.push_back(env_.at(r));
+        if (!ran_.insert(key).second) continue;
+        if (absl::Status st = Exec(dep); !st.ok()) return st;
       }
     }
     return absl::OkStatus();
+  }
+
+  // The loop variables `node` depends on that no END or REDUCE inside it closes.
+  const std::vector<const UOp*>& Free(const UOp* node) {
+    if (auto it = free_.find(node); it != free_.end()) return it->second;
+    std::vector<const UOp*> free;
+    size_t closed_from =
+        (node->op() == Op::kEnd || node->op() == Op::kReduce) ? 1 : node->num_src();
+    for (size_t i = 0; i < node->num_src(); ++i) {
+      for (const UOp* r : Free(node->src(i))) {
+        bool closed = false;
+        for (size_t c = closed_from; c < node->num_src(); ++c) closed |= node->src(c) == r;
+        if (!closed && std::find(free.begin(), free.end(), r) == free.end()) free.push_back(r);
+      }
+    }
+    if (node->op() == Op::kRange) free.push_back(node);
+    return free_[node] = std::move(free);
   }
 
   static int Slot(const UOp* buffer) {
@@ -481,6 +505,8 @@ class Interpreter {
   std::vector<std::string>& buffers_;
   const absl::flat_hash_map<std::string, int64_t>& vars_;
   absl::flat_hash_map<const UOp*, int64_t> env_;
+  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> free_;
+  absl::flat_hash_set<std::vector<int64_t>> ran_;  // (statement id, its loop variables)
 };
 
 }  // namespace
