@@ -34,7 +34,7 @@ TEST(RandomKernels, RenderCompileAndRunOnTheCpu) {
   int outcomes[2] = {0, 0};
   // UOPD_RANDOM_KERNELS=N runs more (the default keeps the suite quick).
   const char* count = std::getenv("UOPD_RANDOM_KERNELS");
-  const uint32_t kernels = count != nullptr ? static_cast<uint32_t>(std::atoi(count)) : 150;
+  const uint32_t kernels = count != nullptr ? static_cast<uint32_t>(std::atoi(count)) : 400;
   for (uint32_t seed = 0; seed < kernels; ++seed) {
     Generator generator(seed);
     std::vector<std::pair<S, int>> inputs;
