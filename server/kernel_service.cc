@@ -61,6 +61,13 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
   return absl::OkStatus();
 }
 
+// Plans stop starting kernels once the call is cancelled or past its deadline.
+RunOptions UntilCancelled(grpc::ServerContext& context) {
+  RunOptions options;
+  options.cancelled = [&context] { return context.IsCancelled(); };
+  return options;
+}
+
 int64_t KernelsOn(const ExecutionPlan& plan) { return static_cast<int64_t>(plan.kernels().size()); }
 
 }  // namespace
@@ -280,7 +287,7 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                                ctx_.programs, ctx_.pool));
     UOPD_RETURN_IF_ERROR(CheckAlive(*context));
     absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
-    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars));
+    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars, UntilCancelled(*context)));
     if (ctx_.metrics != nullptr)
       ctx_.metrics->RecordKernelsRun(request->device().empty() ? "CPU" : request->device(),
                                      KernelsOn(*plan));
@@ -329,7 +336,7 @@ grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
     UOPD_ASSIGN_OR_RETURN(auto plan,
                           ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
     absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
-    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars));
+    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars, UntilCancelled(*context)));
     if (ctx_.metrics != nullptr && !plan->kernels().empty()) {
       ctx_.metrics->RecordKernelsRun(plan->kernels().front().device->name(), KernelsOn(*plan));
     }

@@ -230,6 +230,11 @@ absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>
   return absl::OkStatus();
 }
 
+absl::Status ExecutionPlan::Cancelled(int next_kernel) {
+  return absl::CancelledError(
+      absl::StrCat("the run was cancelled before kernel ", next_kernel, " started"));
+}
+
 absl::Status ExecutionPlan::RunKernel(PreparedKernel& k) {
   absl::Status status = k.program->program->Execute(k.buffer_ptrs, k.vals, dims_[k.id]);
   return status.ok() ? status : WithContext(status, KernelLabel(k));
@@ -250,6 +255,7 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
   if (options.sequential || pool_ == nullptr || pool_->size() == 0) {
     std::vector<KernelTiming> timings(n);
     for (PreparedKernel& k : kernels_) {
+      if (options.cancelled && options.cancelled()) return Cancelled(k.id);
       timings[k.id].id = k.id;
       timings[k.id].start_ns = now_ns();
       UOPD_RETURN_IF_ERROR(RunKernel(k));
@@ -262,6 +268,7 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
   auto run = std::make_shared<RunState>();
   run->plan = this;
   run->pool = pool_;
+  run->cancelled = options.cancelled;
   run->start = start;
   run->timings.resize(n);
   run->remaining.resize(n);
@@ -304,7 +311,8 @@ void ExecutionPlan::Drain(const std::shared_ptr<RunState>& run) {
     KernelTiming& timing = run->timings[id];
     timing.id = id;
     timing.start_ns = run->NowNs();
-    absl::Status status = plan.RunKernel(plan.kernels_[id]);
+    absl::Status status =
+        run->cancelled && run->cancelled() ? Cancelled(id) : plan.RunKernel(plan.kernels_[id]);
     timing.end_ns = run->NowNs();
     int extra = 0;
     {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,6 +67,9 @@ struct KernelTiming {
 struct RunOptions {
   // Run kernels one by one in submission order on the calling thread (for comparison).
   bool sequential = false;
+  // Asked before each kernel starts (from any thread); once it returns true, no further kernel
+  // starts and the run ends with CANCELLED. Kernels already running finish. Null: never.
+  std::function<bool()> cancelled;
 };
 
 // One run at a time per plan (ExecuteWithVars serializes itself); safe to share across threads.
@@ -105,6 +109,7 @@ class ExecutionPlan {
     std::vector<KernelTiming> timings;
     ExecutionPlan* plan = nullptr;
     ThreadPool* pool = nullptr;
+    std::function<bool()> cancelled;
     std::chrono::steady_clock::time_point start;
     int64_t NowNs() const {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -115,6 +120,7 @@ class ExecutionPlan {
 
   absl::Status Bind(const absl::flat_hash_map<std::string, int64_t>& values);
   absl::Status RunKernel(PreparedKernel& kernel);
+  static absl::Status Cancelled(int next_kernel);
   // Runs ready kernels until none is left; the thread that finishes a kernel takes one newly
   // ready kernel itself and hands the others to the pool.
   static void Drain(const std::shared_ptr<RunState>& run);

@@ -271,6 +271,21 @@ TEST_F(ExecutionPlanTest, FixedVariablesWinOverSuppliedOnes) {
   EXPECT_TRUE(StatusIs(bad, absl::StatusCode::kInvalidArgument, {"fixed variable 'n' = 99"}));
 }
 
+TEST_F(ExecutionPlanTest, StopsStartingKernelsOnceCancelled) {
+  for (bool sequential : {true, false}) {
+    auto plan =
+        Build({Floats({0})}, {Bind(Fill(1, 1), {0}), Bind(Fill(1, 2), {0}), Bind(Fill(1, 3), {0})});
+    UOPD_ASSERT_OK(plan);
+    int asked = 0;
+    RunOptions options;
+    options.sequential = sequential;
+    options.cancelled = [&asked] { return ++asked > 1; };  // cancelled after the first kernel
+    EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({}, options), absl::StatusCode::kCancelled,
+                         {"before kernel 1"}));
+    EXPECT_EQ(Read((*plan)->buffers()[0]), (std::vector<float>{1})) << "only kernel 0 ran";
+  }
+}
+
 TEST_F(ExecutionPlanTest, PreparesAThousandKernelsQuickly) {
   std::vector<BufferView> buffers = {Floats({0, 0, 0, 0}), Floats({0, 0, 0, 0})};
   auto ast = DecodeKernelAst(AddConst(4, 1));
