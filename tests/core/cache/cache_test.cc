@@ -1,0 +1,168 @@
+// The compiled-byte cache: memory and disk tiers, keys, and single-flight compilation.
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/cache/disk_tier.h"
+#include "core/cache/kernel_cache.h"
+#include "core/cache/memory_tier.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+std::string Key(char c) { return std::string(64, c); }
+
+CacheKey SomeKey(const std::string& ast) {
+  return CacheKey{"CPU", "x86_64;cpu;+f", "llvm", "r", ast};
+}
+
+TEST(CacheKey, ChangesWithEveryComponent) {
+  const CacheKey base = SomeKey("a");
+  EXPECT_EQ(base.Hex().size(), 64u);
+  EXPECT_EQ(base.Hex(), SomeKey("a").Hex());
+  for (CacheKey changed :
+       {CacheKey{"CUDA", base.target, base.compiler, base.renderer, base.ast_hash},
+        CacheKey{base.base_device, "sm_90", base.compiler, base.renderer, base.ast_hash},
+        CacheKey{base.base_device, base.target, "llvm-20", base.renderer, base.ast_hash},
+        CacheKey{base.base_device, base.target, base.compiler, "r2", base.ast_hash},
+        SomeKey("b")}) {
+    EXPECT_NE(changed.Hex(), base.Hex()) << changed.Describe();
+  }
+  // Framing: moving a character between components changes the key.
+  EXPECT_NE((CacheKey{"CP", "Ux86_64;cpu;+f", "llvm", "r", "a"}).Hex(), base.Hex());
+}
+
+TEST(MemoryTier, EvictsLeastRecentlyUsedPastItsByteBound) {
+  MemoryTier tier(3 * (64 + 100));
+  for (char c : {'a', 'b', 'c'}) UOPD_ASSERT_OK(tier.Put(Key(c), std::string(100, c)));
+  auto a = tier.Get(Key('a'));  // a is now the most recent
+  UOPD_ASSERT_OK(a);
+  ASSERT_TRUE(a->has_value());
+  UOPD_ASSERT_OK(tier.Put(Key('d'), std::string(100, 'd')));
+  EXPECT_FALSE(tier.Get(Key('b'))->has_value()) << "b was least recently used";
+  EXPECT_TRUE(tier.Get(Key('a'))->has_value());
+  EXPECT_TRUE(tier.Get(Key('d'))->has_value());
+  EXPECT_EQ(tier.stats().evictions, 1);
+  EXPECT_EQ(tier.stats().entries, 3);
+}
+
+TEST(DiskTier, StoresAcrossReopeningAndDropsDamagedEntries) {
+  std::string dir = testing::TempDir("disk-tier");
+  {
+    auto tier = DiskTier::Open(dir, 1 << 20);
+    UOPD_ASSERT_OK(tier);
+    UOPD_ASSERT_OK((*tier)->Put(Key('a'), "alpha"));
+    UOPD_ASSERT_OK((*tier)->Put(Key('b'), "beta"));
+  }
+  auto tier = DiskTier::Open(dir, 1 << 20);
+  UOPD_ASSERT_OK(tier);
+  (*tier)->TEST_WaitForMaintenance();
+  EXPECT_EQ((*tier)->stats().entries, 2) << "the scan counts what survived the restart";
+  auto a = (*tier)->Get(Key('a'));
+  UOPD_ASSERT_OK(a);
+  EXPECT_EQ(a->value_or(""), "alpha");
+  // Truncate b: it must be a miss, counted as corrupt, and gone from disk.
+  std::filesystem::resize_file((*tier)->PathOf(Key('b')), 20);
+  auto b = (*tier)->Get(Key('b'));
+  UOPD_ASSERT_OK(b);
+  EXPECT_FALSE(b->has_value());
+  EXPECT_EQ((*tier)->stats().corrupt, 1);
+  EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(Key('b'))));
+  EXPECT_TRUE(
+      testing::StatusIs((*tier)->Get("../../etc/passwd"), absl::StatusCode::kInvalidArgument));
+}
+
+TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
+  std::string dir = testing::TempDir("disk-evict");
+  auto tier = DiskTier::Open(dir, 4000);
+  UOPD_ASSERT_OK(tier);
+  (*tier)->TEST_WaitForMaintenance();
+  const std::string value(900, 'x');
+  for (char c : {'a', 'b', 'c'}) {
+    UOPD_ASSERT_OK((*tier)->Put(Key(c), value));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct modification times
+  }
+  ASSERT_TRUE((*tier)->Get(Key('a'))->has_value());  // refreshes a: b is now the oldest
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (char c : {'d', 'e'}) UOPD_ASSERT_OK((*tier)->Put(Key(c), value));
+  (*tier)->TEST_WaitForMaintenance();
+  EXPECT_LE((*tier)->stats().bytes, 4000);
+  EXPECT_GE((*tier)->stats().evictions, 1);
+  EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(Key('b'))))
+      << "least recently used goes first";
+  EXPECT_TRUE(std::filesystem::exists((*tier)->PathOf(Key('a'))));
+  EXPECT_TRUE(std::filesystem::exists((*tier)->PathOf(Key('e'))));
+}
+
+v1::CachedKernel Kernel(const std::string& bytes) {
+  v1::CachedKernel kernel;
+  kernel.set_binary(bytes);
+  kernel.set_entry("k");
+  return kernel;
+}
+
+TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  auto disk = DiskTier::Open(testing::TempDir("kernel-cache"), 1 << 20);
+  UOPD_ASSERT_OK(disk);
+  DiskTier* disk_tier = disk->get();
+  tiers.push_back(std::move(*disk));
+  KernelCache cache(std::move(tiers));
+  std::atomic<int> compiles{0};
+  auto slow = [&]() -> absl::StatusOr<v1::CachedKernel> {
+    compiles.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return Kernel("object");
+  };
+  std::vector<std::thread> threads;
+  std::vector<std::string> answered(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto result = cache.GetOrCompile(SomeKey("x"), slow);
+      answered[i] = result.ok() ? result->kernel->binary() : result.status().ToString();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(compiles.load(), 1);
+  for (const std::string& a : answered) EXPECT_EQ(a, "object");
+  auto hit = cache.GetOrCompile(SomeKey("x"), slow);
+  UOPD_ASSERT_OK(hit);
+  EXPECT_EQ(hit->answered_by, "memory");
+  EXPECT_TRUE(disk_tier->Get(SomeKey("x").Hex())->has_value()) << "stored in every tier";
+  EXPECT_EQ(cache.compile_stats().at("CPU").compilations, 1);
+}
+
+TEST(KernelCache, DoesNotRememberFailures) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  KernelCache cache(std::move(tiers));
+  int calls = 0;
+  auto flaky = [&]() -> absl::StatusOr<v1::CachedKernel> {
+    if (++calls == 1) return absl::InternalError("first compile fails");
+    return Kernel("ok");
+  };
+  EXPECT_TRUE(
+      testing::StatusIs(cache.GetOrCompile(SomeKey("y"), flaky), absl::StatusCode::kInternal));
+  auto second = cache.GetOrCompile(SomeKey("y"), flaky);
+  UOPD_ASSERT_OK(second);
+  EXPECT_EQ(second->answered_by, "compiled");
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(KernelCache, RefusesPutsThatAreNotEntries) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  KernelCache cache(std::move(tiers));
+  EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), std::string("\xff\xff\xff", 3)),
+                                absl::StatusCode::kInvalidArgument));
+  UOPD_EXPECT_OK(cache.PutSerialized(Key('z'), Kernel("b").SerializeAsString()));
+  EXPECT_TRUE(cache.GetSerialized(Key('z')).has_value());
+}
+
+}  // namespace
+}  // namespace uopd
