@@ -36,16 +36,22 @@ template <typename S>
 
 }  // namespace uopd::testing
 
-#define UOPD_EXPECT_OK(expr)                                         \
-  do {                                                               \
-    const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr); \
-    EXPECT_TRUE(uopd_s_.ok()) << #expr << ": " << uopd_s_;           \
-  } while (false)
+// Both accept a streamed message: UOPD_EXPECT_OK(f()) << "while doing x";
+// (The switch keeps an `else` after the macro from binding to the macro's own `if`.)
+#define UOPD_EXPECT_OK(expr)                                                             \
+  switch (0)                                                                             \
+  case 0:                                                                                \
+  default:                                                                               \
+    if (const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr); uopd_s_.ok()) { \
+    } else                                                                               \
+      ADD_FAILURE() << #expr << ": " << uopd_s_ << " "
 
-#define UOPD_ASSERT_OK(expr)                                         \
-  do {                                                               \
-    const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr); \
-    ASSERT_TRUE(uopd_s_.ok()) << #expr << ": " << uopd_s_;           \
-  } while (false)
+#define UOPD_ASSERT_OK(expr)                                                             \
+  switch (0)                                                                             \
+  case 0:                                                                                \
+  default:                                                                               \
+    if (const ::absl::Status uopd_s_ = ::uopd::testing::GetStatus(expr); uopd_s_.ok()) { \
+    } else                                                                               \
+      FAIL() << #expr << ": " << uopd_s_ << " "
 
 #endif  // UOPD_TESTS_TESTING_STATUS_MATCHERS_H_
