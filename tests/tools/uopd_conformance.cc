@@ -2,7 +2,10 @@
 // each output with tinygrad's. One line per failure, then "N passed, M failed"; exit 0 only when
 // nothing failed. Plans run as execution plans (independent kernels in parallel).
 //
-//   uopd-conformance [--device CPU|CUDA:n] [--verbose] PATH...
+//   uopd-conformance [--device CPU|CUDA:n] [--verbose] [--dump] PATH...
+//
+// --dump prints each kernel's lowered program (loops, accumulators, loads, stores, bounds
+// checks) with its count of accesses proven in bounds and checked at run time.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,12 +17,33 @@
 #ifdef UOPD_WITH_CUDA
 #include "backends/cuda/cuda_device.h"
 #endif
+#include "core/codegen/lower.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/plan/compiling_program_source.h"
 
+namespace {
+
+void Dump(const uopd::CorpusEntry& entry) {
+  std::vector<const uopd::v1::Graph*> asts;
+  if (entry.is_plan) {
+    for (const auto& kernel : entry.plan.kernels()) asts.push_back(&kernel.ast());
+  } else {
+    asts.push_back(&entry.kase.ast());
+  }
+  for (const uopd::v1::Graph* wire : asts) {
+    auto ast = uopd::DecodeKernelAst(*wire);
+    if (!ast.ok()) continue;
+    auto program = uopd::LowerKernel(**ast, (*ast)->DefaultName(), {});
+    std::printf("%s\n",
+                program.ok() ? program->Dump().c_str() : program.status().ToString().c_str());
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string device_name = "CPU";
-  bool verbose = false;
+  bool verbose = false, dump = false;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -29,8 +53,10 @@ int main(int argc, char** argv) {
       device_name = arg.substr(9);
     } else if (arg == "--verbose" || arg == "-v") {
       verbose = true;
+    } else if (arg == "--dump") {
+      dump = true;
     } else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: uopd-conformance [--device CPU] [--verbose] PATH...\n");
+      std::printf("usage: uopd-conformance [--device CPU|CUDA:n] [--verbose] [--dump] PATH...\n");
       return 0;
     } else {
       paths.push_back(arg);
@@ -73,6 +99,7 @@ int main(int argc, char** argv) {
   int passed = 0, failed = 0;
   for (const std::string& file : *files) {
     auto entry = uopd::LoadCorpusFile(file);
+    if (dump && entry.ok()) Dump(*entry);
     absl::Status status =
         entry.ok() ? uopd::RunCorpusEntry(**device, *entry, options) : entry.status();
     if (status.ok()) {
