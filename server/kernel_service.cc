@@ -83,6 +83,7 @@ grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::List
     info->set_base_key(device->spec().base_device_key());
     info->set_compile_target(device->compiler().Target());
     info->set_compiler(device->compiler().Identity());
+    info->set_memory_bytes(device->memory_bytes());
     info->set_bytes_in_use(device->allocator().bytes_in_use());
     info->set_threads(device->threads());
   }

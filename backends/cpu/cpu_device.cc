@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_device.h"
 
+#include <unistd.h>
+
 #include "backends/cpu/cpu_allocator.h"
 #include "backends/cpu/llvm_compiler.h"
 #include "backends/cpu/orc_runtime.h"
@@ -14,8 +16,10 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
   compilers.push_back(
       {std::make_unique<LlvmRenderer>(options.renderer), std::make_unique<LlvmCompiler>()});
   int threads = pool == nullptr ? 1 : pool->size() + 1;
+  const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
-                                  std::move(compilers), std::move(*runtime), threads);
+                                  std::move(compilers), std::move(*runtime), threads,
+                                  memory > 0 ? memory : 0);
 }
 
 }  // namespace uopd

@@ -27,7 +27,7 @@ class Device {
  public:
   // REQUIRES: at least one compiler pair; the first is the default.
   Device(DeviceSpec spec, std::unique_ptr<Allocator> allocator, std::vector<CompilerPair> compilers,
-         std::unique_ptr<RuntimeFactory> runtime, int threads = 1);
+         std::unique_ptr<RuntimeFactory> runtime, int threads = 1, int64_t memory_bytes = 0);
 
   const DeviceSpec& spec() const { return spec_; }
   std::string name() const { return spec_.name(); }
@@ -38,6 +38,8 @@ class Device {
   RuntimeFactory& runtime() const { return *runtime_; }
   // Worker threads kernels of this device may use at once.
   int threads() const { return threads_; }
+  // Total memory of the device (host RAM for the CPU), 0 when unknown.
+  int64_t memory_bytes() const { return memory_bytes_; }
 
  private:
   DeviceSpec spec_;
@@ -45,6 +47,7 @@ class Device {
   std::vector<CompilerPair> compilers_;
   std::unique_ptr<RuntimeFactory> runtime_;
   int threads_;
+  int64_t memory_bytes_;
 };
 
 // The devices present on this machine. Filled at start-up from main (never from static

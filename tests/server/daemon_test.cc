@@ -325,6 +325,8 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   UOPD_ASSERT_OK(devices);
   ASSERT_GE(devices->devices_size(), 1);
   EXPECT_EQ(devices->devices(0).name(), "CPU");
+  EXPECT_GT(devices->devices(0).memory_bytes(), 0) << "the CPU reports the host's RAM";
+  EXPECT_GE(devices->devices(0).threads(), 1);
 #ifdef UOPD_WITH_CUDA
   v1::CompileRequest request = CompileOf(Scale(1000, 2.0));
   request.set_device("CUDA");
