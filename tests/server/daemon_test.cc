@@ -441,6 +441,37 @@ TEST(Daemon, SurvivesGraphsAtTheDepthLimit) {
   UOPD_EXPECT_OK(client.ListDevices());  // still serving
 }
 
+TEST(Daemon, ReleasesEveryRequestsMemory) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("leak"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::ExecuteRequest request;
+  *request.add_kernels()->mutable_ast() = Scale(1024, 2.0);
+  for (int i = 0; i < 2; ++i) {
+    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(1024);
+    request.mutable_kernels(0)->add_buffers(i);
+  }
+  request.add_return_buffers(0);
+  for (int i = 0; i < 50; ++i) UOPD_ASSERT_OK(client.Execute(request));
+  v1::PrepareRequest prepare;
+  *prepare.mutable_buffers() = request.buffers();
+  *prepare.mutable_kernels() = request.kernels();
+  for (int i = 0; i < 20; ++i) {
+    auto plan = client.Prepare(prepare);
+    UOPD_ASSERT_OK(plan);
+    UOPD_ASSERT_OK(client.ReleasePlan(plan->plan_id()));
+    auto handle = client.CreateBuffer("CPU", DType::FLOAT32, 1024);
+    UOPD_ASSERT_OK(handle);
+    UOPD_ASSERT_OK(client.FreeBuffer(*handle));
+  }
+  EXPECT_EQ(daemon.Metric("uopd_device_bytes_in_use{device=\"CPU\"}"), 0) << daemon.ScrapeMetrics();
+  EXPECT_EQ(daemon.Metric("uopd_buffers"), 0);
+  EXPECT_EQ(daemon.Metric("uopd_plans"), 0);
+  EXPECT_EQ(daemon.Metric("uopd_kernels_executed_total{device=\"CPU\"}"), 50);
+}
+
 TEST(Daemon, ReclaimsIdleBuffers) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("ttl"), {"--idle_ttl=1s"});
   ASSERT_TRUE(daemon.running());
