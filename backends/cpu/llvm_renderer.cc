@@ -47,6 +47,7 @@ class IrWriter {
   std::string Render() {
     operand_.resize(p_.instrs.size());
     for (size_t i = 0; i < p_.instrs.size(); ++i) EmitInstr(static_cast<int>(i));
+    if (grid_loop_ >= 0) EndLoop(grid_loop_);
     return Assemble();
   }
 
@@ -223,33 +224,42 @@ class IrWriter {
         Line(absl::StrCat(self, " = load ", RegType(in.dtype), ", ptr ", Op(in.src[0])));
         operand_[i] = self;
         return;
-      case InstrKind::kLoopBegin: {
-        std::string t = IndexType();
-        absl::StrAppend(&allocas_, "  %v", i, ".addr = alloca ", t, "\n");
-        Line(absl::StrCat("store ", t, " ", Op(in.src[0]), ", ptr %v", i, ".addr"));
-        Line(absl::StrCat("br label %loop", i, ".cond"));
-        Label(absl::StrCat("loop", i, ".cond"));
-        Line(absl::StrCat(self, " = load ", t, ", ptr %v", i, ".addr"));
-        Line(absl::StrCat("%v", i, ".go = icmp slt ", t, " ", self, ", ", Op(in.src[1])));
-        Line(absl::StrCat("br i1 %v", i, ".go, label %loop", i, ".body, label %loop", i, ".exit"));
-        Label(absl::StrCat("loop", i, ".body"));
-        operand_[i] = self;
+      case InstrKind::kLoopBegin:
+        operand_[i] = BeginLoop(i, Op(in.src[0]), Op(in.src[1]));
         return;
-      }
       case InstrKind::kGlobalIndex:
-        // Only GPU lowerings (gpu_grid) produce it; a CPU kernel is its own single "thread".
-        operand_[i] = absl::StrCat(0);
+        // GPU lowerings only: every grid thread becomes one iteration of a loop around the rest
+        // of the kernel, so GPU-lowered programs can be run and checked on the CPU.
+        operand_[i] = BeginLoop(i, "0", Op(in.src[0]));
+        grid_loop_ = i;
         return;
-      case InstrKind::kLoopEnd: {
-        int loop = in.src[0];
-        std::string t = IndexType();
-        Line(absl::StrCat("%v", loop, ".next = add nsw ", t, " %v", loop, ", 1"));
-        Line(absl::StrCat("store ", t, " %v", loop, ".next, ptr %v", loop, ".addr"));
-        Line(absl::StrCat("br label %loop", loop, ".cond, !llvm.loop !", LoopMetadata()));
-        Label(absl::StrCat("loop", loop, ".exit"));
+      case InstrKind::kLoopEnd:
+        EndLoop(in.src[0]);
         return;
-      }
     }
+  }
+
+  // for (x = start; x < end; ++x), with x in an alloca that mem2reg promotes.
+  std::string BeginLoop(int i, const std::string& start, const std::string& end) {
+    const std::string self = absl::StrCat("%v", i);
+    std::string t = IndexType();
+    absl::StrAppend(&allocas_, "  %v", i, ".addr = alloca ", t, "\n");
+    Line(absl::StrCat("store ", t, " ", start, ", ptr %v", i, ".addr"));
+    Line(absl::StrCat("br label %loop", i, ".cond"));
+    Label(absl::StrCat("loop", i, ".cond"));
+    Line(absl::StrCat(self, " = load ", t, ", ptr %v", i, ".addr"));
+    Line(absl::StrCat("%v", i, ".go = icmp slt ", t, " ", self, ", ", end));
+    Line(absl::StrCat("br i1 %v", i, ".go, label %loop", i, ".body, label %loop", i, ".exit"));
+    Label(absl::StrCat("loop", i, ".body"));
+    return self;
+  }
+
+  void EndLoop(int loop) {
+    std::string t = IndexType();
+    Line(absl::StrCat("%v", loop, ".next = add nsw ", t, " %v", loop, ", 1"));
+    Line(absl::StrCat("store ", t, " %v", loop, ".next, ptr %v", loop, ".addr"));
+    Line(absl::StrCat("br label %loop", loop, ".cond, !llvm.loop !", LoopMetadata()));
+    Label(absl::StrCat("loop", loop, ".exit"));
   }
 
   int LoopMetadata() {
@@ -676,6 +686,7 @@ class IrWriter {
   std::string metadata_;
   std::map<std::string, std::string> declarations_;  // ordered: the output is deterministic
   int counter_ = 0;
+  int grid_loop_ = -1;  // the loop standing in for a GPU grid, if any
   const int mustprogress_id_ = 0;
   const int unlikely_id_ = 1;
   int next_metadata_ = 2;
@@ -688,9 +699,15 @@ std::string RenderLlvmIr(const LinearProgram& program) { return IrWriter(program
 absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst> ast,
                                                  const std::string& name) const {
   LowerOptions lower_options;
-  lower_options.min_parallel_work = options_.min_parallel_work;
+  lower_options.min_parallel_work = options_.gpu_lowering ? 0 : options_.min_parallel_work;
+  lower_options.gpu_grid = options_.gpu_lowering;
   UOPD_ASSIGN_OR_RETURN(LinearProgram program,
                         LowerKernel(*ast, SanitizeKernelName(name), lower_options));
+  if (options_.gpu_lowering) {
+    // The CPU runtime passes core_id and core_count after the client's variables.
+    program.var_names.push_back(kCoreIdVar);
+    program.var_names.push_back(kCoreCountVar);
+  }
   ProgramSpec spec = SpecFromLinearProgram(program, "CPU", ast);
   spec.src = RenderLlvmIr(program);
   if (program.parallel) {
@@ -701,7 +718,8 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v1;split=", options_.min_parallel_work);
+  return absl::StrCat("llvm-ir/v1;split=", options_.min_parallel_work,
+                      options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 
 }  // namespace uopd

@@ -19,6 +19,9 @@ namespace uopd {
 struct LlvmRendererOptions {
   // Kernels with at least this many loop iterations split their outer loop across threads.
   int64_t min_parallel_work = int64_t{1} << 16;
+  // Lower as for a GPU (the shared lowering's grid mode), running the grid's threads as one
+  // loop: lets the GPU lowering be checked on machines without a GPU. Off for real use.
+  bool gpu_lowering = false;
 };
 
 // Immutable: safe for concurrent use.
