@@ -7,7 +7,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
-#include "core/plan/compiling_program_source.h"
+#include "core/cache/caching_program_source.h"
 #include "core/plan/execution_plan.h"
 #include "tests/testing/graph_builder.h"
 
@@ -33,7 +33,8 @@ int main() {
   uopd::ThreadPool pool(threads - 1);
   auto device = uopd::CreateCpuDevice(&pool);
   if (!device.ok()) return 1;
-  uopd::CompilingProgramSource source;
+  uopd::KernelCache cache;
+  uopd::CachingProgramSource source(cache);
   auto ast = *uopd::DecodeKernelAst(AddOne(16));
 
   std::vector<uopd::BufferView> buffers;

@@ -68,11 +68,26 @@ RunOptions UntilCancelled(grpc::ServerContext& context) {
   return options;
 }
 
-int64_t KernelsOn(const ExecutionPlan& plan) { return static_cast<int64_t>(plan.kernels().size()); }
-
 }  // namespace
 
 std::string ClientIdentity(const grpc::ServerContext& context) { return context.peer(); }
+
+absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
+                                    const google::protobuf::Map<std::string, int64_t>& vars,
+                                    const google::protobuf::RepeatedField<int32_t>& return_buffers,
+                                    grpc::ServerContext& context,
+                                    google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
+                                    google::protobuf::RepeatedPtrField<v1::BufferData>* outputs) {
+  absl::flat_hash_map<std::string, int64_t> values(vars.begin(), vars.end());
+  UOPD_ASSIGN_OR_RETURN(auto run, plan.ExecuteWithVars(values, UntilCancelled(context)));
+  if (ctx_.metrics != nullptr) {
+    for (const PreparedKernel& kernel : plan.kernels()) {
+      ctx_.metrics->RecordKernelsRun(kernel.device->name(), 1);
+    }
+  }
+  FillTimings(run, timings);
+  return FillOutputs(plan.buffers(), return_buffers, outputs);
+}
 
 grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
                                             v1::ListDevicesResponse* response) {
@@ -95,7 +110,7 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(
   // No device needed: a CPU-only server compiles for GPUs it does not have.
   if (!request.has_ast()) return absl::InvalidArgumentError("compiling for a target needs an ast");
   UOPD_ASSIGN_OR_RETURN(DeviceSpec spec,
-                        DeviceSpec::Parse(request.device().empty() ? "CUDA" : request.device()));
+                        DeviceSpec::Parse(DeviceOrDefault(request.device(), "CUDA")));
   if (!ctx_.target_compilers) {
     return absl::FailedPreconditionError("this server has no compilers for explicit targets");
   }
@@ -138,8 +153,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileR
     if (!request->target().empty()) {
       UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request));
     } else {
-      UOPD_ASSIGN_OR_RETURN(
-          Device * device, ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
+      UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
       if (request->has_ast()) {
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
         UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast)));
@@ -177,8 +191,7 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
       return absl::InvalidArgumentError(absl::StrCat("initial has ", request->initial().size(),
                                                      " bytes, size * itemsize is ", bytes));
     }
-    UOPD_ASSIGN_OR_RETURN(Device * device,
-                          ctx_.devices.Get(request->device().empty() ? "CPU" : request->device()));
+    UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
     UOPD_RETURN_IF_ERROR(ctx_.resources.CheckBufferQuota(owner, bytes));
     UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
     if (!request->initial().empty()) {
@@ -282,18 +295,12 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
-    std::vector<BufferView> buffers = built.buffers;
     UOPD_ASSIGN_OR_RETURN(auto plan,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                                ctx_.programs, ctx_.pool));
     UOPD_RETURN_IF_ERROR(CheckAlive(*context));
-    absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
-    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars, UntilCancelled(*context)));
-    if (ctx_.metrics != nullptr)
-      ctx_.metrics->RecordKernelsRun(request->device().empty() ? "CPU" : request->device(),
-                                     KernelsOn(*plan));
-    FillTimings(timings, response->mutable_timings());
-    return FillOutputs(buffers, request->return_buffers(), response->mutable_outputs());
+    return Run(*plan, request->vars(), request->return_buffers(), *context,
+               response->mutable_timings(), response->mutable_outputs());
   }();
   return scope.Done(ToGrpcStatus(status));
 }
@@ -336,13 +343,8 @@ grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
   auto status = [&]() -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(auto plan,
                           ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
-    absl::flat_hash_map<std::string, int64_t> vars(request->vars().begin(), request->vars().end());
-    UOPD_ASSIGN_OR_RETURN(auto timings, plan->ExecuteWithVars(vars, UntilCancelled(*context)));
-    if (ctx_.metrics != nullptr && !plan->kernels().empty()) {
-      ctx_.metrics->RecordKernelsRun(plan->kernels().front().device->name(), KernelsOn(*plan));
-    }
-    FillTimings(timings, response->mutable_timings());
-    return FillOutputs(plan->buffers(), request->return_buffers(), response->mutable_outputs());
+    return Run(*plan, request->vars(), request->return_buffers(), *context,
+               response->mutable_timings(), response->mutable_outputs());
   }();
   return scope.Done(ToGrpcStatus(status));
 }

@@ -57,6 +57,13 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                            v1::ReleasePlanResponse* response) override;
 
  private:
+  // Runs `plan` with `vars`, stopping if the call is cancelled, and fills the timings and the
+  // bytes of `return_buffers` (indices into the plan's buffers).
+  absl::Status Run(ExecutionPlan& plan, const google::protobuf::Map<std::string, int64_t>& vars,
+                   const google::protobuf::RepeatedField<int32_t>& return_buffers,
+                   grpc::ServerContext& context,
+                   google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
+                   google::protobuf::RepeatedPtrField<v1::BufferData>* outputs);
   absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request);
   absl::StatusOr<CompileResult> CompileSource(Device& device, const v1::RenderedSource& source);
 

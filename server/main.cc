@@ -200,10 +200,11 @@ int Run() {
   });
   std::atomic<bool> stopping{false};
   std::thread reaper([&] {
+    // Sleeps in short steps so a drain is not held up; reaps every `period`.
     const absl::Duration period = std::min(absl::Seconds(10), limits.idle_ttl / 4);
+    absl::Time next = absl::Now() + period;
     while (!stopping.load()) {
       absl::SleepFor(std::min(period, absl::Milliseconds(200)));
-      static absl::Time next = absl::Now() + period;
       if (absl::Now() < next) continue;
       next = absl::Now() + period;
       if (int reaped = resources.ReapIdle(absl::Now()); reaped > 0) {

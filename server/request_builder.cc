@@ -5,6 +5,11 @@
 
 namespace uopd {
 
+std::string DeviceOrDefault(const std::string& name, const std::string& fallback) {
+  if (!name.empty()) return name;
+  return fallback.empty() ? "CPU" : fallback;
+}
+
 absl::StatusOr<Scalar> BufferDtype(int wire_dtype) {
   if (wire_dtype < 1 || wire_dtype > kMaxScalar) {
     return absl::InvalidArgumentError(absl::StrCat("unknown dtype ", wire_dtype));
@@ -35,10 +40,8 @@ absl::StatusOr<BufferView> BuildInline(const RequestContext& ctx, const v1::Inli
         absl::StrCat("data has ", wire.data().size(), " bytes, size * itemsize is ", bytes));
   }
   UOPD_RETURN_IF_ERROR(ctx.resources.CheckBufferQuota(ctx.owner, bytes));
-  const std::string& device_name = !wire.device().empty()        ? wire.device()
-                                   : !ctx.default_device.empty() ? ctx.default_device
-                                                                 : std::string("CPU");
-  UOPD_ASSIGN_OR_RETURN(Device * device, ctx.devices.Get(device_name));
+  UOPD_ASSIGN_OR_RETURN(Device * device,
+                        ctx.devices.Get(DeviceOrDefault(wire.device(), ctx.default_device)));
   UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
   if (!wire.data().empty()) {
     UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), wire.data().data(), bytes));
@@ -90,10 +93,7 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     auto ast = DecodeKernelAst(wire.ast(), ctx.limits);
     if (!ast.ok()) return WithContext(ast.status(), absl::StrCat("kernels[", k, "]"));
     binding.ast = *std::move(ast);
-    const std::string& device_name = !wire.device().empty()        ? wire.device()
-                                     : !ctx.default_device.empty() ? ctx.default_device
-                                                                   : std::string("CPU");
-    auto device = ctx.devices.Get(device_name);
+    auto device = ctx.devices.Get(DeviceOrDefault(wire.device(), ctx.default_device));
     if (!device.ok()) return WithContext(device.status(), absl::StrCat("kernels[", k, "]"));
     binding.device = *device;
     binding.buffers.assign(wire.buffers().begin(), wire.buffers().end());

@@ -32,6 +32,9 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     const RequestContext& ctx, const google::protobuf::RepeatedPtrField<v1::BufferRef>& buffers,
     const google::protobuf::RepeatedPtrField<v1::KernelInvocation>& kernels);
 
+// `name`, or else `fallback`, or else "CPU": how requests default their device.
+std::string DeviceOrDefault(const std::string& name, const std::string& fallback = "");
+
 // A value dtype a buffer can hold (not VOID or INDEX): INVALID_ARGUMENT otherwise.
 absl::StatusOr<Scalar> BufferDtype(int wire_dtype);
 // size * itemsize, refusing negative sizes and overflow (INVALID_ARGUMENT).

@@ -34,8 +34,9 @@ struct CompileStats {
 // Safe for concurrent use.
 class KernelCache {
  public:
-  // Tiers in lookup order, fastest first.
-  explicit KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers);
+  // Tiers in lookup order, fastest first. With none, it still compiles each key once at a time
+  // (and CachingProgramSource keeps what it loaded): what tools and tests without a cache use.
+  explicit KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers = {});
 
   using CompileFn = std::function<absl::StatusOr<v1::CachedKernel>()>;
   // The entry for `key`, from a tier or from `compile` (run at most once at a time per key).

@@ -1,6 +1,6 @@
-// ProgramSource: where execution plans get runnable kernels from. The local implementation
-// renders, compiles and loads (compiling each AST once per target); the daemon's compiled-byte
-// cache plugs in behind the same interface.
+// ProgramSource: where execution plans get runnable kernels from. The implementation,
+// CachingProgramSource (core/cache), renders, compiles and loads each kernel once, through the
+// compiled-byte cache (which may have no tiers at all, for tools and tests).
 #ifndef UOPD_CORE_PLAN_PROGRAM_SOURCE_H_
 #define UOPD_CORE_PLAN_PROGRAM_SOURCE_H_
 

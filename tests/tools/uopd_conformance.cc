@@ -17,9 +17,9 @@
 #ifdef UOPD_WITH_CUDA
 #include "backends/cuda/cuda_device.h"
 #endif
+#include "core/cache/caching_program_source.h"
 #include "core/codegen/lower.h"
 #include "core/corpus/corpus_runner.h"
-#include "core/plan/compiling_program_source.h"
 
 namespace {
 
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", files.status().ToString().c_str());
     return 2;
   }
-  uopd::CompilingProgramSource source;
+  uopd::KernelCache cache;  // no tiers: each kernel compiles once per run
+  uopd::CachingProgramSource source(cache);
   uopd::CorpusRunOptions options{&source, &pool};
   int passed = 0, failed = 0;
   for (const std::string& file : *files) {

@@ -10,8 +10,8 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_renderer.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_runner.h"
-#include "core/plan/compiling_program_source.h"
 #include "core/util/thread_pool.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
@@ -143,7 +143,8 @@ TEST(CudaBackend, RunsTheCorpusOnTheGpu) {
     GTEST_SKIP() << "no GPU here (" << devices.status().message() << "): GPU execution not tested";
   }
   Device& gpu = *devices->front();
-  CompilingProgramSource source;
+  KernelCache cache;
+  CachingProgramSource source(cache);
   ThreadPool pool(3);
   int passed = 0;
   for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {

@@ -5,8 +5,8 @@
 #include "backends/cpu/llvm_compiler.h"
 #include "backends/cpu/llvm_renderer.h"
 #include "backends/cpu/orc_runtime.h"
+#include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_runner.h"
-#include "core/plan/compiling_program_source.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 
@@ -29,7 +29,8 @@ TEST(GpuLowering, ReproducesTinygradOnTheCorpusWhenItsGridRunsAsALoop) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_NE(spec->src.find("srem"), std::string::npos) << spec->src;
 
-  CompilingProgramSource source;
+  KernelCache cache;
+  CachingProgramSource source(cache);
   int passed = 0;
   for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {
     absl::Status status = RunCorpusEntry(device, entry, {&source, nullptr});
