@@ -1,64 +1,80 @@
 #!/usr/bin/env bash
 # The GPU check, in one call on a machine with an NVIDIA GPU, the CUDA toolkit, CMake and Ninja
-# (no internet): configure and build the core and the CUDA backend (UOPD_GPU_CHECK_BUILD: no
-# LLVM or gRPC needed), run the CUDA tests and the corpus conformance on CUDA:0, and time the
-# CUDA path against device-to-device copies. The table comes last.
+# (no internet): run the CUDA tests (the whole corpus and randomized kernels on CUDA:0 against
+# the reference interpreter), the corpus conformance on CUDA:0, and time the CUDA path against
+# device-to-device copies and bare driver launches. The table comes last.
 #
-# Libraries the machine lacks (protobuf, abseil, OpenSSL, GoogleTest) come from .gpu-deps/,
-# which bench/gpu_prepare.sh fills on a Debian machine with network access.
+# bench/gpu_prepare.sh, run beforehand on a Debian machine with network access, fills
+# .gpu-deps/: the libraries the GPU machine lacks (protobuf, abseil, OpenSSL, GoogleTest) and
+# the programs built from this checkout. They are used as they are when they run here;
+# otherwise this script configures and builds the core and the CUDA backend here
+# (UOPD_GPU_CHECK_BUILD: no LLVM or gRPC needed).
 #
 #   bash bench/gpu_check.sh            (writes logs to $OUT when set)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/uopd-gpu-check}
 mkdir -p "$out"
-build=build-gpu-check
 start=$(date +%s)
-
-deps=$PWD/.gpu-deps/root
-if [ -d "$deps" ]; then
-  export PATH="$deps/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  prefix=(-DCMAKE_PREFIX_PATH="$deps/usr" -DProtobuf_PROTOC_EXECUTABLE="$deps/usr/bin/protoc"
-          -DCMAKE_CXX_FLAGS="-isystem $deps/usr/include" -DCMAKE_C_FLAGS="-isystem $deps/usr/include"
-          -DCMAKE_EXE_LINKER_FLAGS="-L$deps/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$deps/usr/lib/x86_64-linux-gnu")
-else
-  prefix=()
-fi
-export PATH="/usr/local/cuda/bin:$PATH"
-
 step() { echo "== $* ($(( $(date +%s) - start )) s)"; }
 
-step "configure"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUOPD_GPU_CHECK_BUILD=ON "${prefix[@]}" \
-  > "$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; exit 1; }
-grep "uopd:" "$out/configure.log"
+deps=$PWD/.gpu-deps/root
+cuda_libs=/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="/usr/local/cuda/bin:$PATH"
+export UOPD_CORPUS_DIR=$PWD/tests/corpus
 
-step "build"
-cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
-
-step "nvidia-smi"
+step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+ldconfig -p | grep -m2 "libcuda.so" || echo "libcuda.so.1 is not in the loader cache"
 
-step "CUDA tests (NVRTC for sm_90/sm_80, GPU corpus run)"
-"$build/tests/cuda_backend_test" > "$out/cuda_backend_test.log" 2>&1
+bin=.gpu-deps/bin
+if [ -x "$bin/cuda_backend_test" ] && "$bin/cuda_backend_test" --gtest_list_tests > /dev/null 2>&1; then
+  step "using the programs gpu_prepare.sh built"
+  tests=$bin/cuda_backend_test conformance=$bin/uopd-conformance
+  exec_bench=$bin/cuda_exec_bench plan_bench=$bin/cuda_plan_bench
+else
+  build=build-gpu-check
+  if [ -d "$deps" ]; then
+    prefix=(-DCMAKE_PREFIX_PATH="$deps/usr" -DProtobuf_PROTOC_EXECUTABLE="$deps/usr/bin/protoc"
+            -DCMAKE_CXX_FLAGS="-isystem $deps/usr/include" -DCMAKE_C_FLAGS="-isystem $deps/usr/include"
+            -DCMAKE_EXE_LINKER_FLAGS="-L$deps/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$deps/usr/lib/x86_64-linux-gnu")
+    export PATH="$deps/usr/bin:$PATH"
+  else
+    prefix=()
+  fi
+  step "configure (prepared programs missing or not runnable here)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUOPD_GPU_CHECK_BUILD=ON "${prefix[@]}" \
+    > "$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; exit 1; }
+  grep "uopd:" "$out/configure.log"
+  step "build"
+  cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
+  tests=$build/tests/cuda_backend_test conformance=$build/tests/uopd-conformance
+  exec_bench=$build/bench/cuda_exec_bench plan_bench=$build/bench/cuda_plan_bench
+fi
+
+# The corpus on the GPU runs once, as the conformance below (the CTest form is skipped here).
+step "CUDA tests (NVRTC for sm_90/sm_80; random kernels on the GPU)"
+timeout 240 "$tests" --gtest_filter=-CudaBackend.RunsTheCorpusOnTheGpu > "$out/cuda_backend_test.log" 2>&1
 tests_rc=$?
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |Skipped|Failure" "$out/cuda_backend_test.log" | head -40
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|seed|rror" "$out/cuda_backend_test.log" | head -60
 
 step "conformance on CUDA:0"
-"$build/tests/uopd-conformance" --device CUDA:0 tests/corpus > "$out/conformance.log" 2>&1
+timeout 180 "$conformance" --device CUDA:0 tests/corpus > "$out/conformance.log" 2>&1
 conformance_rc=$?
 grep -E "^FAIL" "$out/conformance.log" | head -30
 conformance=$(tail -1 "$out/conformance.log")
 
 step "benchmarks"
-"$build/bench/cuda_exec_bench" > "$out/cuda_exec_bench.txt" 2>&1
-bench_rc=$?
+timeout 120 "$exec_bench" > "$out/cuda_exec_bench.txt" 2>&1
+exec_rc=$?
+timeout 120 "$plan_bench" > "$out/cuda_plan_bench.txt" 2>&1
+plan_rc=$?
 
 step "done"
 echo
 echo "=== uopd GPU check ==="
-echo "cuda_backend_test: $( [ $tests_rc -eq 0 ] && echo passed || echo FAILED )"
+echo "cuda_backend_test: $( [ $tests_rc -eq 0 ] && echo passed || echo "FAILED ($tests_rc)" )"
 echo "conformance CUDA:0: $conformance"
-cat "$out/cuda_exec_bench.txt"
-[ $tests_rc -eq 0 ] && [ $conformance_rc -eq 0 ] && [ $bench_rc -eq 0 ]
+cat "$out/cuda_exec_bench.txt" "$out/cuda_plan_bench.txt"
+[ $tests_rc -eq 0 ] && [ $conformance_rc -eq 0 ] && [ $exec_rc -eq 0 ] && [ $plan_rc -eq 0 ]

@@ -50,6 +50,15 @@ absl::StatusOr<const CudaDriver*> LoadOnce() {
   UOPD_RESOLVE(StreamCreate, "cuStreamCreate");
   UOPD_RESOLVE(StreamDestroy, "cuStreamDestroy_v2");
   UOPD_RESOLVE(StreamSynchronize, "cuStreamSynchronize");
+  UOPD_RESOLVE(StreamWaitEvent, "cuStreamWaitEvent");
+  UOPD_RESOLVE(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  UOPD_RESOLVE(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  UOPD_RESOLVE(EventCreate, "cuEventCreate");
+  UOPD_RESOLVE(EventDestroy, "cuEventDestroy_v2");
+  UOPD_RESOLVE(EventRecord, "cuEventRecord");
+  if (!Resolve(library, "cuEventElapsedTime_v2", &d->EventElapsedTime)) {
+    UOPD_RESOLVE(EventElapsedTime, "cuEventElapsedTime");  // drivers before CUDA 12.8
+  }
 #undef UOPD_RESOLVE
   if (missing != nullptr) {
     delete d;

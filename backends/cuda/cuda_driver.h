@@ -40,6 +40,13 @@ struct CudaDriver {
   decltype(&cuStreamCreate) StreamCreate = nullptr;
   decltype(&cuStreamDestroy) StreamDestroy = nullptr;
   decltype(&cuStreamSynchronize) StreamSynchronize = nullptr;
+  decltype(&cuStreamWaitEvent) StreamWaitEvent = nullptr;
+  decltype(&cuMemcpyHtoDAsync) MemcpyHtoDAsync = nullptr;
+  decltype(&cuMemcpyDtoHAsync) MemcpyDtoHAsync = nullptr;
+  decltype(&cuEventCreate) EventCreate = nullptr;
+  decltype(&cuEventDestroy) EventDestroy = nullptr;
+  decltype(&cuEventRecord) EventRecord = nullptr;
+  decltype(&cuEventElapsedTime) EventElapsedTime = nullptr;
 
   // Loads the library and every symbol, and calls cuInit. FAILED_PRECONDITION saying why when
   // there is no usable driver (no libcuda.so.1, no symbol, cuInit failing: no GPU).

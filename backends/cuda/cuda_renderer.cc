@@ -34,26 +34,47 @@ template <typename To, typename From> __device__ __forceinline__ To uopd_bitcast
   memcpy(&y, &x, sizeof(To));
   return y;
 }
-__device__ __forceinline__ unsigned uopd_rotl32(unsigned v, int r) { return (v << r) | (v >> (32 - r)); }
-// Threefry-2x32-20 of a 64-bit counter (see the corpus README).
-__device__ unsigned long long uopd_threefry(unsigned long long x, unsigned long long key) {
-  const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  unsigned x0 = (unsigned)x, x1 = (unsigned)(x >> 32);
-  unsigned ks[3] = {(unsigned)key, (unsigned)(key >> 32), 0};
-  ks[2] = ks[0] ^ ks[1] ^ 0x1BD11BDAu;
-  x0 += ks[0];
-  x1 += ks[1];
-  for (int g = 0; g < 5; ++g) {
-    for (int r = 0; r < 4; ++r) {
-      x0 += x1;
-      x1 = uopd_rotl32(x1, rot[g & 1][r]) ^ x0;
-    }
-    x0 += ks[(g + 1) % 3];
-    x1 += ks[(g + 2) % 3] + (unsigned)(g + 1);
-  }
-  return ((unsigned long long)x1 << 32) | x0;
+// Float to integer as the CPU backend converts: toward zero, saturating at the type's limits,
+// NaN to 0. C leaves these cases undefined, and the GPU's own conversions differ by width.
+template <typename To, typename From> __device__ __forceinline__ To uopd_f2s(From x) {
+  const From limit = (From)(1ULL << (sizeof(To) * 8 - 1));  // 2^(bits-1), exact
+  if (x != x) return To(0);
+  if (x >= limit) return (To)((1ULL << (sizeof(To) * 8 - 1)) - 1);
+  if (x <= -limit) return (To)(-limit);
+  return (To)x;
+}
+template <typename From> __device__ __forceinline__ unsigned long long uopd_f2u64(From x) {
+  if (!(x > From(-1))) return 0ULL;  // NaN, and everything that truncates below zero
+  if (x >= (From)18446744073709551616.0) return ~0ULL;
+  return (unsigned long long)x;
 }
 __device__ __forceinline__ void uopd_fail(int* status, int code) { atomicCAS(status, 0, code); }
+)";
+
+// core/util/kernel_support.c as device code: the CPU backend's own conversions and THREEFRY, so
+// both backends round to the small float types and hash bit for bit alike.
+#include "kernel_support_source.inc"
+
+constexpr char kSupportOpen[] = R"(namespace uopd_support {
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define UOPD_KERNEL_FN __device__
+)";
+constexpr char kSupportClose[] = "}  // namespace uopd_support\n";
+
+// fp8 values from their bits (CUDA's constructors from float saturate e5m2, where IEEE overflow,
+// as the support library rounds, is infinity).
+constexpr char kFp8Prelude[] =
+    R"(__device__ __forceinline__ __nv_fp8_e4m3 uopd_fp8e4m3(unsigned bits) {
+  __nv_fp8_e4m3 r;
+  r.__x = (__nv_fp8_storage_t)bits;
+  return r;
+}
+__device__ __forceinline__ __nv_fp8_e5m2 uopd_fp8e5m2(unsigned bits) {
+  __nv_fp8_e5m2 r;
+  r.__x = (__nv_fp8_storage_t)bits;
+  return r;
+}
 )";
 
 class CudaWriter {
@@ -162,8 +183,9 @@ class CudaWriter {
       case Scalar::kBfloat16:
         return absl::StrCat(from_double ? "__double2bfloat16(" : "__float2bfloat16(", v, ")");
       case Scalar::kFp8E4M3:
+        return absl::StrCat("uopd_fp8e4m3(uopd_support::uopd_f64_to_fp8e4m3(", v, "))");
       case Scalar::kFp8E5M2:
-        return absl::StrCat(Type(d), "(", v, ")");
+        return absl::StrCat("uopd_fp8e5m2(uopd_support::uopd_f64_to_fp8e5m2(", v, "))");
       default:
         return v;
     }
@@ -215,13 +237,9 @@ class CudaWriter {
           return absl::StrFormat("__ushort_as_bfloat16((unsigned short)0x%04x)",
                                  uopd_f64_to_bf16(v));
         case Scalar::kFp8E4M3:
-          return absl::StrCat("__nv_fp8_e4m3(",
-                              FloatLiteral(uopd_fp8e4m3_to_f32(uopd_f64_to_fp8e4m3(v)), false),
-                              ")");
+          return absl::StrFormat("uopd_fp8e4m3(0x%02x)", uopd_f64_to_fp8e4m3(v));
         case Scalar::kFp8E5M2:
-          return absl::StrCat("__nv_fp8_e5m2(",
-                              FloatLiteral(uopd_fp8e5m2_to_f32(uopd_f64_to_fp8e5m2(v)), false),
-                              ")");
+          return absl::StrFormat("uopd_fp8e5m2(0x%02x)", uopd_f64_to_fp8e5m2(v));
         default:
           return FloatLiteral(v, d.scalar == Scalar::kFloat64);
       }
@@ -327,9 +345,11 @@ class CudaWriter {
       return Narrow(absl::StrCat("(double)", v), to, true);  // integers: exact through double
     }
     std::string x = Widen(v, from);
-    if (IsFloat(from.scalar) && IsInt(to.scalar) && IsUnsigned(to.scalar) && Bits(to) < 64) {
+    if (IsFloat(from.scalar) && !IsFloat(to.scalar)) {
+      if (!IsUnsigned(to.scalar)) return absl::StrCat("uopd_f2s<", Type(to), ">(", x, ")");
+      if (Bits(to) == 64) return absl::StrCat("uopd_f2u64(", x, ")");
       // Narrow unsigned targets wrap negative values, as the CPU backend does.
-      return absl::StrCat("(", Type(to), ")(long long)", x);
+      return absl::StrCat("(", Type(to), ")uopd_f2s<long long>(", x, ")");
     }
     return absl::StrCat("(", Type(to), ")", x);
   }
@@ -370,7 +390,7 @@ class CudaWriter {
         } else if (op == Op::kWhere) {
           expr = absl::StrCat("(", src(0), " ? ", src(1), " : ", src(2), ")");
         } else if (op == Op::kThreefry) {
-          expr = absl::StrCat("uopd_threefry(", src(0), ", ", src(1), ")");
+          expr = absl::StrCat("uopd_support::uopd_threefry(", src(0), ", ", src(1), ")");
         } else if (op == Op::kMulacc) {
           expr = Binary(Op::kAdd, Binary(Op::kMul, src(0), src(1), in.dtype), src(2), in.dtype);
         } else if (op == Op::kShl || op == Op::kShr) {
@@ -467,8 +487,9 @@ class CudaWriter {
     if (uses_fp16_ || uses_bf16_ || uses_fp8_) includes += "#include <cuda_fp16.h>\n";
     if (uses_bf16_ || uses_fp8_) includes += "#include <cuda_bf16.h>\n";
     if (uses_fp8_) includes += "#include <cuda_fp8.h>\n";
-    return absl::StrCat(includes, kPrelude, "\n// kernel ", p_.name, ": ", p_.proven_accesses,
-                        " accesses proven in bounds, ", p_.guarded_accesses,
+    return absl::StrCat(includes, kPrelude, kSupportOpen, kKernelSupportSource, kSupportClose,
+                        uses_fp8_ ? kFp8Prelude : "", "\n// kernel ", p_.name, ": ",
+                        p_.proven_accesses, " accesses proven in bounds, ", p_.guarded_accesses,
                         " checked at run time\n", "extern \"C\" __global__ void __launch_bounds__(",
                         threads, ") ", p_.name, "(", absl::StrJoin(params, ", "), ") {\n", body_,
                         "}\n");
@@ -532,7 +553,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v1;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v2;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_launch_queue.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -11,68 +12,72 @@ namespace {
 CUdeviceptr Ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 constexpr size_t kMinAllocation = 256;
 
-class CudaProgram : public Program {
- public:
-  CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
-              std::string name)
-      : context_(std::move(context)),
-        module_(module),
-        function_(function),
-        name_(std::move(name)) {}
-
-  ~CudaProgram() override {
-    if (context_->MakeCurrent().ok()) context_->driver().ModuleUnload(module_);
-  }
-
-  absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
-                       const LaunchDims& dims) const override {
-    const CudaDriver& d = context_->driver();
-    UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
-    if (dims.global[0] == 0 || dims.global[1] == 0 || dims.global[2] == 0) return absl::OkStatus();
-    UOPD_ASSIGN_OR_RETURN(CudaContext::LaunchSlot slot, context_->AcquireSlot());
-    absl::Status result = [&]() -> absl::Status {
-      UOPD_RETURN_IF_ERROR(d.Check(d.MemsetD8Async(slot.status, 0, sizeof(int), slot.stream),
-                                   "clearing the status word"));
-      std::vector<CUdeviceptr> pointers(buffers.size());
-      std::vector<long long> values(vals.begin(), vals.end());
-      std::vector<void*> params;
-      for (size_t i = 0; i < buffers.size(); ++i) {
-        pointers[i] = Ptr(buffers[i]);
-        params.push_back(&pointers[i]);
-      }
-      for (long long& v : values) params.push_back(&v);
-      params.push_back(&slot.status);
-      UOPD_RETURN_IF_ERROR(
-          d.Check(d.LaunchKernel(
-                      function_, static_cast<unsigned>(dims.global[0]),
-                      static_cast<unsigned>(dims.global[1]), static_cast<unsigned>(dims.global[2]),
-                      static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
-                      static_cast<unsigned>(dims.local[2]), 0, slot.stream, params.data(), nullptr),
-                  absl::StrCat("launching kernel ", name_)));
-      UOPD_RETURN_IF_ERROR(
-          d.Check(d.StreamSynchronize(slot.stream), absl::StrCat("running kernel ", name_)));
-      int code = 0;
-      UOPD_RETURN_IF_ERROR(
-          d.Check(d.MemcpyDtoH(&code, slot.status, sizeof(int)), "reading the status word"));
-      if (code != 0) {
-        return absl::OutOfRangeError(absl::StrCat("kernel ", name_,
-                                                  ": run-time bounds check failed on buffer slot ",
-                                                  code - 1, "; the kernel was stopped"));
-      }
-      return absl::OkStatus();
-    }();
-    context_->ReleaseSlot(slot);
-    return result;
-  }
-
- private:
-  std::shared_ptr<CudaContext> context_;
-  CUmodule module_;
-  CUfunction function_;
-  std::string name_;
-};
+// Waits for `stream` and turns a failure into a status naming `what`.
+absl::Status Wait(const CudaDriver& d, CUstream stream, absl::string_view what) {
+  return d.Check(d.StreamSynchronize(stream), what);
+}
 
 }  // namespace
+
+absl::Status BoundsCheckFailed(const std::string& kernel, int code) {
+  return absl::OutOfRangeError(absl::StrCat("kernel ", kernel,
+                                            ": run-time bounds check failed on buffer slot ",
+                                            code - 1, "; the kernel was stopped"));
+}
+
+CudaProgram::CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
+                         std::string name)
+    : context_(std::move(context)), module_(module), function_(function), name_(std::move(name)) {}
+
+CudaProgram::~CudaProgram() {
+  if (context_->MakeCurrent().ok()) context_->driver().ModuleUnload(module_);
+}
+
+absl::Status CudaProgram::Launch(CUstream stream, CUdeviceptr status,
+                                 absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
+                                 const LaunchDims& dims) const {
+  if (dims.global[0] == 0 || dims.global[1] == 0 || dims.global[2] == 0) return absl::OkStatus();
+  const CudaDriver& d = context_->driver();
+  std::vector<CUdeviceptr> pointers(buffers.size());
+  std::vector<long long> values(vals.begin(), vals.end());
+  std::vector<void*> params;
+  params.reserve(buffers.size() + values.size() + 1);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    pointers[i] = Ptr(buffers[i]);
+    params.push_back(&pointers[i]);
+  }
+  for (long long& v : values) params.push_back(&v);
+  params.push_back(&status);
+  return d.Check(
+      d.LaunchKernel(function_, static_cast<unsigned>(dims.global[0]),
+                     static_cast<unsigned>(dims.global[1]), static_cast<unsigned>(dims.global[2]),
+                     static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
+                     static_cast<unsigned>(dims.local[2]), 0, stream, params.data(), nullptr),
+      absl::StrCat("launching kernel ", name_));
+}
+
+absl::Status CudaProgram::Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
+                                  const LaunchDims& dims) const {
+  const CudaDriver& d = context_->driver();
+  UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
+  UOPD_ASSIGN_OR_RETURN(CudaContext::LaunchSlot slot, context_->AcquireSlot());
+  absl::Status result = [&]() -> absl::Status {
+    UOPD_RETURN_IF_ERROR(Launch(slot.stream, slot.status, buffers, vals, dims));
+    int code = 0;
+    UOPD_RETURN_IF_ERROR(d.Check(d.MemcpyDtoHAsync(&code, slot.status, sizeof(int), slot.stream),
+                                 "reading the status word"));
+    UOPD_RETURN_IF_ERROR(Wait(d, slot.stream, absl::StrCat("running kernel ", name_)));
+    if (code == 0) return absl::OkStatus();
+    // Free slots keep a zero status word.
+    UOPD_RETURN_IF_ERROR(d.Check(d.MemsetD8Async(slot.status, 0, sizeof(int), slot.stream),
+                                 "clearing the status word"));
+    UOPD_RETURN_IF_ERROR(Wait(d, slot.stream, "clearing the status word"));
+    return BoundsCheckFailed(name_, code);
+  }();
+  // A slot whose stream failed may hold an unknown status word: it is not reused.
+  if (result.ok() || absl::IsOutOfRange(result)) context_->ReleaseSlot(slot);
+  return result;
+}
 
 absl::StatusOr<std::shared_ptr<CudaContext>> CudaContext::Create(const CudaDriver& driver,
                                                                  int ordinal) {
@@ -123,9 +128,15 @@ absl::StatusOr<CudaContext::LaunchSlot> CudaContext::AcquireSlot() const {
   LaunchSlot slot;
   UOPD_RETURN_IF_ERROR(driver_.Check(driver_.StreamCreate(&slot.stream, CU_STREAM_NON_BLOCKING),
                                      "creating a stream"));
-  if (absl::Status s =
-          driver_.Check(driver_.MemAlloc(&slot.status, sizeof(int)), "allocating a status word");
-      !s.ok()) {
+  absl::Status s =
+      driver_.Check(driver_.MemAlloc(&slot.status, sizeof(int)), "allocating a status word");
+  if (s.ok()) {
+    s = driver_.Check(driver_.MemsetD8Async(slot.status, 0, sizeof(int), slot.stream),
+                      "clearing a status word");
+    if (s.ok()) s = Wait(driver_, slot.stream, "clearing a status word");
+    if (!s.ok()) driver_.MemFree(slot.status);
+  }
+  if (!s.ok()) {
     driver_.StreamDestroy(slot.stream);
     return s;
   }
@@ -151,8 +162,10 @@ absl::StatusOr<void*> CudaAllocator::Allocate(size_t bytes) {
   CUdeviceptr ptr = 0;
   UOPD_RETURN_IF_ERROR(
       d.Check(d.MemAlloc(&ptr, size), absl::StrCat("allocating ", bytes, " bytes on the GPU")));
-  if (absl::Status zeroed = d.Check(d.MemsetD8(ptr, 0, size), "zeroing a new buffer");
-      !zeroed.ok()) {
+  absl::Status zeroed = OnStream([&](CUstream stream) {
+    return d.Check(d.MemsetD8Async(ptr, 0, size, stream), "zeroing a new buffer");
+  });
+  if (!zeroed.ok()) {
     d.MemFree(ptr);
     return zeroed;
   }
@@ -168,16 +181,32 @@ void CudaAllocator::Free(void* ptr, size_t bytes) {
 
 absl::Status CudaAllocator::CopyIn(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
-  return context_->driver().Check(context_->driver().MemcpyHtoD(Ptr(dst), host_src, bytes),
-                                  "copy to the GPU");
+  const CudaDriver& d = context_->driver();
+  return OnStream([&](CUstream stream) {
+    return d.Check(d.MemcpyHtoDAsync(Ptr(dst), host_src, bytes, stream), "copy to the GPU");
+  });
 }
 
 absl::Status CudaAllocator::CopyOut(void* host_dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
+  const CudaDriver& d = context_->driver();
+  return OnStream([&](CUstream stream) {
+    return d.Check(d.MemcpyDtoHAsync(host_dst, Ptr(src), bytes, stream), "copy from the GPU");
+  });
+}
+
+absl::Status CudaAllocator::OnStream(const std::function<absl::Status(CUstream)>& work) {
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
-  return context_->driver().Check(context_->driver().MemcpyDtoH(host_dst, Ptr(src), bytes),
-                                  "copy from the GPU");
+  UOPD_ASSIGN_OR_RETURN(CudaContext::LaunchSlot slot, context_->AcquireSlot());
+  absl::Status status = work(slot.stream);
+  if (status.ok()) status = Wait(context_->driver(), slot.stream, "waiting for a copy");
+  if (status.ok()) context_->ReleaseSlot(slot);
+  return status;
+}
+
+absl::StatusOr<std::unique_ptr<LaunchQueue>> CudaRuntime::NewLaunchQueue() {
+  UOPD_ASSIGN_OR_RETURN(auto queue, CudaLaunchQueue::Create(context_));
+  return std::unique_ptr<LaunchQueue>(std::move(queue));
 }
 
 absl::StatusOr<std::shared_ptr<Program>> CudaRuntime::Load(const CompiledKernel& kernel,

@@ -1,10 +1,15 @@
 // The CUDA device's allocator and runtime on top of the dynamically loaded driver: device
-// memory (plain cuMemAlloc allocations), modules loaded from CUBIN with a PTX fallback, and
-// launches on a stream per call, so kernels that plans run at the same time overlap.
+// memory (plain cuMemAlloc allocations), modules loaded from CUBIN with a PTX fallback, single
+// launches on a stream per call (so concurrent calls overlap), and launch queues for plans.
+//
+// Every copy, memset and launch goes to a non-blocking stream and is waited for on that stream:
+// the legacy default stream does not order work against non-blocking streams, and a plain
+// cuMemcpyHtoD may return before its DMA lands.
 #ifndef UOPD_BACKENDS_CUDA_CUDA_RUNTIME_H_
 #define UOPD_BACKENDS_CUDA_CUDA_RUNTIME_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -30,8 +35,9 @@ class CudaContext {
   const std::string& name() const { return name_; }
   int64_t total_memory() const { return total_memory_; }
 
-  // A stream and a device status word for one launch. Reused across launches (creating them
-  // costs more than a small kernel), one per launch in flight, so concurrent runs never share.
+  // A stream and a device status word for one launch or copy. Reused across launches (creating
+  // them costs more than a small kernel), one per call in flight, so concurrent calls never
+  // share. The status word is zero whenever the slot is free.
   struct LaunchSlot {
     CUstream stream = nullptr;
     CUdeviceptr status = 0;
@@ -63,9 +69,38 @@ class CudaAllocator : public Allocator {
   int64_t bytes_in_use() const override { return in_use_.load(); }
 
  private:
+  // Runs `work` on a launch slot's stream and waits for it.
+  absl::Status OnStream(const std::function<absl::Status(CUstream)>& work);
+
   std::shared_ptr<CudaContext> context_;
   std::atomic<int64_t> in_use_{0};
 };
+
+// A loaded module and its kernel. Safe for concurrent use.
+class CudaProgram : public Program {
+ public:
+  CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
+              std::string name);
+  ~CudaProgram() override;
+  absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
+                       const LaunchDims& dims) const override;
+
+  const CudaContext& context() const { return *context_; }
+  const std::string& name() const { return name_; }
+  // Enqueues the kernel on `stream` with `status` as its status word; zero-sized grids do
+  // nothing.
+  absl::Status Launch(CUstream stream, CUdeviceptr status, absl::Span<void* const> buffers,
+                      absl::Span<const int64_t> vals, const LaunchDims& dims) const;
+
+ private:
+  std::shared_ptr<CudaContext> context_;
+  CUmodule module_;
+  CUfunction function_;
+  std::string name_;
+};
+
+// The OUT_OF_RANGE error for a kernel whose status word says `code` (the slot + 1).
+absl::Status BoundsCheckFailed(const std::string& kernel, int code);
 
 // Safe for concurrent use.
 class CudaRuntime : public RuntimeFactory {
@@ -73,6 +108,7 @@ class CudaRuntime : public RuntimeFactory {
   explicit CudaRuntime(std::shared_ptr<CudaContext> context) : context_(std::move(context)) {}
   absl::StatusOr<std::shared_ptr<Program>> Load(const CompiledKernel& kernel,
                                                 const ProgramSpec& spec) override;
+  absl::StatusOr<std::unique_ptr<LaunchQueue>> NewLaunchQueue() override;
 
  private:
   std::shared_ptr<CudaContext> context_;

@@ -11,7 +11,7 @@
 namespace uopd {
 namespace {
 
-constexpr int kCodegenVersion = 1;
+constexpr int kCodegenVersion = 2;
 
 // Owns an nvrtcProgram.
 class NvrtcProgram {

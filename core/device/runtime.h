@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/device/compiler.h"
+#include "core/device/launch_queue.h"
 #include "core/device/program_spec.h"
 
 namespace uopd {
@@ -31,6 +32,9 @@ class RuntimeFactory {
   // Loads `kernel` (bytes produced by this device's compiler for `spec`).
   virtual absl::StatusOr<std::shared_ptr<Program>> Load(const CompiledKernel& kernel,
                                                         const ProgramSpec& spec) = 0;
+  // A queue for asynchronous runs of this runtime's programs, or null where kernels run only
+  // synchronously through Program::Execute (the CPU: a kernel is a call on a host thread).
+  virtual absl::StatusOr<std::unique_ptr<LaunchQueue>> NewLaunchQueue() { return nullptr; }
 };
 
 }  // namespace uopd

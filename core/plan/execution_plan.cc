@@ -1,5 +1,6 @@
 #include "core/plan/execution_plan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 
@@ -169,6 +170,13 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
       UOPD_ASSIGN_OR_RETURN(plan->dims_[k.id], k.program->spec->launch_dims({}));
     }
   }
+  // All on one device that queues work asynchronously: runs go to its queue, not the pool.
+  Device* device = plan->kernels_.empty() ? nullptr : plan->kernels_.front().device;
+  if (device != nullptr &&
+      std::all_of(plan->kernels_.begin(), plan->kernels_.end(),
+                  [&](const PreparedKernel& k) { return k.device == device; })) {
+    UOPD_ASSIGN_OR_RETURN(plan->queue_, device->runtime().NewLaunchQueue());
+  }
   return plan;
 }
 
@@ -252,6 +260,8 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
         .count();
   };
 
+  if (queue_ != nullptr && !options.sequential) return RunOnQueue(options);
+
   if (options.sequential || pool_ == nullptr || pool_->size() == 0) {
     std::vector<KernelTiming> timings(n);
     for (PreparedKernel& k : kernels_) {
@@ -292,6 +302,35 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
   absl::MutexLock lock(&run->mu);
   if (!run->error.ok()) return run->error;
   return std::move(run->timings);
+}
+
+absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::RunOnQueue(const RunOptions& options) {
+  // Submission order is a topological order: dependencies always have smaller ids.
+  absl::Status submitted;
+  for (PreparedKernel& k : kernels_) {
+    if (options.cancelled && options.cancelled()) {
+      submitted = Cancelled(k.id);
+      break;
+    }
+    submitted = queue_->Submit(k.id, *k.program->program, k.buffer_ptrs, k.vals, dims_[k.id],
+                               k.dependencies);
+    if (!submitted.ok()) {
+      submitted = WithContext(submitted, KernelLabel(k));
+      break;
+    }
+  }
+  std::vector<KernelTime> times;
+  int failed = -1;
+  absl::Status finished = queue_->Finish(&times, &failed);
+  if (!submitted.ok()) return submitted;
+  if (!finished.ok()) {
+    return failed >= 0 ? WithContext(finished, KernelLabel(kernels_[failed])) : finished;
+  }
+  std::vector<KernelTiming> timings(kernels_.size());
+  for (size_t i = 0; i < timings.size() && i < times.size(); ++i) {
+    timings[i] = {static_cast<int>(i), times[i].start_ns, times[i].end_ns};
+  }
+  return timings;
 }
 
 void ExecutionPlan::Drain(const std::shared_ptr<RunState>& run) {

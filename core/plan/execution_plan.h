@@ -5,8 +5,10 @@
 // every binding (slots bound, dtypes, sizes), and derives the dependencies between kernels from
 // the storage each reads and writes: read-after-write, write-after-write and write-after-read.
 // A run validates the variable values first, then runs kernels as soon as their dependencies
-// finish, independent ones at the same time on the thread pool. Results always equal running
-// the kernels one by one in submission order.
+// finish, independent ones at the same time on the thread pool, or, when every kernel is on one
+// device whose runtime has a LaunchQueue (a GPU), submits them all to it at once (streams
+// joined by events) and waits once. Results always equal running the kernels one by one in
+// submission order.
 #ifndef UOPD_CORE_PLAN_EXECUTION_PLAN_H_
 #define UOPD_CORE_PLAN_EXECUTION_PLAN_H_
 
@@ -119,6 +121,7 @@ class ExecutionPlan {
   };
 
   absl::Status Bind(const absl::flat_hash_map<std::string, int64_t>& values);
+  absl::StatusOr<std::vector<KernelTiming>> RunOnQueue(const RunOptions& options);
   absl::Status RunKernel(PreparedKernel& kernel);
   static absl::Status Cancelled(int next_kernel);
   // Runs ready kernels until none is left; the thread that finishes a kernel takes one newly
@@ -130,7 +133,8 @@ class ExecutionPlan {
   std::vector<std::vector<int>> dependents_;  // the inverse of dependencies
   std::vector<LaunchDims> dims_;              // per kernel, for the current run
   ThreadPool* pool_;
-  absl::Mutex run_mu_;  // serializes runs: they patch vals and dims
+  std::unique_ptr<LaunchQueue> queue_;  // null: kernels run through Program::Execute
+  absl::Mutex run_mu_;                  // serializes runs: they patch vals, dims and the queue
 };
 
 }  // namespace uopd

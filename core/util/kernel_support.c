@@ -1,7 +1,14 @@
 #include "kernel_support.h"
 
+/* The CUDA backend compiles this same file into every kernel's CUDA C (embedded at build time,
+ * with the include above removed), so both backends convert and hash bit for bit alike. There
+ * every function is a device function. */
+#ifndef UOPD_KERNEL_FN
+#define UOPD_KERNEL_FN
+#endif
+
 /* Bit casts without memcpy from libc. */
-static uint64_t double_bits(double x) {
+static UOPD_KERNEL_FN uint64_t double_bits(double x) {
   union {
     double d;
     uint64_t u;
@@ -9,7 +16,7 @@ static uint64_t double_bits(double x) {
   v.d = x;
   return v.u;
 }
-static float float_from_bits(uint32_t u) {
+static UOPD_KERNEL_FN float float_from_bits(uint32_t u) {
   union {
     float f;
     uint32_t u;
@@ -22,8 +29,8 @@ static float float_from_bits(uint32_t u) {
  * `max_field` is the largest finite encoding of the magnitude (exponent and mantissa fields),
  * `inf_field` what overflow becomes (an infinity, or max_field to saturate), `nan_field` the
  * encoding of NaN's magnitude. */
-static uint32_t round_to_small(double x, int ebits, int mbits, uint32_t max_field,
-                               uint32_t inf_field, uint32_t nan_field) {
+static UOPD_KERNEL_FN uint32_t round_to_small(double x, int ebits, int mbits, uint32_t max_field,
+                                              uint32_t inf_field, uint32_t nan_field) {
   uint64_t bits = double_bits(x);
   uint32_t sign = (uint32_t)(bits >> 63) << (ebits + mbits);
   uint64_t exp = (bits >> 52) & 0x7ff;
@@ -48,14 +55,22 @@ static uint32_t round_to_small(double x, int ebits, int mbits, uint32_t max_fiel
   return sign | (uint32_t)field;
 }
 
-uint32_t uopd_f64_to_f16(double x) { return round_to_small(x, 5, 10, 0x7bff, 0x7c00, 0x7e00); }
-uint32_t uopd_f64_to_bf16(double x) { return round_to_small(x, 8, 7, 0x7f7f, 0x7f80, 0x7fc0); }
-uint32_t uopd_f64_to_fp8e4m3(double x) { return round_to_small(x, 4, 3, 0x7e, 0x7e, 0x7f); }
-uint32_t uopd_f64_to_fp8e5m2(double x) { return round_to_small(x, 5, 2, 0x7b, 0x7c, 0x7e); }
+UOPD_KERNEL_FN uint32_t uopd_f64_to_f16(double x) {
+  return round_to_small(x, 5, 10, 0x7bff, 0x7c00, 0x7e00);
+}
+UOPD_KERNEL_FN uint32_t uopd_f64_to_bf16(double x) {
+  return round_to_small(x, 8, 7, 0x7f7f, 0x7f80, 0x7fc0);
+}
+UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e4m3(double x) {
+  return round_to_small(x, 4, 3, 0x7e, 0x7e, 0x7f);
+}
+UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e5m2(double x) {
+  return round_to_small(x, 5, 2, 0x7b, 0x7c, 0x7e);
+}
 
 /* Widens a small format to float bits. `special_exp` marks the all-ones exponent as inf/NaN
  * (IEEE formats); fp8 e4m3 has only NaN there, at mantissa 7. */
-static float widen_small(uint32_t bits, int ebits, int mbits, int ieee) {
+static UOPD_KERNEL_FN float widen_small(uint32_t bits, int ebits, int mbits, int ieee) {
   uint32_t sign = ((bits >> (ebits + mbits)) & 1) << 31;
   uint32_t exp = (bits >> mbits) & ((1u << ebits) - 1);
   uint32_t man = bits & ((1u << mbits) - 1);
@@ -80,15 +95,23 @@ static float widen_small(uint32_t bits, int ebits, int mbits, int ieee) {
   return float_from_bits(sign | ((exp - bias + 127) << 23) | (man << (23 - mbits)));
 }
 
-float uopd_f16_to_f32(uint32_t bits) { return widen_small(bits & 0xffff, 5, 10, 1); }
-float uopd_bf16_to_f32(uint32_t bits) { return float_from_bits((bits & 0xffff) << 16); }
-float uopd_fp8e4m3_to_f32(uint32_t bits) { return widen_small(bits & 0xff, 4, 3, 0); }
-float uopd_fp8e5m2_to_f32(uint32_t bits) { return widen_small(bits & 0xff, 5, 2, 1); }
+UOPD_KERNEL_FN float uopd_f16_to_f32(uint32_t bits) { return widen_small(bits & 0xffff, 5, 10, 1); }
+UOPD_KERNEL_FN float uopd_bf16_to_f32(uint32_t bits) {
+  return float_from_bits((bits & 0xffff) << 16);
+}
+UOPD_KERNEL_FN float uopd_fp8e4m3_to_f32(uint32_t bits) {
+  return widen_small(bits & 0xff, 4, 3, 0);
+}
+UOPD_KERNEL_FN float uopd_fp8e5m2_to_f32(uint32_t bits) {
+  return widen_small(bits & 0xff, 5, 2, 1);
+}
 
-static uint32_t rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
+static UOPD_KERNEL_FN uint32_t rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
 
-uint64_t uopd_threefry(uint64_t x, uint64_t key) {
-  static const int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+UOPD_KERNEL_FN uint64_t uopd_threefry(uint64_t x, uint64_t key) {
+  /* The rotations {13, 15, 26, 6} then {17, 29, 16, 24}, 5 bits each: a table would be a static
+   * array, which device code cannot hold as cheaply. */
+  const uint64_t kRotations = 0xc43b1369edull;
   uint32_t x0 = (uint32_t)x, x1 = (uint32_t)(x >> 32);
   uint32_t ks[3];
   ks[0] = (uint32_t)key;
@@ -99,7 +122,7 @@ uint64_t uopd_threefry(uint64_t x, uint64_t key) {
   for (int g = 0; g < 5; ++g) {
     for (int r = 0; r < 4; ++r) {
       x0 += x1;
-      x1 = rotl32(x1, kRot[g & 1][r]) ^ x0;
+      x1 = rotl32(x1, (int)((kRotations >> (5 * ((g & 1) * 4 + r))) & 31)) ^ x0;
     }
     x0 += ks[(g + 1) % 3];
     x1 += ks[(g + 2) % 3] + (uint32_t)(g + 1);

@@ -2,6 +2,7 @@
 #ifndef UOPD_TESTS_TESTING_CORPUS_PATHS_H_
 #define UOPD_TESTS_TESTING_CORPUS_PATHS_H_
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,12 @@
 
 namespace uopd::testing {
 
-inline std::string CorpusDir() { return UOPD_CORPUS_DIR; }
+// The build's checkout, unless UOPD_CORPUS_DIR names another (test binaries built on one machine
+// and run from another checkout, as bench/gpu_check.sh does).
+inline std::string CorpusDir() {
+  const char* dir = std::getenv("UOPD_CORPUS_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : UOPD_CORPUS_DIR;
+}
 
 // Every case and plan of tests/corpus, loaded. Fails the test on a file that does not parse.
 inline std::vector<CorpusEntry> LoadWholeCorpus() {

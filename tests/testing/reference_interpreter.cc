@@ -127,8 +127,8 @@ double FloatFromBits(uint64_t b, Scalar s) {
 class Interpreter {
  public:
   Interpreter(std::vector<std::string>& buffers,
-              const absl::flat_hash_map<std::string, int64_t>& vars)
-      : buffers_(buffers), vars_(vars) {}
+              const absl::flat_hash_map<std::string, int64_t>& vars, const Unspecified& unspecified)
+      : buffers_(buffers), vars_(vars), unspecified_(unspecified) {}
 
   absl::Status Exec(const UOp* stmt) {
     switch (stmt->op()) {
@@ -353,7 +353,27 @@ class Interpreter {
     }
   }
 
-  static Val Unary(Op op, const Val& x, Scalar s) {
+  // A float result of arithmetic. Its NaNs have the host's bits, or every mantissa bit set (the
+  // GPU's choice) when the variation says so.
+  Val Computed(double r, Scalar s) const {
+    Val v = FromFloat(r, s);
+    if (!std::isnan(r) || !unspecified_.nan_all_ones) return v;
+    const int bits = ScalarItemSize(s) * 8;
+    v.u = (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1) >> 1;
+    return v;
+  }
+  // A transcendental result, moved by the variation's units in the last place.
+  double Transcendental(double r, bool single) const {
+    if (!std::isfinite(r)) return r;
+    for (int i = 0; i < std::abs(unspecified_.transcendental_ulps); ++i) {
+      double toward = unspecified_.transcendental_ulps > 0 ? INFINITY : -INFINITY;
+      r = single ? std::nextafter(static_cast<float>(r), static_cast<float>(toward))
+                 : std::nextafter(r, toward);
+    }
+    return r;
+  }
+
+  Val Unary(Op op, const Val& x, Scalar s) {
     if (IsF(s)) {
       double r;
       bool single = Single(s);
@@ -365,13 +385,13 @@ class Interpreter {
           r = single ? 1.0f / static_cast<float>(x.f) : 1.0 / x.f;
           break;
         case Op::kExp2:
-          r = single ? std::exp2(static_cast<float>(x.f)) : std::exp2(x.f);
+          r = Transcendental(single ? std::exp2(static_cast<float>(x.f)) : std::exp2(x.f), single);
           break;
         case Op::kLog2:
-          r = single ? std::log2(static_cast<float>(x.f)) : std::log2(x.f);
+          r = Transcendental(single ? std::log2(static_cast<float>(x.f)) : std::log2(x.f), single);
           break;
         case Op::kSin:
-          r = single ? std::sin(static_cast<float>(x.f)) : std::sin(x.f);
+          r = Transcendental(single ? std::sin(static_cast<float>(x.f)) : std::sin(x.f), single);
           break;
         case Op::kSqrt:
           r = single ? std::sqrt(static_cast<float>(x.f)) : std::sqrt(x.f);
@@ -380,13 +400,13 @@ class Interpreter {
           r = std::trunc(x.f);
           break;
       }
-      return FromFloat(r, s);
+      return Computed(r, s);
     }
     if (s == Scalar::kBool) return Val{x.u ^ 1u, 0};
     return FromInt(-Signed(x, s), s);
   }
 
-  static Val Binary(Op op, const Val& a, const Val& b, Scalar s) {
+  Val Binary(Op op, const Val& a, const Val& b, Scalar s) {
     if (IsF(s)) {
       bool single = Single(s);
       float fa = static_cast<float>(a.f), fb = static_cast<float>(b.f);
@@ -405,7 +425,7 @@ class Interpreter {
           r = single ? fa / fb : a.f / b.f;
           break;
         case Op::kPow:
-          r = single ? std::pow(fa, fb) : std::pow(a.f, b.f);
+          r = Transcendental(single ? std::pow(fa, fb) : std::pow(a.f, b.f), single);
           break;
         case Op::kMax:
           r = a.f > b.f ? a.f : b.f;
@@ -414,7 +434,7 @@ class Interpreter {
           r = 0;
           break;
       }
-      return FromFloat(r, s);
+      return Computed(r, s);
     }
     if (s == Scalar::kBool) {
       uint64_t x = a.u & 1, y = b.u & 1;
@@ -458,11 +478,11 @@ class Interpreter {
     }
   }
 
-  static Val Cast(const Val& v, Scalar from, Scalar to) {
+  Val Cast(const Val& v, Scalar from, Scalar to) {
     if (to == Scalar::kBool)
       return Val{(IsF(from) ? v.f != 0.0 : Signed(v, from) != 0) ? 1u : 0u, 0};
     if (IsF(to)) {
-      if (IsF(from)) return FromFloat(v.f, to);
+      if (IsF(from)) return Computed(v.f, to);
       Int128 i = Signed(v, from);
       // Integers convert to the target directly (through double for narrow floats).
       double d = IsUnsigned(from) ? static_cast<double>(static_cast<uint64_t>(i))
@@ -491,7 +511,7 @@ class Interpreter {
     return FromInt(Signed(v, from), to);
   }
 
-  static Val Bitcast(const Val& v, Scalar from, Scalar to) {
+  Val Bitcast(const Val& v, Scalar from, Scalar to) {
     if (from == Scalar::kBool || to == Scalar::kBool || from == Scalar::kIndex ||
         to == Scalar::kIndex) {
       return Cast(v, from, to);
@@ -504,6 +524,7 @@ class Interpreter {
 
   std::vector<std::string>& buffers_;
   const absl::flat_hash_map<std::string, int64_t>& vars_;
+  const Unspecified unspecified_;
   absl::flat_hash_map<const UOp*, int64_t> env_;
   absl::flat_hash_map<const UOp*, std::vector<const UOp*>> free_;
   absl::flat_hash_set<std::vector<int64_t>> ran_;  // (statement id, its loop variables)
@@ -512,8 +533,9 @@ class Interpreter {
 }  // namespace
 
 absl::Status Interpret(const KernelAst& ast, std::vector<std::string>& buffers,
-                       const absl::flat_hash_map<std::string, int64_t>& vars) {
-  Interpreter interpreter(buffers, vars);
+                       const absl::flat_hash_map<std::string, int64_t>& vars,
+                       const Unspecified& unspecified) {
+  Interpreter interpreter(buffers, vars, unspecified);
   return interpreter.Exec(ast.root);
 }
 

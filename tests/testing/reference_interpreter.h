@@ -12,10 +12,20 @@
 
 namespace uopd::testing {
 
+// What the semantics leave to a backend, and so a test must not hold it to: the bits of a NaN
+// that arithmetic makes (x86 makes negative ones, GPUs positive ones with every mantissa bit set),
+// and the last bits of transcendental results (EXP2, LOG2, SIN, POW; GPUs are within 2 ulp).
+// Interpreting under different choices shows which outputs depend on them.
+struct Unspecified {
+  bool nan_all_ones = false;    // NaNs from arithmetic are 0x7f..f, not the host's
+  int transcendental_ulps = 0;  // transcendental results moved this many ulp (sign: direction)
+};
+
 // Runs `ast` over `buffers` (raw bytes by slot) with `vars`. OUT_OF_RANGE when an access leaves
 // its buffer (the backends stop there too, so outputs are then not compared).
 absl::Status Interpret(const KernelAst& ast, std::vector<std::string>& buffers,
-                       const absl::flat_hash_map<std::string, int64_t>& vars);
+                       const absl::flat_hash_map<std::string, int64_t>& vars,
+                       const Unspecified& unspecified = {});
 
 }  // namespace uopd::testing
 

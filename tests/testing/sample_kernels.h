@@ -17,6 +17,17 @@ inline v1::Graph AddKernel(int64_t n) {
   return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "E_add");
 }
 
+// out[i] = table[idx[i]] for 4 outputs from an 8-element float32 table, through loaded indices
+// no proof can bound (so checked at run time); slots out, table, idx.
+inline v1::Graph GatherKernel(v1::DType::Scalar index_dtype = v1::DType::INT32) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, 4);
+  int r = g.Range(g.Index(4), 0);
+  int table = g.Buffer(1, v1::DType::FLOAT32, 8);
+  int idx = g.Buffer(2, index_dtype, 4);
+  return g.Sink({g.End(g.Store(g.Target(out, r), g.Load(table, g.Load(idx, r))), {r})}, "gather");
+}
+
 // out[r] = sum_k in[r * cols + k] over a rows x cols float32 matrix; slots out, in.
 inline v1::Graph RowSumKernel(int64_t rows, int64_t cols) {
   GraphBuilder g;

@@ -192,14 +192,8 @@ TEST_F(CpuBackendTest, LowersDeepExpressionChainsWithoutExhaustingTheStack) {
   EXPECT_EQ(bufs[0].As<float>()[0], 1.0f);
 }
 
-// out[i] = table[idx[i]]: a gather through loaded int32 indices, which no proof can bound.
 v1::Graph Gather(DType::Scalar index_dtype = DType::INT32) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, 4);
-  int r = g.Range(g.Index(4), 0);
-  int table = g.Buffer(1, DType::FLOAT32, 8);
-  int idx = g.Buffer(2, index_dtype, 4);
-  return g.Sink({g.End(g.Store(g.Target(out, r), g.Load(table, g.Load(idx, r))), {r})}, "gather");
+  return testing::GatherKernel(index_dtype);
 }
 
 TEST_F(CpuBackendTest, GathersThroughLoadedIndicesWithRunTimeChecks) {

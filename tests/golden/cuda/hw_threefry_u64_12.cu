@@ -4,6 +4,6 @@ extern "C" __global__ void __launch_bounds__(256) hw_threefry_u64_12(unsigned lo
   if (v1 >= ((int)12LL)) return;
   unsigned long long v2 = data1[v1];
   unsigned long long v3 = data2[v1];
-  unsigned long long v4 = uopd_threefry(v2, v3);
+  unsigned long long v4 = uopd_support::uopd_threefry(v2, v3);
   data0[v1] = v4;
 }

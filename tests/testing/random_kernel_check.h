@@ -1,0 +1,106 @@
+// One randomized kernel (tests/testing/random_kernels.h) through a whole backend, checked against
+// the reference interpreter: it must run, or stop with OUT_OF_RANGE exactly when an index leaves
+// its buffer, and its output must agree. Shared by the CPU and GPU tests so both hold a backend
+// to the same contract.
+#ifndef UOPD_TESTS_TESTING_RANDOM_KERNEL_CHECK_H_
+#define UOPD_TESTS_TESTING_RANDOM_KERNEL_CHECK_H_
+
+#include <atomic>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/corpus/compare.h"
+#include "gtest/gtest.h"
+#include "tests/testing/kernel_runner.h"
+#include "tests/testing/random_kernels.h"
+#include "tests/testing/reference_interpreter.h"
+
+namespace uopd::testing {
+
+struct RandomKernelOutcomes {
+  std::atomic<int> completed{0};
+  std::atomic<int> stopped_out_of_range{0};
+  std::atomic<int> elements_compared{0};
+  std::atomic<int> elements_unspecified{0};  // depend on what the semantics leave open
+};
+
+// Runs the kernel of `seed` on `device` with bytes from `data_rng`; records failures with gtest.
+// Safe to call from several threads at once, each with its own `data_rng`.
+inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_rng,
+                              RandomKernelOutcomes& outcomes) {
+  Generator generator(seed);
+  std::vector<std::pair<S, int>> inputs;
+  S out_dtype;
+  v1::Graph graph = generator.Make(&inputs, &out_dtype);
+  std::vector<HostBuffer> buffers;
+  buffers.push_back(HostBuffer{std::string(kN * Size(out_dtype), '\0')});
+  for (const auto& [dtype, node] : inputs) {
+    std::string bytes(kN * Size(dtype), '\0');
+    for (char& c : bytes) c = static_cast<char>(data_rng());
+    if (dtype == v1::DType::BOOL) {
+      for (char& c : bytes) c &= 1;
+    }
+    buffers.push_back(HostBuffer{bytes});
+  }
+  const int64_t shift = static_cast<int64_t>(data_rng() % 41);
+  auto ast = DecodeKernelAst(graph);
+  ASSERT_TRUE(ast.ok()) << "seed " << seed << ": " << ast.status();
+  // The reference interpreter runs the same kernel on copies of the same bytes, under the
+  // host's choices of what the semantics leave open and under two others (NaN bits, the last
+  // bits of transcendentals, 2 ulp either way): outputs that differ between them are not held
+  // against the backend.
+  const Unspecified variations[] = {{}, {true, 2}, {true, -2}};
+  std::vector<std::vector<std::string>> references;
+  absl::Status expected;
+  for (const Unspecified& variation : variations) {
+    std::vector<std::string> reference;
+    for (const HostBuffer& b : buffers) reference.push_back(b.bytes);
+    absl::Status status = Interpret(**ast, reference, {{"shift", shift}}, variation);
+    if (references.empty()) expected = status;
+    if (status.code() != expected.code()) return;  // whether it stops depends on them: skip
+    references.push_back(std::move(reference));
+  }
+  absl::Status status = RunOn(device, graph, buffers, {{"shift", shift}});
+  // Indices may leave their buffers: the kernel must then stop cleanly, and say so.
+  EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kOutOfRange)
+      << "seed " << seed << ": " << status;
+  EXPECT_EQ(status.code(), expected.code())
+      << "seed " << seed << ": " << status << " vs " << expected;
+  (status.ok() ? outcomes.completed : outcomes.stopped_out_of_range)++;
+  if (!status.ok() || !expected.ok()) return;
+  // Reductions may be reassociated (vectorized) and products fused (FMA), so floats compare
+  // with a tolerance.
+  Scalar out = static_cast<Scalar>(out_dtype);
+  double tolerance = IsNarrowFloat(out) ? 2e-2 : 1e-4;
+  Tolerance within{tolerance, tolerance};
+  const size_t item = Size(out_dtype);
+  std::string expected_bytes = references[0][0];
+  for (size_t e = 0; e < expected_bytes.size() / item; ++e) {
+    auto element = [&](const std::string& bytes) { return bytes.substr(e * item, item); };
+    bool open = false;
+    for (size_t r = 1; r < references.size(); ++r) {
+      open |= CompareBuffers(out, element(references[r][0]), element(references[0][0]), within)
+                  .has_value();
+    }
+    if (open) {  // any value is right here: expect the backend's own
+      expected_bytes.replace(e * item, item, element(buffers[0].bytes));
+      outcomes.elements_unspecified++;
+    } else {
+      outcomes.elements_compared++;
+    }
+  }
+  auto diff = CompareBuffers(out, buffers[0].bytes, expected_bytes, within);
+  EXPECT_FALSE(diff.has_value()) << "seed " << seed << " (" << ScalarName(out) << "): " << *diff;
+}
+
+// How many seeds to run: UOPD_RANDOM_KERNELS=N overrides the default (more for a longer hunt).
+inline uint32_t RandomKernelCount(uint32_t default_count) {
+  const char* count = std::getenv("UOPD_RANDOM_KERNELS");
+  return count != nullptr ? static_cast<uint32_t>(std::atoi(count)) : default_count;
+}
+
+}  // namespace uopd::testing
+
+#endif  // UOPD_TESTS_TESTING_RANDOM_KERNEL_CHECK_H_
