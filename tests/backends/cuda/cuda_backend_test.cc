@@ -228,10 +228,11 @@ TEST(CudaBackend, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
   std::vector<BufferView> buffers = {
       GpuBuffer(gpu, std::vector<float>(4, 0)),
       GpuBuffer(gpu, std::vector<float>{10, 11, 12, 13, 14, 15, 16, 17}),
-      GpuBuffer(gpu, std::vector<int32_t>{0, 9, 1, 2}), GpuBuffer(gpu, std::vector<float>(4, 1))};
+      GpuBuffer(gpu, std::vector<int32_t>{0, 9, 1, 2}), GpuBuffer(gpu, std::vector<float>(4, 0)),
+      GpuBuffer(gpu, std::vector<float>(4, 1))};
   auto plan = ExecutionPlan::Build(
       buffers,
-      {{add, &gpu, {3, 3, 3}, {}}, {gather, &gpu, {0, 1, 2}, {}}, {add, &gpu, {3, 3, 3}, {}}},
+      {{add, &gpu, {3, 4, 4}, {}}, {gather, &gpu, {0, 1, 2}, {}}, {add, &gpu, {3, 4, 4}, {}}},
       source, &pool);
   UOPD_ASSERT_OK(plan);
   EXPECT_TRUE(testing::StatusIs((*plan)->ExecuteWithVars({}), absl::StatusCode::kOutOfRange,
