@@ -49,6 +49,22 @@ template <typename From> __device__ __forceinline__ unsigned long long uopd_f2u6
   return (unsigned long long)x;
 }
 __device__ __forceinline__ void uopd_fail(int* status, int code) { atomicCAS(status, 0, code); }
+// A value from the lane `mask` away in the warp, for any type of up to 8 bytes.
+template <typename T> __device__ __forceinline__ T uopd_shfl_xor(T v, int mask) {
+  static_assert(sizeof(T) <= 8, "shuffle of a wide type");
+  if constexpr (sizeof(T) <= 4) {
+    unsigned u = 0;
+    memcpy(&u, &v, sizeof(T));
+    u = __shfl_xor_sync(0xffffffffu, u, mask);
+    memcpy(&v, &u, sizeof(T));
+  } else {
+    unsigned long long u = 0;
+    memcpy(&u, &v, sizeof(T));
+    u = __shfl_xor_sync(0xffffffffu, u, mask);
+    memcpy(&v, &u, sizeof(T));
+  }
+  return v;
+}
 )";
 
 // core/util/kernel_support.c as device code: the CPU backend's own conversions and THREEFRY, so
@@ -79,7 +95,7 @@ __device__ __forceinline__ __nv_fp8_e5m2 uopd_fp8e5m2(unsigned bits) {
 
 class CudaWriter {
  public:
-  explicit CudaWriter(const LinearProgram& p) : p_(p) {}
+  CudaWriter(const LinearProgram& p, const WarpReductionPlan& warps) : p_(p), warps_(warps) {}
 
   std::string Render() {
     operand_.resize(p_.instrs.size());
@@ -375,8 +391,15 @@ class CudaWriter {
         operand_[i] = absl::StrCat("((", Type(in.dtype), ")var", in.var, ")");
         return;
       case InstrKind::kGlobalIndex:
-        Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")blockIdx.x * (", Index(),
-                          ")blockDim.x + (", Index(), ")threadIdx.x;"));
+        if (warps_.enabled) {  // one warp per output; the lanes share its reductions
+          Line("long long uopd_thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
+          Line(absl::StrCat("int uopd_lane = (int)(uopd_thread & ", kWarpLanes - 1, ");"));
+          Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")(uopd_thread / ", kWarpLanes,
+                            ");"));
+        } else {
+          Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")blockIdx.x * (", Index(),
+                            ")blockDim.x + (", Index(), ")threadIdx.x;"));
+        }
         Line(absl::StrCat("if (v", i, " >= ", src(0), ") return;"));
         operand_[i] = absl::StrCat("v", i);
         return;
@@ -434,7 +457,12 @@ class CudaWriter {
         std::string value = src(1);
         if (in.dtype.scalar == Scalar::kBool) value = absl::StrCat("(unsigned char)", value);
         std::string store = absl::StrCat("data", in.slot, "[", src(0), "] = ", value, ";");
-        Line(in.src.size() > 2 ? absl::StrCat("if (", src(2), ") ", store) : store);
+        std::string condition = in.src.size() > 2 ? src(2) : "";
+        if (warps_.enabled) {  // every lane holds the value: one writes it
+          condition =
+              condition.empty() ? "uopd_lane == 0" : absl::StrCat("uopd_lane == 0 && ", condition);
+        }
+        Line(condition.empty() ? store : absl::StrCat("if (", condition, ") ", store));
         return;
       }
       case InstrKind::kCheckBounds: {
@@ -456,14 +484,35 @@ class CudaWriter {
         operand_[i] = Define(i, in.dtype, src(0));
         return;
       case InstrKind::kLoopBegin:
-        Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), "; v", i, " < ", src(1),
-                          "; ++v", i, ") {"));
+        if (warps_.loops.contains(i)) {  // lane l takes iterations l, l + 32, ...
+          Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), " + uopd_lane; v", i, " < ",
+                            src(1), "; v", i, " += ", kWarpLanes, ") {"));
+        } else {
+          Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), "; v", i, " < ", src(1),
+                            "; ++v", i, ") {"));
+        }
         ++depth_;
         operand_[i] = absl::StrCat("v", i);
         return;
       case InstrKind::kLoopEnd:
         --depth_;
         Line("}");
+        if (auto it = warps_.loops.find(in.src[0]); it != warps_.loops.end()) {
+          // Combine the lanes' partial results: afterwards every lane holds the whole.
+          for (const auto& [acc, op] : it->second) {
+            // The shuffle is taken before the op: every lane must reach it (a MAX's select
+            // would skip a second one in some lanes).
+            const std::string& a = Op(acc);
+            const DType& d = p_.instrs[acc].dtype;
+            Line(absl::StrCat("for (int uopd_o = ", kWarpLanes / 2,
+                              "; uopd_o > 0; uopd_o >>= 1) {"));
+            ++depth_;
+            Line(absl::StrCat(Type(d), " uopd_other = uopd_shfl_xor(", a, ", uopd_o);"));
+            Line(absl::StrCat(a, " = ", Binary(op, a, "uopd_other", d), ";"));
+            --depth_;
+            Line("}");
+          }
+        }
         return;
     }
   }
@@ -496,6 +545,7 @@ class CudaWriter {
   }
 
   const LinearProgram& p_;
+  const WarpReductionPlan& warps_;
   std::vector<std::string> operand_;
   std::string body_;
   int depth_ = 1;
@@ -533,7 +583,9 @@ SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
 
 }  // namespace
 
-std::string RenderCudaC(const LinearProgram& program) { return CudaWriter(program).Render(); }
+std::string RenderCudaC(const LinearProgram& program, const WarpReductionPlan& warps) {
+  return CudaWriter(program, warps).Render();
+}
 
 absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst> ast,
                                                  const std::string& name) const {
@@ -542,10 +594,13 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
   UOPD_ASSIGN_OR_RETURN(LinearProgram program,
                         LowerKernel(*ast, SanitizeKernelName(name), options));
   ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
-  spec.src = RenderCudaC(program);
+  WarpReductionPlan warps = PlanWarpReductions(program);
+  spec.src = RenderCudaC(program, warps);
   std::array<SymbolicDim, 3> local;
   if (!program.grid_ends.empty()) {
-    spec.global_size[0] = GridBlocks(program.grid_ends, kCudaBlockSize);
+    // Outputs per block: one per thread, or one per warp.
+    spec.global_size[0] =
+        GridBlocks(program.grid_ends, warps.enabled ? kCudaBlockSize / kWarpLanes : kCudaBlockSize);
     local[0].constant = kCudaBlockSize;
   }
   spec.local_size = local;
@@ -553,7 +608,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v2;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v3;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -3,7 +3,8 @@
 //
 // The outermost parallel ranges become one flattened thread index over a 1-D grid of
 // `kBlockSize`-thread blocks (launch dims: global = blocks, local = threads per block, both
-// possibly symbolic); reduction ranges stay loops. The kernel is
+// possibly symbolic); reduction ranges stay loops, which the 32 lanes of a warp share when the
+// kernel reads along them (backends/cuda/warp_reduction.h). The kernel is
 //   extern "C" __global__ void NAME(T0* data0, ..., long long var..., int* uopd_status)
 // with buffers by slot, variables in var_names order, and a status word that a failed
 // run-time bounds check sets to slot + 1 (first failure wins) before the thread returns.
@@ -12,6 +13,7 @@
 #ifndef UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_
 #define UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_
 
+#include "backends/cuda/warp_reduction.h"
 #include "core/codegen/linear_program.h"
 #include "core/device/renderer.h"
 
@@ -28,7 +30,7 @@ class CudaRenderer : public Renderer {
 };
 
 // The CUDA C of a lowered kernel (exposed for tests).
-std::string RenderCudaC(const LinearProgram& program);
+std::string RenderCudaC(const LinearProgram& program, const WarpReductionPlan& warps);
 
 }  // namespace uopd
 

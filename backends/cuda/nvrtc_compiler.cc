@@ -11,7 +11,7 @@
 namespace uopd {
 namespace {
 
-constexpr int kCodegenVersion = 2;
+constexpr int kCodegenVersion = 3;
 
 // Owns an nvrtcProgram.
 class NvrtcProgram {

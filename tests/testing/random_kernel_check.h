@@ -29,17 +29,17 @@ struct RandomKernelOutcomes {
 // Runs the kernel of `seed` on `device` with bytes from `data_rng`; records failures with gtest.
 // Safe to call from several threads at once, each with its own `data_rng`.
 inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_rng,
-                              RandomKernelOutcomes& outcomes) {
-  Generator generator(seed);
-  std::vector<std::pair<S, int>> inputs;
+                              RandomKernelOutcomes& outcomes, bool long_reductions = false) {
+  Generator generator(seed, long_reductions);
+  std::vector<RandomInput> inputs;
   S out_dtype;
   v1::Graph graph = generator.Make(&inputs, &out_dtype);
   std::vector<HostBuffer> buffers;
   buffers.push_back(HostBuffer{std::string(kN * Size(out_dtype), '\0')});
-  for (const auto& [dtype, node] : inputs) {
-    std::string bytes(kN * Size(dtype), '\0');
+  for (const RandomInput& input : inputs) {
+    std::string bytes(input.elements * Size(input.dtype), '\0');
     for (char& c : bytes) c = static_cast<char>(data_rng());
-    if (dtype == v1::DType::BOOL) {
+    if (input.dtype == v1::DType::BOOL) {
       for (char& c : bytes) c &= 1;
     }
     buffers.push_back(HostBuffer{bytes});
@@ -48,10 +48,12 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
   auto ast = DecodeKernelAst(graph);
   ASSERT_TRUE(ast.ok()) << "seed " << seed << ": " << ast.status();
   // The reference interpreter runs the same kernel on copies of the same bytes, under the
-  // host's choices of what the semantics leave open and under two others (NaN bits, the last
-  // bits of transcendentals, 2 ulp either way): outputs that differ between them are not held
-  // against the backend.
-  const Unspecified variations[] = {{}, {true, 2}, {true, -2}};
+  // host's choices of what the semantics leave open and under others (NaN bits, the last bits
+  // of transcendentals, 2 ulp either way, reduction order: reversed, split among a warp's 32
+  // lanes, among 8 vector lanes): outputs that differ between them are not held against the
+  // backend.
+  const Unspecified variations[] = {
+      {}, {false, 0, true, 0}, {true, 2, false, 32}, {true, -2, false, 8}};
   std::vector<std::vector<std::string>> references;
   absl::Status expected;
   for (const Unspecified& variation : variations) {

@@ -1,6 +1,8 @@
 // Test helper: a generator of random well-formed kernels (random ops, dtypes, casts, bitcasts,
 // selects, masked loads, reductions, index arithmetic that may leave its buffer, a symbolic
-// "shift" in [0, 40]) for robustness tests of the backends.
+// "shift" in [0, 40]) for robustness tests of the backends. With `long_reductions`, some
+// reductions run 32 to 101 iterations over rows of wider inputs (row-major, in bounds), the
+// shape GPUs share among a warp's lanes.
 #ifndef UOPD_TESTS_TESTING_RANDOM_KERNELS_H_
 #define UOPD_TESTS_TESTING_RANDOM_KERNELS_H_
 
@@ -47,11 +49,19 @@ inline int Size(S s) {
   }
 }
 
+// An input buffer of a generated kernel: slot = its index in the list + 1.
+struct RandomInput {
+  S dtype;
+  int node;
+  int64_t elements;
+};
+
 class Generator {
  public:
-  explicit Generator(uint32_t seed) : rng_(seed) {}
+  explicit Generator(uint32_t seed, bool long_reductions = false)
+      : rng_(seed), long_reductions_(long_reductions) {}
 
-  v1::Graph Make(std::vector<std::pair<S, int>>* inputs, S* out_dtype) {
+  v1::Graph Make(std::vector<RandomInput>* inputs, S* out_dtype) {
     out_dtype_ = kScalars[Pick(std::size(kScalars))];
     out_ = g_.Buffer(0, out_dtype_, kN);
     r_ = g_.Range(g_.Index(kN), 0);
@@ -64,12 +74,12 @@ class Generator {
  private:
   size_t Pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
 
-  int Input(S dtype) {
-    for (const auto& [s, node] : inputs_) {
-      if (s == dtype) return node;
+  int Input(S dtype, int64_t elements = kN) {
+    for (const RandomInput& in : inputs_) {
+      if (in.dtype == dtype && in.elements == elements) return in.node;
     }
-    int node = g_.Buffer(static_cast<int>(inputs_.size()) + 1, dtype, kN);
-    inputs_.push_back({dtype, node});
+    int node = g_.Buffer(static_cast<int>(inputs_.size()) + 1, dtype, elements);
+    inputs_.push_back({dtype, node, elements});
     return node;
   }
 
@@ -101,6 +111,12 @@ class Generator {
   }
 
   int Leaf(S dtype) {
+    if (!long_ranges_.empty() && Pick(2) == 0) {
+      // Row r of a row-major kN x K input, along the outermost long reduction.
+      const auto [k, length] = long_ranges_.front();
+      int row = g_.Node(Node::MUL, DType::INDEX, {r_, g_.Index(length)});
+      return g_.Load(Input(dtype, kN * length), g_.Node(Node::ADD, DType::INDEX, {row, k}));
+    }
     switch (Pick(4)) {
       case 3:
         return g_.Load(Input(dtype), IndexExpr());
@@ -126,12 +142,22 @@ class Generator {
 
   int Expr(S dtype, int depth) {
     if (depth == 0) return Leaf(dtype);
-    if (depth >= 2 && reduce_ranges_.size() < 2 && Pick(5) == 0) {
+    if (depth >= 2 && reduce_ranges_.size() + long_ranges_.size() < 2 && Pick(5) == 0) {
       // A reduction over a fresh range; loads inside may index with it.
-      int k = g_.Range(g_.Index(1 + Pick(5)), 10 + next_axis_++, v1::RangeArg::REDUCE);
-      reduce_ranges_.push_back(k);
+      const bool long_one = long_reductions_ && Pick(2) == 0;
+      const int64_t length = long_one ? 32 + static_cast<int64_t>(Pick(70)) : 1 + Pick(5);
+      int k = g_.Range(g_.Index(length), 10 + next_axis_++, v1::RangeArg::REDUCE);
+      if (long_one) {
+        long_ranges_.push_back({k, length});
+      } else {
+        reduce_ranges_.push_back(k);
+      }
       int body = Expr(dtype, depth - 1);
-      reduce_ranges_.pop_back();
+      if (long_one) {
+        long_ranges_.pop_back();
+      } else {
+        reduce_ranges_.pop_back();
+      }
       Node::Op op = std::array{Node::ADD, Node::MUL, Node::MAX}[Pick(3)];
       return g_.Reduce(op, dtype, body, {k});
     }
@@ -186,8 +212,10 @@ class Generator {
   GraphBuilder g_;
   int out_ = 0, r_ = 0;
   S out_dtype_ = DType::FLOAT32;
-  std::vector<std::pair<S, int>> inputs_;
-  std::vector<int> reduce_ranges_;
+  bool long_reductions_ = false;
+  std::vector<RandomInput> inputs_;
+  std::vector<int> reduce_ranges_;                    // short: index expressions may use them
+  std::vector<std::pair<int, int64_t>> long_ranges_;  // long, with their lengths: rows only
   int next_axis_ = 0;
   int shift_ = -1;
 };

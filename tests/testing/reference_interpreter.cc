@@ -165,14 +165,15 @@ class Interpreter {
 
  private:
   template <typename F>
-  absl::Status Loop(const std::vector<const UOp*>& ranges, size_t i, const F& body) {
+  absl::Status Loop(const std::vector<const UOp*>& ranges, size_t i, const F& body,
+                    bool reverse = false) {
     if (i == ranges.size()) return body();
     Val end;
     if (absl::Status st = Eval(ranges[i]->src(0), &end); !st.ok()) return st;
     int64_t n = static_cast<int64_t>(Signed(end, ranges[i]->src(0)->dtype().scalar));
-    for (int64_t x = 0; x < n; ++x) {
-      env_[ranges[i]] = x;
-      if (absl::Status st = Loop(ranges, i + 1, body); !st.ok()) return st;
+    for (int64_t step = 0; step < n; ++step) {
+      env_[ranges[i]] = reverse ? n - 1 - step : step;
+      if (absl::Status st = Loop(ranges, i + 1, body, reverse); !st.ok()) return st;
     }
     env_.erase(ranges[i]);
     return absl::OkStatus();
@@ -282,20 +283,32 @@ class Interpreter {
       }
       case Op::kReduce: {
         Op op = n->arg().reduce_op;
-        Val acc;
+        Val identity;
         if (IsF(s))
-          acc = FromFloat(op == Op::kAdd ? 0.0 : op == Op::kMul ? 1.0 : -INFINITY, s);
+          identity = FromFloat(op == Op::kAdd ? 0.0 : op == Op::kMul ? 1.0 : -INFINITY, s);
         else
-          acc = FromInt(op == Op::kAdd ? 0 : op == Op::kMul ? 1 : DTypeRange(s).min, s);
+          identity = FromInt(op == Op::kAdd ? 0 : op == Op::kMul ? 1 : DTypeRange(s).min, s);
         std::vector<const UOp*> ranges(n->src().begin() + 1, n->src().end());
         std::sort(ranges.begin(), ranges.end(),
                   [](const UOp* a, const UOp* b) { return a->arg().axis < b->arg().axis; });
-        absl::Status st = Loop(ranges, 0, [&]() -> absl::Status {
-          Val v;
-          if (absl::Status e = src(0, &v); !e.ok()) return e;
-          acc = Binary(op, acc, v, s);
-          return absl::OkStatus();
-        });
+        const int lanes = std::max(1, unspecified_.reduction_lanes);
+        std::vector<Val> partial(lanes, identity);
+        absl::Status st = Loop(
+            ranges, 0,
+            [&]() -> absl::Status {
+              Val v;
+              if (absl::Status e = src(0, &v); !e.ok()) return e;
+              Val& acc = partial[env_.at(ranges[0]) % lanes];
+              acc = Binary(op, acc, v, s);
+              return absl::OkStatus();
+            },
+            unspecified_.reverse_reductions);
+        for (int half = lanes / 2; half > 0; half /= 2) {
+          for (int lane = 0; lane < half; ++lane) {
+            partial[lane] = Binary(op, partial[lane], partial[lane + half], s);
+          }
+        }
+        Val acc = partial[0];
         *out = acc;
         return st;
       }

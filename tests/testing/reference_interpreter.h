@@ -14,11 +14,19 @@ namespace uopd::testing {
 
 // What the semantics leave to a backend, and so a test must not hold it to: the bits of a NaN
 // that arithmetic makes (x86 makes negative ones, GPUs positive ones with every mantissa bit set),
-// and the last bits of transcendental results (EXP2, LOG2, SIN, POW; GPUs are within 2 ulp).
+// the last bits of transcendental results (EXP2, LOG2, SIN, POW; GPUs are within 2 ulp), and the
+// order a reduction combines its values in (which decides overflow, and which NaN a MAX keeps).
 // Interpreting under different choices shows which outputs depend on them.
 struct Unspecified {
   bool nan_all_ones = false;    // NaNs from arithmetic are 0x7f..f, not the host's
   int transcendental_ulps = 0;  // transcendental results moved this many ulp (sign: direction)
+  // Reductions run last iteration first: the order is open too (backends split reductions
+  // across vector registers and warp lanes).
+  bool reverse_reductions = false;
+  // Reductions split their outermost range among this many lanes (iteration i to lane
+  // i % lanes), each lane combining in order, the lanes then combined pairwise as a GPU warp's
+  // shuffles do (lane i with lane i + n/2, ...). 0: one accumulator.
+  int reduction_lanes = 0;
 };
 
 // Runs `ast` over `buffers` (raw bytes by slot) with `vars`. OUT_OF_RANGE when an access leaves

@@ -25,6 +25,10 @@ TEST(RandomKernels, RenderCompileAndRunOnTheCpu) {
   for (uint32_t seed = 0; seed < kernels; ++seed) {
     testing::CheckRandomKernel(**device, seed, data_rng, outcomes);
   }
+  // Reductions over rows of 32 to 101 elements (the kernels GPUs split among warp lanes).
+  for (uint32_t seed = 0; seed < kernels / 4; ++seed) {
+    testing::CheckRandomKernel(**device, seed, data_rng, outcomes, /*long_reductions=*/true);
+  }
   EXPECT_GT(outcomes.completed, 0) << "no kernel ran to completion";
   EXPECT_GT(outcomes.stopped_out_of_range, 0) << "no kernel exercised a run-time bounds check";
   std::printf("%d kernels ran, %d stopped out of range; %d elements compared, %d left open\n",

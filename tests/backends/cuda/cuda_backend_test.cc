@@ -127,16 +127,19 @@ TEST(CudaBackend, RandomKernelsCompileWithNvrtc) {
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   CudaRenderer renderer;
   const uint32_t kernels = testing::RandomKernelCount(40);
-  for (uint32_t seed = 0; seed < kernels; ++seed) {
-    testing::Generator generator(seed);
-    std::vector<std::pair<testing::S, int>> inputs;
-    testing::S out_dtype;
-    auto ast = DecodeKernelAst(generator.Make(&inputs, &out_dtype));
-    ASSERT_TRUE(ast.ok()) << "seed " << seed << ": " << ast.status();
-    auto spec = renderer.Render(*ast, "random");
-    ASSERT_TRUE(spec.ok()) << "seed " << seed << ": " << spec.status();
-    auto kernel = (*compiler)->Compile(*spec);
-    EXPECT_TRUE(kernel.ok()) << "seed " << seed << ": " << kernel.status();
+  for (bool long_reductions : {false, true}) {
+    for (uint32_t seed = 0; seed < kernels; ++seed) {
+      testing::Generator generator(seed, long_reductions);
+      std::vector<testing::RandomInput> inputs;
+      testing::S out_dtype;
+      auto ast = DecodeKernelAst(generator.Make(&inputs, &out_dtype));
+      ASSERT_TRUE(ast.ok()) << "seed " << seed << ": " << ast.status();
+      auto spec = renderer.Render(*ast, "random");
+      ASSERT_TRUE(spec.ok()) << "seed " << seed << ": " << spec.status();
+      auto kernel = (*compiler)->Compile(*spec);
+      EXPECT_TRUE(kernel.ok()) << "seed " << seed << (long_reductions ? " (long)" : "") << ": "
+                               << kernel.status();
+    }
   }
 }
 
@@ -252,12 +255,14 @@ TEST(CudaBackend, RandomKernelsMatchTheReferenceOnTheGpu) {
     GTEST_SKIP() << "no GPU here (" << devices.status().message() << "): GPU execution not tested";
   }
   testing::RandomKernelOutcomes outcomes;
+  // Then as many with long reductions over rows, which warps share among their lanes.
   const int kernels = static_cast<int>(testing::RandomKernelCount(400));
   // NVRTC dominates: compile and run on every core, each seed with its own data.
   ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
-  pool.ParallelFor(kernels, [&](int seed) {
-    std::mt19937 data_rng(99 + seed);
-    testing::CheckRandomKernel(*devices->front(), seed, data_rng, outcomes);
+  pool.ParallelFor(2 * kernels, [&](int i) {
+    std::mt19937 data_rng(99 + i);
+    testing::CheckRandomKernel(*devices->front(), i % kernels, data_rng, outcomes,
+                               /*long_reductions=*/i >= kernels);
   });
   EXPECT_GT(outcomes.completed, 0) << "no kernel ran to completion";
   EXPECT_GT(outcomes.stopped_out_of_range, 0) << "no kernel exercised a run-time bounds check";
