@@ -1,5 +1,6 @@
 // GPU execution bandwidth against a device-to-device copy of the same bytes, in one run, on
-// CUDA:0: float32 elementwise add (64M elements) and a row sum of an 8192 x 8192 matrix.
+// CUDA:0: float32 elementwise add (64M elements), and row and column sums of an 8192 x 8192
+// matrix (a warp per row; a thread per column).
 // GB/s counts bytes read plus written; the copy moves the same total. Each sample is 10
 // back-to-back runs with one wait at the end (kernels through a launch queue, as plans run;
 // copies through the driver), so launch and wait costs are amortized as in a real plan.
@@ -37,7 +38,8 @@ int main() {
     return p;
   };
   void *out = buffer(n * 4, 0), *a = buffer(n * 4, 1), *b = buffer(n * 4, 2);
-  void *matrix = buffer(rows * cols * 4, 1), *sums = buffer(rows * 4, 0);
+  void *matrix = buffer(rows * cols * 4, 1), *sums = buffer(rows * 4, 0),
+       *col_sums = buffer(cols * 4, 0);
   void *copy_src = buffer(n * 6, 1), *copy_dst = buffer(n * 6, 0);
 
   struct Loaded {
@@ -57,6 +59,7 @@ int main() {
   };
   Loaded add = prepare(AddKernel(n));
   Loaded rowsum = prepare(RowSumKernel(rows, cols));
+  Loaded colsum = prepare(uopd::testing::ColumnSumKernel(rows, cols));
   constexpr int kBatch = 10;
   auto queue = gpu.runtime().NewLaunchQueue();
   if (!queue.ok() || *queue == nullptr) return 1;
@@ -78,23 +81,27 @@ int main() {
     }
     driver.CtxSynchronize();
   };
-  std::vector<double> t_add, t_add_copy, t_sum, t_sum_copy;
+  std::vector<double> t_add, t_add_copy, t_sum, t_sum_copy, t_col;
   for (int rep = 0; rep < 30; ++rep) {
     double ta = uopd::bench::SecondsOf([&] { run(add, {out, a, b}); });
     double tc = uopd::bench::SecondsOf([&] { copy(n * 6); });
     double ts = uopd::bench::SecondsOf([&] { run(rowsum, {sums, matrix}); });
     double tt = uopd::bench::SecondsOf([&] { copy(rows * cols * 2); });
+    double tl = uopd::bench::SecondsOf([&] { run(colsum, {col_sums, matrix}); });
     if (rep < 3) continue;  // warm-up
     t_add.push_back(ta);
     t_add_copy.push_back(tc);
     t_sum.push_back(ts);
     t_sum_copy.push_back(tt);
+    t_col.push_back(tl);
   }
-  float check[2] = {0, 0};
+  float check[3] = {0, 0, 0};
   (void)alloc.CopyOut(&check[0], static_cast<char*>(out) + 400, 4);
   (void)alloc.CopyOut(&check[1], static_cast<char*>(sums) + 28, 4);
-  if (check[0] != 3.0f || check[1] != static_cast<float>(cols)) {
-    std::fprintf(stderr, "wrong results: %f %f\n", check[0], check[1]);
+  (void)alloc.CopyOut(&check[2], static_cast<char*>(col_sums) + 28, 4);
+  if (check[0] != 3.0f || check[1] != static_cast<float>(cols) ||
+      check[2] != static_cast<float>(rows)) {
+    std::fprintf(stderr, "wrong results: %f %f %f\n", check[0], check[1], check[2]);
     return 1;
   }
   auto report = [&](const char* name, double bytes, const std::vector<double>& k,
@@ -108,5 +115,6 @@ int main() {
   std::printf("%-36s %10s %14s %9s\n", "workload", "GB/s", "DtoD copy GB/s", "ratio");
   report("elementwise add, 64M float32", 3.0 * n * 4, t_add, t_add_copy);
   report("row sum 8192x8192 float32", 1.0 * rows * cols * 4, t_sum, t_sum_copy);
+  report("column sum 8192x8192 float32", 1.0 * rows * cols * 4, t_col, t_sum_copy);
   return 0;
 }

@@ -41,6 +41,19 @@ inline v1::Graph RowSumKernel(int64_t rows, int64_t cols) {
   return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_rowsum");
 }
 
+// out[c] = sum_k in[k * cols + c] over a rows x cols float32 matrix; slots out, in.
+inline v1::Graph ColumnSumKernel(int64_t rows, int64_t cols) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, cols);
+  int c = g.Range(g.Index(cols), 0);
+  int in = g.Buffer(1, v1::DType::FLOAT32, rows * cols);
+  int k = g.Range(g.Index(rows), 1, v1::RangeArg::REDUCE);
+  int idx = g.Node(v1::Node::ADD, v1::DType::INDEX,
+                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {k, g.Index(cols)}), c});
+  int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32, g.Load(in, idx), {k});
+  return g.Sink({g.End(g.Store(g.Target(out, c), sum), {c})}, "r_colsum");
+}
+
 }  // namespace uopd::testing
 
 #endif  // UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
