@@ -26,8 +26,13 @@ absl::Status BoundsCheckFailed(const std::string& kernel, int code) {
 }
 
 CudaProgram::CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
-                         std::string name)
-    : context_(std::move(context)), module_(module), function_(function), name_(std::move(name)) {}
+                         const ProgramSpec& spec)
+    : context_(std::move(context)),
+      module_(module),
+      function_(function),
+      name_(spec.name),
+      buffer_count_(static_cast<size_t>(spec.buf_count)),
+      var_count_(spec.var_names.size()) {}
 
 CudaProgram::~CudaProgram() {
   if (context_->MakeCurrent().ok()) context_->driver().ModuleUnload(module_);
@@ -36,6 +41,11 @@ CudaProgram::~CudaProgram() {
 absl::Status CudaProgram::Launch(CUstream stream, CUdeviceptr status,
                                  absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
                                  const LaunchDims& dims) const {
+  if (buffers.size() != buffer_count_ || vals.size() != var_count_) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel ", name_, " takes ", buffer_count_,
+                                                   " buffers and ", var_count_, " values, not ",
+                                                   buffers.size(), " and ", vals.size()));
+  }
   if (dims.global[0] == 0 || dims.global[1] == 0 || dims.global[2] == 0) return absl::OkStatus();
   const CudaDriver& d = context_->driver();
   std::vector<CUdeviceptr> pointers(buffers.size());
@@ -228,7 +238,7 @@ absl::StatusOr<std::shared_ptr<Program>> CudaRuntime::Load(const CompiledKernel&
     d.ModuleUnload(module);
     return found;
   }
-  return std::make_shared<CudaProgram>(context_, module, function, spec.name);
+  return std::make_shared<CudaProgram>(context_, module, function, spec);
 }
 
 }  // namespace uopd

@@ -80,7 +80,7 @@ class CudaAllocator : public Allocator {
 class CudaProgram : public Program {
  public:
   CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
-              std::string name);
+              const ProgramSpec& spec);
   ~CudaProgram() override;
   absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
                        const LaunchDims& dims) const override;
@@ -97,6 +97,9 @@ class CudaProgram : public Program {
   CUmodule module_;
   CUfunction function_;
   std::string name_;
+  // The kernel's parameters are positional: a wrong count would shift every one after it.
+  size_t buffer_count_;
+  size_t var_count_;
 };
 
 // The OUT_OF_RANGE error for a kernel whose status word says `code` (the slot + 1).

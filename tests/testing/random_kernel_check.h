@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "core/corpus/compare.h"
 #include "gtest/gtest.h"
 #include "tests/testing/kernel_runner.h"
@@ -64,7 +65,14 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
     if (status.code() != expected.code()) return;  // whether it stops depends on them: skip
     references.push_back(std::move(reference));
   }
+  const std::vector<HostBuffer> original = buffers;
   absl::Status status = RunOn(device, graph, buffers, {{"shift", shift}});
+  // Only slot 0 is written: every input reads back as it was sent (nothing else wrote there).
+  for (size_t i = 1; i < buffers.size(); ++i) {
+    EXPECT_EQ(buffers[i].bytes, original[i].bytes)
+        << "seed " << seed << (long_reductions ? " (long)" : "") << ": input slot " << i
+        << " changed on the device";
+  }
   // Indices may leave their buffers: the kernel must then stop cleanly, and say so.
   EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kOutOfRange)
       << "seed " << seed << ": " << status;
@@ -94,7 +102,23 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
     }
   }
   auto diff = CompareBuffers(out, buffers[0].bytes, expected_bytes, within);
-  EXPECT_FALSE(diff.has_value()) << "seed " << seed << " (" << ScalarName(out) << "): " << *diff;
+  if (!diff.has_value()) return;
+  // Tell a deterministic difference from one that depends on what ran beside it: run the kernel
+  // and the reference again, alone.
+  static absl::Mutex alone;
+  absl::MutexLock lock(&alone);
+  std::vector<HostBuffer> again = original;
+  absl::Status rerun = RunOn(device, graph, again, {{"shift", shift}});
+  std::vector<std::string> reference;
+  for (const HostBuffer& b : original) reference.push_back(b.bytes);
+  (void)Interpret(**ast, reference, {{"shift", shift}});
+  ADD_FAILURE() << "seed " << seed << (long_reductions ? " (long)" : "") << " (" << ScalarName(out)
+                << "): " << *diff << "; run again alone: "
+                << (!rerun.ok()                          ? rerun.ToString()
+                    : again[0].bytes == buffers[0].bytes ? "the same output"
+                                                         : "a different output")
+                << ", the reference "
+                << (reference[0] == references[0][0] ? "the same" : "different");
 }
 
 // How many seeds to run: UOPD_RANDOM_KERNELS=N overrides the default (more for a longer hunt).
