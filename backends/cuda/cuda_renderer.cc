@@ -49,6 +49,29 @@ template <typename From> __device__ __forceinline__ unsigned long long uopd_f2u6
   return (unsigned long long)x;
 }
 __device__ __forceinline__ void uopd_fail(int* status, int code) { atomicCAS(status, 0, code); }
+// Integer MAX as a 64-bit maximum in inline PTX. ptxas (CUDA 12.8 to at least 13.3) can fuse
+// two 32-bit maxima into one three-input VIMNMX3 and drop a negated operand on the way
+// (pytorch/pytorch#190973; seen here on an H200: max(-a, -b, -c) became max(-a, b, -c)), and
+// tinygrad writes MIN as -MAX(-x, -y). A 64-bit maximum is not fused; it costs a few
+// instructions more.
+__device__ __forceinline__ long long uopd_smax64(long long a, long long b) {
+  long long r;
+  asm("max.s64 %0, %1, %2;" : "=l"(r) : "l"(a), "l"(b));
+  return r;
+}
+__device__ __forceinline__ unsigned long long uopd_umax64(unsigned long long a,
+                                                          unsigned long long b) {
+  unsigned long long r;
+  asm("max.u64 %0, %1, %2;" : "=l"(r) : "l"(a), "l"(b));
+  return r;
+}
+template <typename T> __device__ __forceinline__ T uopd_imax(T a, T b) {
+  if constexpr (T(-1) < T(0)) {
+    return (T)uopd_smax64((long long)a, (long long)b);
+  } else {
+    return (T)uopd_umax64((unsigned long long)a, (unsigned long long)b);
+  }
+}
 // A value from the lane `mask` away in the warp, for any type of up to 8 bytes.
 template <typename T> __device__ __forceinline__ T uopd_shfl_xor(T v, int mask) {
   static_assert(sizeof(T) <= 8, "shuffle of a wide type");
@@ -307,6 +330,7 @@ class CudaWriter {
       case Op::kMod:
         return absl::StrCat("uopd_mod<", Type(d), ">(", a, ", ", b, ")");
       case Op::kMax:
+        if (IsInt(d.scalar)) return absl::StrCat("uopd_imax<", Type(d), ">(", a, ", ", b, ")");
         return absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
       case Op::kPow:
         return absl::StrCat(d.scalar == Scalar::kFloat64 ? "pow(" : "powf(", a, ", ", b, ")");
@@ -608,7 +632,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v3;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v4;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

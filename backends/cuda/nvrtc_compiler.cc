@@ -11,7 +11,7 @@
 namespace uopd {
 namespace {
 
-constexpr int kCodegenVersion = 3;
+constexpr int kCodegenVersion = 4;
 
 // Owns an nvrtcProgram.
 class NvrtcProgram {
