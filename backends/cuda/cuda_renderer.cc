@@ -207,9 +207,12 @@ class CudaWriter {
         return absl::StrCat("__half2float(", v, ")");
       case Scalar::kBfloat16:
         return absl::StrCat("__bfloat162float(", v, ")");
+      // The support library, not CUDA's conversion, which drops the sign of a NaN (a MAX that
+      // selects a loaded NaN must keep it, as on the CPU).
       case Scalar::kFp8E4M3:
+        return absl::StrCat("uopd_support::uopd_fp8e4m3_to_f32((", v, ").__x)");
       case Scalar::kFp8E5M2:
-        return absl::StrCat("float(", v, ")");
+        return absl::StrCat("uopd_support::uopd_fp8e5m2_to_f32((", v, ").__x)");
       default:
         return v;
     }
@@ -632,7 +635,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v4;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v5;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

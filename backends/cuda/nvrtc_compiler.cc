@@ -11,7 +11,7 @@
 namespace uopd {
 namespace {
 
-constexpr int kCodegenVersion = 4;
+constexpr int kCodegenVersion = 5;
 
 // Owns an nvrtcProgram.
 class NvrtcProgram {
