@@ -145,18 +145,29 @@ TEST(CudaBackend, RandomKernelsCompileWithNvrtc) {
   }
 }
 
-TEST(CudaBackend, RunsTheCorpusOnTheGpu) {
-  auto devices = CreateCudaDevices();
-  if (!devices.ok()) {
-    GTEST_SKIP() << "no GPU here (" << devices.status().message() << "): GPU execution not tested";
+// Tests that need a GPU: skipped, saying why, where CUDA:0 is absent.
+class CudaGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto devices = CreateCudaDevices();
+    if (!devices.ok()) {
+      GTEST_SKIP() << "no GPU here (" << devices.status().message()
+                   << "): GPU execution not tested";
+    }
+    devices_ = *std::move(devices);
   }
-  Device& gpu = *devices->front();
-  KernelCache cache;
-  CachingProgramSource source(cache);
-  ThreadPool pool(3);
+  Device& gpu() { return *devices_.front(); }
+
+  std::vector<std::unique_ptr<Device>> devices_;
+  KernelCache cache_;
+  CachingProgramSource source_{cache_};
+  ThreadPool pool_{3};
+};
+
+TEST_F(CudaGpuTest, RunsTheCorpusOnTheGpu) {
   int passed = 0;
   for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {
-    absl::Status status = RunCorpusEntry(gpu, entry, {&source, &pool});
+    absl::Status status = RunCorpusEntry(gpu(), entry, {&source_, &pool_});
     EXPECT_TRUE(status.ok()) << entry.path << ": " << status;
     passed += status.ok();
   }
@@ -183,15 +194,8 @@ std::vector<T> Read(Device& gpu, const BufferView& view) {
 // Plans on a GPU go to its launch queue: a 200-kernel chain (each adds 1, alternating two
 // buffers: read-after-write and write-after-read on every step) interleaved with 100
 // independent kernels, which take the other streams. Run twice, the queue is reused.
-TEST(CudaBackend, PlansRunOnStreamsJoinedByEvents) {
-  auto devices = CreateCudaDevices();
-  if (!devices.ok()) {
-    GTEST_SKIP() << "no GPU here (" << devices.status().message() << "): GPU execution not tested";
-  }
-  Device& gpu = *devices->front();
-  KernelCache cache;
-  CachingProgramSource source(cache);
-  ThreadPool pool(3);
+TEST_F(CudaGpuTest, PlansRunOnStreamsJoinedByEvents) {
+  Device& gpu = this->gpu();
   auto add = *DecodeKernelAst(testing::AddKernel(1024));
   std::vector<BufferView> buffers = {GpuBuffer(gpu, std::vector<float>(1024, 0)),
                                      GpuBuffer(gpu, std::vector<float>(1024, 0)),
@@ -204,7 +208,7 @@ TEST(CudaBackend, PlansRunOnStreamsJoinedByEvents) {
       kernels.push_back({add, &gpu, {static_cast<int>(buffers.size()) - 1, 2, 2}, {}});
     }
   }
-  auto plan = ExecutionPlan::Build(buffers, kernels, source, &pool);
+  auto plan = ExecutionPlan::Build(buffers, kernels, source_, &pool_);
   UOPD_ASSERT_OK(plan);
   auto timings = (*plan)->ExecuteWithVars({});
   UOPD_ASSERT_OK(timings);
@@ -219,15 +223,8 @@ TEST(CudaBackend, PlansRunOnStreamsJoinedByEvents) {
 
 // A kernel of a queued plan that fails its bounds check fails the run, named; the next run
 // with good indices succeeds (the status words were cleared).
-TEST(CudaBackend, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
-  auto devices = CreateCudaDevices();
-  if (!devices.ok()) {
-    GTEST_SKIP() << "no GPU here (" << devices.status().message() << "): GPU execution not tested";
-  }
-  Device& gpu = *devices->front();
-  KernelCache cache;
-  CachingProgramSource source(cache);
-  ThreadPool pool(3);
+TEST_F(CudaGpuTest, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
+  Device& gpu = this->gpu();
   auto add = *DecodeKernelAst(testing::AddKernel(4));
   auto gather = *DecodeKernelAst(testing::GatherKernel());
   std::vector<BufferView> buffers = {
@@ -238,7 +235,7 @@ TEST(CudaBackend, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
   auto plan = ExecutionPlan::Build(
       buffers,
       {{add, &gpu, {3, 4, 4}, {}}, {gather, &gpu, {0, 1, 2}, {}}, {add, &gpu, {3, 4, 4}, {}}},
-      source, &pool);
+      source_, &pool_);
   UOPD_ASSERT_OK(plan);
   EXPECT_TRUE(testing::StatusIs((*plan)->ExecuteWithVars({}), absl::StatusCode::kOutOfRange,
                                 {"kernel 1", "gather", "buffer slot 1"}));
@@ -251,11 +248,7 @@ TEST(CudaBackend, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
 // The random kernels of the CPU backend's test, run on the GPU against the reference
 // interpreter: CUDA C semantics (casts, integer wrap-around, shifts, division by zero, NaN,
 // half types) and the status-word bounds checks, beyond what the corpus covers.
-TEST(CudaBackend, RandomKernelsMatchTheReferenceOnTheGpu) {
-  auto devices = CreateCudaDevices();
-  if (!devices.ok()) {
-    GTEST_SKIP() << "no GPU here (" << devices.status().message() << "): GPU execution not tested";
-  }
+TEST_F(CudaGpuTest, RandomKernelsMatchTheReferenceOnTheGpu) {
   testing::RandomKernelOutcomes outcomes;
   // UOPD_RANDOM_SEEDS="58,L260" runs just those, one at a time (L: with long reductions).
   if (const char* seeds = std::getenv("UOPD_RANDOM_SEEDS"); seeds != nullptr) {
@@ -264,7 +257,7 @@ TEST(CudaBackend, RandomKernelsMatchTheReferenceOnTheGpu) {
       uint32_t n = 0;
       ASSERT_TRUE(absl::SimpleAtoi(seed, &n)) << seed;
       std::mt19937 data_rng(99 + n + (long_reductions ? testing::RandomKernelCount(400) : 0));
-      testing::CheckRandomKernel(*devices->front(), n, data_rng, outcomes, long_reductions);
+      testing::CheckRandomKernel(gpu(), n, data_rng, outcomes, long_reductions);
     }
     return;
   }
@@ -274,7 +267,7 @@ TEST(CudaBackend, RandomKernelsMatchTheReferenceOnTheGpu) {
   ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
   pool.ParallelFor(2 * kernels, [&](int i) {
     std::mt19937 data_rng(99 + i);
-    testing::CheckRandomKernel(*devices->front(), i % kernels, data_rng, outcomes,
+    testing::CheckRandomKernel(gpu(), i % kernels, data_rng, outcomes,
                                /*long_reductions=*/i >= kernels);
   });
   std::printf("%d kernels ran, %d stopped out of range; %d elements compared, %d left open\n",
