@@ -16,8 +16,10 @@
 namespace uopd {
 namespace {
 
-constexpr const char* kKernels[] = {"hw_masked_shift_9", "red_sum_4d_2x3x4x5", "sym_two_vars_i4_j1",
-                                    "cast_f32_to_f16_overflow_6", "hw_threefry_u64_12"};
+// The last is a row reduction the lanes of a GPU warp share.
+constexpr const char* kKernels[] = {"hw_masked_shift_9",  "red_sum_4d_2x3x4x5",
+                                    "sym_two_vars_i4_j1", "cast_f32_to_f16_overflow_6",
+                                    "hw_threefry_u64_12", "sym_softmax_n8__k1"};
 
 void CheckGolden(const Renderer& renderer, const std::string& backend, const std::string& ext) {
   const bool regenerate = std::getenv("UOPD_REGENERATE_GOLDEN") != nullptr;

@@ -19,6 +19,7 @@
 #include "core/util/thread_pool.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
+#include "tests/testing/graph_builder.h"
 #include "tests/testing/random_kernel_check.h"
 #include "tests/testing/random_kernels.h"
 #include "tests/testing/sample_kernels.h"
@@ -100,6 +101,78 @@ TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   EXPECT_NE(spec->src.find("for ("), std::string::npos) << "the reduction stays a loop:\n"
                                                         << spec->src;
   EXPECT_TRUE(spec->var_names.empty()) << "GPU kernels take no core variables";
+}
+
+// Which reductions a warp's lanes share (backends/cuda/warp_reduction.h), decided without a GPU.
+absl::StatusOr<ProgramSpec> RenderCuda(const v1::Graph& wire) {
+  UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(wire));
+  return CudaRenderer().Render(ast, ast->DefaultName());
+}
+bool WarpShared(const ProgramSpec& spec) {
+  return spec.src.find("uopd_shfl_xor(acc") != std::string::npos;
+}
+
+TEST(CudaBackend, WarpsShareRowReductions) {
+  auto spec = RenderCuda(testing::RowSumKernel(8192, 8192));
+  UOPD_ASSERT_OK(spec);
+  EXPECT_TRUE(WarpShared(*spec)) << spec->src;
+  EXPECT_NE(spec->src.find("+= 32)"), std::string::npos) << "lane-strided loop:\n" << spec->src;
+  EXPECT_NE(spec->src.find("if (uopd_lane == 0) data0["), std::string::npos) << spec->src;
+  auto dims = spec->launch_dims({});
+  UOPD_ASSERT_OK(dims);
+  EXPECT_EQ(dims->global[0], 8192 / (kCudaBlockSize / 32)) << "one warp per row";
+}
+
+TEST(CudaBackend, ColumnReductionsKeepAThreadPerOutput) {
+  // Neighbouring threads read neighbouring columns already; lanes would read a row apart.
+  auto spec = RenderCuda(testing::ColumnSumKernel(8192, 8192));
+  UOPD_ASSERT_OK(spec);
+  EXPECT_FALSE(WarpShared(*spec)) << spec->src;
+  auto dims = spec->launch_dims({});
+  UOPD_ASSERT_OK(dims);
+  EXPECT_EQ(dims->global[0], 8192 / kCudaBlockSize);
+}
+
+TEST(CudaBackend, ShortReductionsKeepAThreadPerOutput) {
+  auto spec = RenderCuda(testing::RowSumKernel(8192, 16));
+  UOPD_ASSERT_OK(spec);
+  EXPECT_FALSE(WarpShared(*spec)) << "16 iterations would leave half the lanes idle";
+}
+
+TEST(CudaBackend, ReductionsWithRunTimeChecksKeepAThreadPerOutput) {
+  // out[r] = sum_k table[idx[r * 64 + k]]: the gather is checked at run time, and a lane that
+  // stopped there would leave its warp's shuffles short.
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, 256);
+  int r = g.Range(g.Index(256), 0);
+  int table = g.Buffer(1, v1::DType::FLOAT32, 100);
+  int idx = g.Buffer(2, v1::DType::INT32, 256 * 64);
+  int k = g.Range(g.Index(64), 1, v1::RangeArg::REDUCE);
+  int row = g.Node(v1::Node::ADD, v1::DType::INDEX,
+                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {r, g.Index(64)}), k});
+  int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32, g.Load(table, g.Load(idx, row)), {k});
+  auto spec = RenderCuda(g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_gather_sum"));
+  UOPD_ASSERT_OK(spec);
+  EXPECT_EQ(spec->guarded_accesses, 1);
+  EXPECT_FALSE(WarpShared(*spec)) << spec->src;
+}
+
+TEST(CudaBackend, WarpsShareSymbolicRowReductions) {
+  // out[r] = max_k in[r * 1024 + k] for k < n: the trip count is known only at run time.
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::INT32, 128);
+  int r = g.Range(g.Index(128), 0);
+  int in = g.Buffer(1, v1::DType::INT32, 128 * 1024);
+  int k = g.Range(g.Var("n", 1, 1024), 1, v1::RangeArg::REDUCE);
+  int row = g.Node(v1::Node::ADD, v1::DType::INDEX,
+                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {r, g.Index(1024)}), k});
+  int neg = g.Node(v1::Node::NEG, v1::DType::INT32, {g.Load(in, row)});
+  int max = g.Reduce(v1::Node::MAX, v1::DType::INT32, neg, {k});
+  auto spec = RenderCuda(g.Sink({g.End(g.Store(g.Target(out, r), max), {r})}, "r_max_n"));
+  UOPD_ASSERT_OK(spec);
+  EXPECT_TRUE(WarpShared(*spec)) << spec->src;
+  // Integer MAX avoids the ptxas VIMNMX3 fusion that drops negated operands.
+  EXPECT_NE(spec->src.find("uopd_imax<int>("), std::string::npos) << spec->src;
 }
 
 TEST(CudaBackend, SymbolicLaunchSizesFollowTheVariables) {
