@@ -11,6 +11,8 @@ namespace {
 
 CUdeviceptr Ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 constexpr size_t kMinAllocation = 256;
+constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;  // every GPU since compute capability 3.0
+constexpr int64_t kMaxGridYZ = 65535;
 
 // Waits for `stream` and turns a failure into a status naming `what`.
 absl::Status Wait(const CudaDriver& d, CUstream stream, absl::string_view what) {
@@ -47,6 +49,12 @@ absl::Status CudaProgram::Launch(CUstream stream, CUdeviceptr status,
                                                    buffers.size(), " and ", vals.size()));
   }
   if (dims.global[0] == 0 || dims.global[1] == 0 || dims.global[2] == 0) return absl::OkStatus();
+  // The driver takes 32-bit sizes: a grid past the GPU's limits must fail, not wrap and run part.
+  if (dims.global[0] > kMaxGridX || dims.global[1] > kMaxGridYZ || dims.global[2] > kMaxGridYZ) {
+    return absl::OutOfRangeError(absl::StrCat("kernel ", name_, ": a grid of ", dims.global[0],
+                                              " x ", dims.global[1], " x ", dims.global[2],
+                                              " blocks is past the GPU's limits"));
+  }
   const CudaDriver& d = context_->driver();
   std::vector<CUdeviceptr> pointers(buffers.size());
   std::vector<long long> values(vals.begin(), vals.end());

@@ -318,6 +318,20 @@ TEST_F(CudaGpuTest, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
   EXPECT_EQ(Read<float>(gpu, buffers[0]), (std::vector<float>{17, 10, 13, 13}));
 }
 
+// A grid past the driver's 32-bit sizes is refused, not truncated into a partial run.
+TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimits) {
+  auto ast = DecodeKernelAst(testing::AddKernel(4));
+  UOPD_ASSERT_OK(ast);
+  auto program = source_.Get(gpu(), *ast);
+  UOPD_ASSERT_OK(program);
+  LaunchDims dims;
+  dims.global = {int64_t{1} << 32, 1, 1};
+  dims.local = {kCudaBlockSize, 1, 1};
+  std::vector<void*> buffers(3, nullptr);
+  EXPECT_TRUE(testing::StatusIs((*program)->program->Execute(buffers, {}, dims),
+                                absl::StatusCode::kOutOfRange, {"past the GPU's limits"}));
+}
+
 // The random kernels of the CPU backend's test, run on the GPU against the reference
 // interpreter: CUDA C semantics (casts, integer wrap-around, shifts, division by zero, NaN,
 // half types) and the status-word bounds checks, beyond what the corpus covers.
