@@ -70,7 +70,7 @@ int main() {
   auto run = [](const Loaded& k, std::vector<void*> bufs) {
     auto dims = k.spec.launch_dims({});
     std::vector<int64_t> vals(k.spec.var_names.size(), 0);
-    if (!k.program->Execute(bufs, vals, *dims).ok()) std::abort();
+    if (!k.program->Execute(bufs, vals, *dims, nullptr).ok()) std::abort();
   };
   std::printf("threads available to kernels: %d (memcpy: 1); median of 12 interleaved runs\n",
               threads);

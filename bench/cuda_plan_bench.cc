@@ -75,7 +75,7 @@ int main() {
   });
   auto bare = uopd::bench::Sample(3, 20, [&] {
     for (int i = 0; i < kKernels; ++i) {
-      if (!k0.program->program->Execute(k0.buffer_ptrs, k0.vals, dims).ok()) std::abort();
+      if (!k0.program->program->Execute(k0.buffer_ptrs, k0.vals, dims, nullptr).ok()) std::abort();
     }
   });
   auto run = [](uopd::ExecutionPlan& plan, bool sequential) {

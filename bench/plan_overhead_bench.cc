@@ -57,7 +57,7 @@ int main() {
   auto dims = kernel.program->spec->launch_dims({});
   auto bare = uopd::bench::Sample(3, 20, [&] {
     for (int i = 0; i < kKernels; ++i) {
-      if (!kernel.program->program->Execute(kernel.buffer_ptrs, kernel.vals, *dims).ok())
+      if (!kernel.program->program->Execute(kernel.buffer_ptrs, kernel.vals, *dims, nullptr).ok())
         std::abort();
     }
   });

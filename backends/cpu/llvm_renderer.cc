@@ -46,6 +46,7 @@ class IrWriter {
 
   std::string Render() {
     operand_.resize(p_.instrs.size());
+    FindInnermostLoops();
     for (size_t i = 0; i < p_.instrs.size(); ++i) EmitInstr(static_cast<int>(i));
     if (grid_loop_ >= 0) EndLoop(grid_loop_);
     return Assemble();
@@ -225,6 +226,10 @@ class IrWriter {
         operand_[i] = self;
         return;
       case InstrKind::kLoopBegin:
+        if (innermost_[i] && IsShortLoop(in)) {
+          innermost_[i] = false;
+          unchecked_[i] = true;
+        }
         operand_[i] = BeginLoop(i, Op(in.src[0]), Op(in.src[1]));
         return;
       case InstrKind::kGlobalIndex:
@@ -239,18 +244,80 @@ class IrWriter {
     }
   }
 
-  // for (x = start; x < end; ++x), with x in an alloca that mem2reg promotes.
+  // Loops that contain no other loop. They run in chunks (below); the others check the stop
+  // word once per iteration.
+  void FindInnermostLoops() {
+    innermost_.assign(p_.instrs.size(), false);
+    unchecked_.assign(p_.instrs.size(), false);
+    int open_innermost = -1;
+    for (size_t i = 0; i < p_.instrs.size(); ++i) {
+      const Instr& in = p_.instrs[i];
+      if (in.kind == InstrKind::kLoopBegin || in.kind == InstrKind::kGlobalIndex) {
+        if (open_innermost >= 0) innermost_[open_innermost] = false;
+        innermost_[i] = true;
+        open_innermost = static_cast<int>(i);
+      } else if (in.kind == InstrKind::kLoopEnd) {
+        open_innermost = -1;
+      }
+    }
+  }
+
+  // A loop of constant bounds short enough to need no stop check of its own (the loops around
+  // it check).
+  bool IsShortLoop(const Instr& loop) const {
+    const Instr& start = p_.instrs[loop.src[0]];
+    const Instr& end = p_.instrs[loop.src[1]];
+    return start.kind == InstrKind::kConst && end.kind == InstrKind::kConst &&
+           end.arg.i - start.arg.i <= kCpuStopChunk;
+  }
+
+  // Branches to the kernel's early return when the stop word is set (rarely taken).
+  void CheckStop(int i) {
+    Line(absl::StrCat("%v", i, ".stop = load atomic i32, ptr %stop monotonic, align 4"));
+    Line(absl::StrCat("%v", i, ".halt = icmp ne i32 %v", i, ".stop, 0"));
+    Line(absl::StrCat("br i1 %v", i, ".halt, label %stopped, label %loop", i, ".on, !prof !",
+                      unlikely_id_));
+    Label(absl::StrCat("loop", i, ".on"));
+    checks_stop_ = true;
+  }
+
+  // for (x = start; x < end; ++x), with x in an alloca that mem2reg promotes. An innermost loop
+  // runs in chunks of kCpuStopChunk iterations with the stop check between chunks, so its own
+  // body stays a plain counted loop the vectorizer takes; an outer loop checks every iteration.
+  // Range starts are never negative, so end - chunk start does not overflow.
   std::string BeginLoop(int i, const std::string& start, const std::string& end) {
     const std::string self = absl::StrCat("%v", i);
     std::string t = IndexType();
     absl::StrAppend(&allocas_, "  %v", i, ".addr = alloca ", t, "\n");
-    Line(absl::StrCat("store ", t, " ", start, ", ptr %v", i, ".addr"));
+    std::string limit = end;
+    if (innermost_[i]) {
+      absl::StrAppend(&allocas_, "  %v", i, ".chunk.addr = alloca ", t, "\n");
+      Line(absl::StrCat("store ", t, " ", start, ", ptr %v", i, ".chunk.addr"));
+      Line(absl::StrCat("br label %loop", i, ".chunk"));
+      Label(absl::StrCat("loop", i, ".chunk"));
+      Line(absl::StrCat("%v", i, ".c = load ", t, ", ptr %v", i, ".chunk.addr"));
+      Line(absl::StrCat("%v", i, ".more = icmp slt ", t, " %v", i, ".c, ", end));
+      Line(absl::StrCat("br i1 %v", i, ".more, label %loop", i, ".check, label %loop", i, ".exit"));
+      Label(absl::StrCat("loop", i, ".check"));
+      CheckStop(i);
+      Line(absl::StrCat("%v", i, ".left = sub nsw ", t, " ", end, ", %v", i, ".c"));
+      Line(absl::StrCat("%v", i, ".full = icmp sgt ", t, " %v", i, ".left, ", kCpuStopChunk));
+      Line(absl::StrCat("%v", i, ".step = select i1 %v", i, ".full, ", t, " ", kCpuStopChunk, ", ",
+                        t, " %v", i, ".left"));
+      Line(absl::StrCat("%v", i, ".cend = add nsw ", t, " %v", i, ".c, %v", i, ".step"));
+      limit = absl::StrCat("%v", i, ".cend");
+      Line(absl::StrCat("store ", t, " %v", i, ".c, ptr %v", i, ".addr"));
+    } else {
+      Line(absl::StrCat("store ", t, " ", start, ", ptr %v", i, ".addr"));
+    }
     Line(absl::StrCat("br label %loop", i, ".cond"));
     Label(absl::StrCat("loop", i, ".cond"));
     Line(absl::StrCat(self, " = load ", t, ", ptr %v", i, ".addr"));
-    Line(absl::StrCat("%v", i, ".go = icmp slt ", t, " ", self, ", ", end));
-    Line(absl::StrCat("br i1 %v", i, ".go, label %loop", i, ".body, label %loop", i, ".exit"));
+    Line(absl::StrCat("%v", i, ".go = icmp slt ", t, " ", self, ", ", limit));
+    Line(absl::StrCat("br i1 %v", i, ".go, label %loop", i, ".body, label %loop", i,
+                      innermost_[i] ? ".chunk.next" : ".exit"));
     Label(absl::StrCat("loop", i, ".body"));
+    if (!innermost_[i] && !unchecked_[i]) CheckStop(i);
     return self;
   }
 
@@ -259,6 +326,11 @@ class IrWriter {
     Line(absl::StrCat("%v", loop, ".next = add nsw ", t, " %v", loop, ", 1"));
     Line(absl::StrCat("store ", t, " %v", loop, ".next, ptr %v", loop, ".addr"));
     Line(absl::StrCat("br label %loop", loop, ".cond, !llvm.loop !", LoopMetadata()));
+    if (innermost_[loop]) {
+      Label(absl::StrCat("loop", loop, ".chunk.next"));
+      Line(absl::StrCat("store ", t, " %v", loop, ".cend, ptr %v", loop, ".chunk.addr"));
+      Line(absl::StrCat("br label %loop", loop, ".chunk"));
+    }
     Label(absl::StrCat("loop", loop, ".exit"));
   }
 
@@ -641,13 +713,18 @@ class IrWriter {
     for (size_t v = 0; v < p_.var_names.size(); ++v) {
       absl::StrAppend(&params, params.empty() ? "" : ", ", "i64 %var", v);
     }
+    absl::StrAppend(&params, params.empty() ? "" : ", ", "ptr %stop");
     std::string out =
         absl::StrCat("; kernel ", p_.name, ": ", p_.proven_accesses, " accesses proven in bounds, ",
                      p_.guarded_accesses, " checked at run time\n");
-    absl::StrAppend(&out, "define internal i32 @", p_.name, "_body(", params, ") #0 {\nentry:\n",
-                    allocas_, body_, "  ret i32 0\n}\n\n");
-    // The entry: a uniform signature over arrays of buffer pointers and variable values.
-    absl::StrAppend(&out, "define i32 @", p_.name, "(ptr %bufs, ptr %vals) #1 {\nentry:\n");
+    absl::StrAppend(
+        &out, "define internal i32 @", p_.name, "_body(", params, ") #0 {\nentry:\n", allocas_,
+        body_, "  ret i32 0\n",
+        checks_stop_ ? absl::StrCat("stopped:\n  ret i32 ", kCpuKernelStopped, "\n") : "", "}\n\n");
+    // The entry: a uniform signature over arrays of buffer pointers and variable values, and
+    // the stop word.
+    absl::StrAppend(&out, "define i32 @", p_.name,
+                    "(ptr %bufs, ptr %vals, ptr %stop) #1 {\nentry:\n");
     std::string args;
     for (int slot = 0; slot < p_.buf_count; ++slot) {
       absl::StrAppend(&out, "  %b", slot, ".p = getelementptr ptr, ptr %bufs, i64 ", slot, "\n",
@@ -659,6 +736,7 @@ class IrWriter {
                       v, " = load i64, ptr %a", v, ".p\n");
       absl::StrAppend(&args, args.empty() ? "" : ", ", "i64 %a", v);
     }
+    absl::StrAppend(&args, args.empty() ? "" : ", ", "ptr %stop");
     absl::StrAppend(&out, "  %r = call i32 @", p_.name, "_body(", args, ")\n  ret i32 %r\n}\n\n");
     absl::StrAppend(&out,
                     "declare i32 @uopd_f64_to_f16(double)\n"
@@ -686,7 +764,10 @@ class IrWriter {
   std::string metadata_;
   std::map<std::string, std::string> declarations_;  // ordered: the output is deterministic
   int counter_ = 0;
-  int grid_loop_ = -1;  // the loop standing in for a GPU grid, if any
+  int grid_loop_ = -1;           // the loop standing in for a GPU grid, if any
+  std::vector<bool> innermost_;  // by instruction: a loop that contains no other (run in chunks)
+  std::vector<bool> unchecked_;  // by instruction: a short innermost loop, left plain
+  bool checks_stop_ = false;
   const int mustprogress_id_ = 0;
   const int unlikely_id_ = 1;
   int next_metadata_ = 2;

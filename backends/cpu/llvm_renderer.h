@@ -2,11 +2,13 @@
 //
 // Each kernel is two functions: `<name>_body`, which takes one noalias pointer per buffer slot
 // and one i64 per variable (var_names order: the client's, then core_id and core_count), and the
-// entry `<name>(ptr bufs, ptr vals)` with one uniform signature, so the runtime can call any
-// kernel without per-signature glue. The entry returns 0, or slot + 1 when a run-time bounds
-// check failed. float16, bfloat16 and fp8 values are kept as their bits and computed in float32
-// through the support library (core/util/kernel_support.c), rounding after every operation as
-// tinygrad's C backend does.
+// entry `<name>(ptr bufs, ptr vals, ptr stop)` with one uniform signature, so the runtime can
+// call any kernel without per-signature glue. The entry returns 0, slot + 1 when a run-time
+// bounds check failed, or kCpuKernelStopped when it saw the i32 at `stop` nonzero: outer loops
+// read it every iteration, innermost loops every kCpuStopChunk iterations (they run in chunks
+// that stay vectorizable). float16, bfloat16 and fp8 values are kept as their bits and computed in
+// float32 through the support library (core/util/kernel_support.c), rounding after every operation
+// as tinygrad's C backend does.
 #ifndef UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
 #define UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
 
@@ -15,6 +17,9 @@
 #include "core/device/renderer.h"
 
 namespace uopd {
+
+inline constexpr int32_t kCpuKernelStopped = -1;
+inline constexpr int64_t kCpuStopChunk = 1 << 16;
 
 struct LlvmRendererOptions {
   // Kernels with at least this many loop iterations split their outer loop across threads.

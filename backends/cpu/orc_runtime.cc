@@ -1,9 +1,11 @@
 #include "backends/cpu/orc_runtime.h"
 
+#include <atomic>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/host_target.h"
+#include "backends/cpu/llvm_renderer.h"
 #include "backends/cpu/llvm_status.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -11,7 +13,10 @@
 namespace uopd {
 namespace {
 
-using KernelFn = int32_t (*)(void* const* buffers, const int64_t* vals);
+using KernelFn = int32_t (*)(void* const* buffers, const int64_t* vals,
+                             const std::atomic<int32_t>* stop);
+
+const StopFlag kNeverStop;
 
 class CpuProgram : public Program {
  public:
@@ -25,7 +30,7 @@ class CpuProgram : public Program {
   }
 
   absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
-                       const LaunchDims& dims) const override {
+                       const LaunchDims& dims, const StopFlag* stop) const override {
     if (vals.size() < 2) return absl::InvalidArgumentError("missing core_id/core_count values");
     int64_t threads = dims.global[0];
     if (threads <= 0) return absl::OkStatus();  // an empty parallel loop: nothing to run
@@ -36,12 +41,18 @@ class CpuProgram : public Program {
       std::vector<int64_t> local(vals.begin(), vals.end());
       local[local.size() - 2] = core;
       local[local.size() - 1] = threads;
-      results[core] = fn_(buffers.data(), local.data());
+      results[core] =
+          fn_(buffers.data(), local.data(), (stop != nullptr ? stop : &kNeverStop)->word());
     };
     if (threads == 1) {
       run(0);
     } else {
       pool_->ParallelFor(static_cast<int>(threads), run);
+    }
+    for (int32_t rc : results) {
+      if (rc == kCpuKernelStopped) {
+        return absl::CancelledError(absl::StrCat("kernel ", name_, " was stopped while running"));
+      }
     }
     for (int32_t rc : results) {
       if (rc != 0) {

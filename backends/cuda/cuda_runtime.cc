@@ -75,7 +75,7 @@ absl::Status CudaProgram::Launch(CUstream stream, CUdeviceptr status,
 }
 
 absl::Status CudaProgram::Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
-                                  const LaunchDims& dims) const {
+                                  const LaunchDims& dims, const StopFlag* /*stop*/) const {
   const CudaDriver& d = context_->driver();
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
   UOPD_ASSIGN_OR_RETURN(CudaContext::LaunchSlot slot, context_->AcquireSlot());

@@ -82,8 +82,9 @@ class CudaProgram : public Program {
   CudaProgram(std::shared_ptr<CudaContext> context, CUmodule module, CUfunction function,
               const ProgramSpec& spec);
   ~CudaProgram() override;
+  // A launched grid runs to completion: `stop` is not read.
   absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
-                       const LaunchDims& dims) const override;
+                       const LaunchDims& dims, const StopFlag* stop) const override;
 
   const CudaContext& context() const { return *context_; }
   const std::string& name() const { return name_; }

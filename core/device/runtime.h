@@ -10,6 +10,7 @@
 #include "core/device/compiler.h"
 #include "core/device/launch_queue.h"
 #include "core/device/program_spec.h"
+#include "core/device/stop_flag.h"
 
 namespace uopd {
 
@@ -21,9 +22,11 @@ class Program {
   // Runs the kernel. `buffers[i]` is the device address of slot i (buf_count entries), `vals` the
   // values of var_names in order (runtime-only ones are filled in by the runtime), `dims` the
   // evaluated launch dimensions. Fails with OUT_OF_RANGE when a run-time bounds check fails
-  // (naming the kernel and the buffer slot); no memory outside a buffer is touched.
+  // (naming the kernel and the buffer slot); no memory outside a buffer is touched. With `stop`
+  // (may be null), fails with CANCELLED when a kernel that can be interrupted saw it set; the
+  // outputs are then partly written.
   virtual absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
-                               const LaunchDims& dims) const = 0;
+                               const LaunchDims& dims, const StopFlag* stop) const = 0;
 };
 
 class RuntimeFactory {

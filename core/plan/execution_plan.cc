@@ -136,6 +136,12 @@ void DeriveDependencies(std::vector<PreparedKernel>& kernels) {
   }
 }
 
+// Whether the run must stop starting kernels.
+bool StopRequested(const RunOptions& options) {
+  return (options.cancelled && options.cancelled()) ||
+         (options.stop != nullptr && options.stop->stopped());
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
@@ -243,8 +249,8 @@ absl::Status ExecutionPlan::Cancelled(int next_kernel) {
       absl::StrCat("the run was cancelled before kernel ", next_kernel, " started"));
 }
 
-absl::Status ExecutionPlan::RunKernel(PreparedKernel& k) {
-  absl::Status status = k.program->program->Execute(k.buffer_ptrs, k.vals, dims_[k.id]);
+absl::Status ExecutionPlan::RunKernel(PreparedKernel& k, const StopFlag* stop) {
+  absl::Status status = k.program->program->Execute(k.buffer_ptrs, k.vals, dims_[k.id], stop);
   return status.ok() ? status : WithContext(status, KernelLabel(k));
 }
 
@@ -265,10 +271,10 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
   if (options.sequential || pool_ == nullptr || pool_->size() == 0) {
     std::vector<KernelTiming> timings(n);
     for (PreparedKernel& k : kernels_) {
-      if (options.cancelled && options.cancelled()) return Cancelled(k.id);
+      if (StopRequested(options)) return Cancelled(k.id);
       timings[k.id].id = k.id;
       timings[k.id].start_ns = now_ns();
-      UOPD_RETURN_IF_ERROR(RunKernel(k));
+      UOPD_RETURN_IF_ERROR(RunKernel(k, options.stop));
       timings[k.id].end_ns = now_ns();
     }
     return timings;
@@ -278,7 +284,7 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
   auto run = std::make_shared<RunState>();
   run->plan = this;
   run->pool = pool_;
-  run->cancelled = options.cancelled;
+  run->options = options;
   run->start = start;
   run->timings.resize(n);
   run->remaining.resize(n);
@@ -308,7 +314,7 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::RunOnQueue(const RunOpt
   // Submission order is a topological order: dependencies always have smaller ids.
   absl::Status submitted;
   for (PreparedKernel& k : kernels_) {
-    if (options.cancelled && options.cancelled()) {
+    if (StopRequested(options)) {
       submitted = Cancelled(k.id);
       break;
     }
@@ -350,8 +356,9 @@ void ExecutionPlan::Drain(const std::shared_ptr<RunState>& run) {
     KernelTiming& timing = run->timings[id];
     timing.id = id;
     timing.start_ns = run->NowNs();
-    absl::Status status =
-        run->cancelled && run->cancelled() ? Cancelled(id) : plan.RunKernel(plan.kernels_[id]);
+    absl::Status status = StopRequested(run->options)
+                              ? Cancelled(id)
+                              : plan.RunKernel(plan.kernels_[id], run->options.stop);
     timing.end_ns = run->NowNs();
     int extra = 0;
     {

@@ -72,6 +72,9 @@ struct RunOptions {
   // Asked before each kernel starts (from any thread); once it returns true, no further kernel
   // starts and the run ends with CANCELLED. Kernels already running finish. Null: never.
   std::function<bool()> cancelled;
+  // Once set, no further kernel starts, and kernels running on devices that can be interrupted
+  // (the CPU) stop early; the run ends with CANCELLED. Null: never.
+  const StopFlag* stop = nullptr;
 };
 
 // One run at a time per plan (ExecuteWithVars serializes itself); safe to share across threads.
@@ -111,7 +114,7 @@ class ExecutionPlan {
     std::vector<KernelTiming> timings;
     ExecutionPlan* plan = nullptr;
     ThreadPool* pool = nullptr;
-    std::function<bool()> cancelled;
+    RunOptions options;
     std::chrono::steady_clock::time_point start;
     int64_t NowNs() const {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -122,7 +125,7 @@ class ExecutionPlan {
 
   absl::Status Bind(const absl::flat_hash_map<std::string, int64_t>& values);
   absl::StatusOr<std::vector<KernelTiming>> RunOnQueue(const RunOptions& options);
-  absl::Status RunKernel(PreparedKernel& kernel);
+  absl::Status RunKernel(PreparedKernel& kernel, const StopFlag* stop);
   static absl::Status Cancelled(int next_kernel);
   // Runs ready kernels until none is left; the thread that finishes a kernel takes one newly
   // ready kernel itself and hands the others to the pool.

@@ -21,7 +21,10 @@ constexpr const char* kKernels[] = {"hw_masked_shift_9",  "red_sum_4d_2x3x4x5",
                                     "sym_two_vars_i4_j1", "cast_f32_to_f16_overflow_6",
                                     "hw_threefry_u64_12", "sym_softmax_n8__k1"};
 
-void CheckGolden(const Renderer& renderer, const std::string& backend, const std::string& ext) {
+// `start` marks where a kernel's own text begins: the shared prelude before it (helpers every
+// kernel carries) is not part of a kernel's golden.
+void CheckGolden(const Renderer& renderer, const std::string& backend, const std::string& ext,
+                 const std::string& start) {
   const bool regenerate = std::getenv("UOPD_REGENERATE_GOLDEN") != nullptr;
   for (const char* name : kKernels) {
     auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/" + name + ".json");
@@ -31,8 +34,9 @@ void CheckGolden(const Renderer& renderer, const std::string& backend, const std
     auto spec = renderer.Render(*ast, name);
     ASSERT_TRUE(spec.ok()) << spec.status();
     const std::string path = std::string(UOPD_GOLDEN_DIR) + "/" + backend + "/" + name + ext;
-    // The shared prelude (helpers every CUDA kernel carries) is not part of a kernel's golden.
-    std::string src = spec->src.substr(std::min(spec->src.find("// kernel "), spec->src.size()));
+    const size_t begin = spec->src.find(start);
+    ASSERT_NE(begin, std::string::npos) << "no '" << start << "' in:\n" << spec->src;
+    std::string src = spec->src.substr(begin);
     if (regenerate) {
       std::ofstream(path) << src;
       continue;
@@ -44,10 +48,10 @@ void CheckGolden(const Renderer& renderer, const std::string& backend, const std
   }
 }
 
-TEST(Golden, CpuLlvmIr) { CheckGolden(LlvmRenderer(), "cpu", ".ll"); }
+TEST(Golden, CpuLlvmIr) { CheckGolden(LlvmRenderer(), "cpu", ".ll", "; kernel "); }
 
 #ifdef UOPD_WITH_CUDA
-TEST(Golden, CudaC) { CheckGolden(CudaRenderer(), "cuda", ".cu"); }
+TEST(Golden, CudaC) { CheckGolden(CudaRenderer(), "cuda", ".cu", "// kernel "); }
 #endif
 
 }  // namespace

@@ -54,7 +54,7 @@ inline absl::Status RunOn(Device& device, const v1::Graph& wire, std::vector<Hos
     auto it = vars.find(name);
     vals.push_back(it == vars.end() ? 0 : it->second);
   }
-  absl::Status status = program->Execute(ptrs, vals, dims);
+  absl::Status status = program->Execute(ptrs, vals, dims, nullptr);
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (status.ok())
       status = allocator.CopyOut(buffers[i].bytes.data(), ptrs[i], buffers[i].bytes.size());

@@ -1,6 +1,8 @@
 // The CPU backend end to end on hand-made kernels: signatures, memory safety, variables,
 // determinism, threading, and integer edge cases that must not crash the process.
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/llvm_renderer.h"
@@ -57,7 +59,7 @@ TEST_F(CpuBackendTest, ProgramSpecDescribesTheKernelSignature) {
   auto dims = spec->launch_dims({{"n", 3}});
   UOPD_ASSERT_OK(dims);
   EXPECT_EQ(dims->global[0], 1) << "a small kernel runs on one thread";
-  EXPECT_NE(spec->src.find("define i32 @r_sym(ptr %bufs, ptr %vals)"), std::string::npos)
+  EXPECT_NE(spec->src.find("define i32 @r_sym(ptr %bufs, ptr %vals, ptr %stop)"), std::string::npos)
       << spec->src;
 }
 
@@ -194,6 +196,72 @@ TEST_F(CpuBackendTest, LowersDeepExpressionChainsWithoutExhaustingTheStack) {
 
 v1::Graph Gather(DType::Scalar index_dtype = DType::INT32) {
   return testing::GatherKernel(index_dtype);
+}
+
+// out[r] = sum over the reduction ranges (of `extents`) of in[(k0 + k1 + ...) % 4], for r < rows:
+// as much work as the extents multiply to, over 16 bytes of input.
+v1::Graph ModSum(int64_t rows, const std::vector<int64_t>& extents) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::INT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int in = g.Buffer(1, DType::INT32, 4);
+  std::vector<int> ranges;
+  int sum = g.Index(0);
+  for (size_t i = 0; i < extents.size(); ++i) {
+    ranges.push_back(g.Range(g.Index(extents[i]), static_cast<int>(i) + 1, v1::RangeArg::REDUCE));
+    sum = g.Node(Node::ADD, DType::INDEX, {sum, ranges.back()});
+  }
+  int value = g.Load(in, g.Node(Node::MOD, DType::INDEX, {sum, g.Index(4)}));
+  int total = g.Reduce(Node::ADD, DType::INT32, value, ranges);
+  return g.Sink({g.End(g.Store(g.Target(out, r), total), {r})}, "r_mod_sum");
+}
+
+// Runs `wire` on a thread and sets the stop flag once it has had time to start: the kernel must
+// return CANCELLED (were it not stopped, it would run for hours and the test would time out).
+void ExpectStops(Device& device, const v1::Graph& wire, int64_t rows) {
+  auto spec = testing::RenderOn(device, wire);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto compiled = device.compiler().Compile(*spec);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto program = device.runtime().Load(*compiled, *spec);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto dims = spec->launch_dims({});
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  std::vector<int32_t> out(rows), in = {1, 2, 3, 4};
+  std::vector<void*> buffers = {out.data(), in.data()};
+  std::vector<int64_t> vals(spec->var_names.size(), 0);
+  StopFlag stop;
+  absl::Status status;
+  std::thread run([&] { status = (*program)->Execute(buffers, vals, *dims, &stop); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  stop.Stop();
+  run.join();
+  EXPECT_TRUE(StatusIs(status, absl::StatusCode::kCancelled, {"r_mod_sum", "stopped"})) << status;
+}
+
+TEST_F(CpuBackendTest, StopsALongInnermostLoopBetweenChunks) {
+  ExpectStops(*device_, ModSum(1, {int64_t{1} << 44}), 1);
+}
+
+TEST_F(CpuBackendTest, StopsALongOuterLoopAroundAShortOne) {
+  ExpectStops(*device_, ModSum(1, {int64_t{1} << 40, 16}), 1);
+}
+
+TEST_F(CpuBackendTest, StopsAKernelSplitAcrossThreads) {
+  ExpectStops(*device_, ModSum(1 << 16, {int64_t{1} << 40}), 1 << 16);
+}
+
+TEST_F(CpuBackendTest, StopFlagsLeaveShortKernelsAlone) {
+  // A kernel that finishes before anyone stops it returns its result, checks and all.
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<int32_t>(2, 0)),
+                                  HostBuffer::Of(std::vector<int32_t>{1, 2, 3, 4})};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, ModSum(2, {1000, 3}), bufs));
+  // sum over k0 < 1000, k1 < 3 of in[(k0 + k1) % 4]: each k1 shifts a 1000-long cycle of 1..4.
+  int32_t expected = 0;
+  for (int k0 = 0; k0 < 1000; ++k0) {
+    for (int k1 = 0; k1 < 3; ++k1) expected += 1 + (k0 + k1) % 4;
+  }
+  EXPECT_EQ(bufs[0].As<int32_t>(), (std::vector<int32_t>{expected, expected}));
 }
 
 TEST_F(CpuBackendTest, GathersThroughLoadedIndicesWithRunTimeChecks) {

@@ -328,7 +328,7 @@ TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimits) {
   dims.global = {int64_t{1} << 32, 1, 1};
   dims.local = {kCudaBlockSize, 1, 1};
   std::vector<void*> buffers(3, nullptr);
-  EXPECT_TRUE(testing::StatusIs((*program)->program->Execute(buffers, {}, dims),
+  EXPECT_TRUE(testing::StatusIs((*program)->program->Execute(buffers, {}, dims, nullptr),
                                 absl::StatusCode::kOutOfRange, {"past the GPU's limits"}));
 }
 

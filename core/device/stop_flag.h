@@ -1,0 +1,26 @@
+// StopFlag: asks kernels that are running to stop. CPU kernels read it between chunks of their
+// loops and return early; the run then fails with CANCELLED. GPU kernels run to completion (a
+// launched grid cannot be recalled), and plans stop starting kernels once it is set.
+#ifndef UOPD_CORE_DEVICE_STOP_FLAG_H_
+#define UOPD_CORE_DEVICE_STOP_FLAG_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace uopd {
+
+// Safe for concurrent use; once stopped, stays stopped.
+class StopFlag {
+ public:
+  void Stop() { flag_.store(1, std::memory_order_relaxed); }
+  bool stopped() const { return flag_.load(std::memory_order_relaxed) != 0; }
+  // The word compiled kernels poll (a 32-bit integer, nonzero once stopped).
+  const std::atomic<int32_t>* word() const { return &flag_; }
+
+ private:
+  std::atomic<int32_t> flag_{0};
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_DEVICE_STOP_FLAG_H_
