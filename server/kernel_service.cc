@@ -61,10 +61,12 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
   return absl::OkStatus();
 }
 
-// Plans stop starting kernels once the call is cancelled or past its deadline.
-RunOptions UntilCancelled(grpc::ServerContext& context) {
+// Plans stop starting kernels once the call is cancelled or past its deadline, and the
+// watchdog stops the kernels running then.
+RunOptions UntilCancelled(grpc::ServerContext& context, const RunWatchdog::Watch& watch) {
   RunOptions options;
   options.cancelled = [&context] { return context.IsCancelled(); };
+  options.stop = watch.flag();
   return options;
 }
 
@@ -79,7 +81,8 @@ absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
                                     google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                                     google::protobuf::RepeatedPtrField<v1::BufferData>* outputs) {
   absl::flat_hash_map<std::string, int64_t> values(vars.begin(), vars.end());
-  UOPD_ASSIGN_OR_RETURN(auto run, plan.ExecuteWithVars(values, UntilCancelled(context)));
+  RunWatchdog::Watch watch(ctx_.watchdog, context);
+  UOPD_ASSIGN_OR_RETURN(auto run, plan.ExecuteWithVars(values, UntilCancelled(context, watch)));
   if (ctx_.metrics != nullptr) {
     for (const PreparedKernel& kernel : plan.kernels()) {
       ctx_.metrics->RecordKernelsRun(kernel.device->name(), 1);

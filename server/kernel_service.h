@@ -10,6 +10,7 @@
 #include "core/session/resource_registry.h"
 #include "core/util/thread_pool.h"
 #include "server/metrics.h"
+#include "server/run_watchdog.h"
 #include "uopd/v1/kernel_service.grpc.pb.h"
 
 namespace uopd {
@@ -27,6 +28,7 @@ struct ServiceContext {
   Metrics* metrics;  // may be null
   IrLimits limits;
   TargetCompilers target_compilers;
+  RunWatchdog* watchdog = nullptr;  // stops kernels of calls that are over; may be null
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).

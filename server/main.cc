@@ -161,8 +161,9 @@ int Run() {
     return absl::FailedPreconditionError(
         absl::StrCat("this server cannot compile for ", base, " target ", target));
   };
-  KernelServiceImpl kernel_service(ServiceContext{devices, programs, resources, &pool,
-                                                  metrics.get(), ir_limits, target_compilers});
+  RunWatchdog watchdog;
+  KernelServiceImpl kernel_service(ServiceContext{
+      devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog});
   CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts));
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/graph_builder.h"
+#include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -480,6 +481,33 @@ TEST(Daemon, ReclaimsIdleBuffers) {
   UOPD_ASSERT_OK(handle);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_TRUE(StatusIs(client.ReadBuffer(*handle), absl::StatusCode::kNotFound));
+}
+
+// A kernel that would run for hours stops when its call passes its deadline: the client hears
+// DEADLINE_EXCEEDED, the daemon goes on serving, and a drain does not wait for the kernel.
+TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("deadline"));
+  v1::ExecuteRequest request;
+  *request.add_kernels()->mutable_ast() = testing::ModSumKernel(1, {int64_t{1} << 44});
+  for (int64_t size : {1, 4}) {
+    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::INT32);
+    buffer->set_size(size);
+    request.mutable_kernels(0)->add_buffers(request.buffers_size() - 1);
+  }
+  {  // The connections close before the drain (an idle connection slows a drain by seconds).
+    auto stub = v1::KernelService::NewStub(
+        grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    v1::ExecuteResponse response;
+    EXPECT_EQ(stub->Execute(&context, request, &response).error_code(),
+              grpc::StatusCode::DEADLINE_EXCEEDED);
+    Client client(daemon.address());
+    UOPD_EXPECT_OK(client.ListDevices());
+  }
+  // Were the kernel still running, its call would hold the drain until the daemon is killed.
+  EXPECT_EQ(daemon.Stop(), 0);
 }
 
 }  // namespace

@@ -54,6 +54,24 @@ inline v1::Graph ColumnSumKernel(int64_t rows, int64_t cols) {
   return g.Sink({g.End(g.Store(g.Target(out, c), sum), {c})}, "r_colsum");
 }
 
+// out[r] = sum over the reduction ranges (of `extents`) of in[(k0 + k1 + ...) % 4], for r < rows:
+// as much work as the extents multiply to, over 16 bytes of input.
+inline v1::Graph ModSumKernel(int64_t rows, const std::vector<int64_t>& extents) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::INT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int in = g.Buffer(1, v1::DType::INT32, 4);
+  std::vector<int> ranges;
+  int sum = g.Index(0);
+  for (size_t i = 0; i < extents.size(); ++i) {
+    ranges.push_back(g.Range(g.Index(extents[i]), static_cast<int>(i) + 1, v1::RangeArg::REDUCE));
+    sum = g.Node(v1::Node::ADD, v1::DType::INDEX, {sum, ranges.back()});
+  }
+  int value = g.Load(in, g.Node(v1::Node::MOD, v1::DType::INDEX, {sum, g.Index(4)}));
+  int total = g.Reduce(v1::Node::ADD, v1::DType::INT32, value, ranges);
+  return g.Sink({g.End(g.Store(g.Target(out, r), total), {r})}, "r_mod_sum");
+}
+
 }  // namespace uopd::testing
 
 #endif  // UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_

@@ -198,24 +198,6 @@ v1::Graph Gather(DType::Scalar index_dtype = DType::INT32) {
   return testing::GatherKernel(index_dtype);
 }
 
-// out[r] = sum over the reduction ranges (of `extents`) of in[(k0 + k1 + ...) % 4], for r < rows:
-// as much work as the extents multiply to, over 16 bytes of input.
-v1::Graph ModSum(int64_t rows, const std::vector<int64_t>& extents) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::INT32, rows);
-  int r = g.Range(g.Index(rows), 0);
-  int in = g.Buffer(1, DType::INT32, 4);
-  std::vector<int> ranges;
-  int sum = g.Index(0);
-  for (size_t i = 0; i < extents.size(); ++i) {
-    ranges.push_back(g.Range(g.Index(extents[i]), static_cast<int>(i) + 1, v1::RangeArg::REDUCE));
-    sum = g.Node(Node::ADD, DType::INDEX, {sum, ranges.back()});
-  }
-  int value = g.Load(in, g.Node(Node::MOD, DType::INDEX, {sum, g.Index(4)}));
-  int total = g.Reduce(Node::ADD, DType::INT32, value, ranges);
-  return g.Sink({g.End(g.Store(g.Target(out, r), total), {r})}, "r_mod_sum");
-}
-
 // Runs `wire` on a thread and sets the stop flag once it has had time to start: the kernel must
 // return CANCELLED (were it not stopped, it would run for hours and the test would time out).
 void ExpectStops(Device& device, const v1::Graph& wire, int64_t rows) {
@@ -240,22 +222,22 @@ void ExpectStops(Device& device, const v1::Graph& wire, int64_t rows) {
 }
 
 TEST_F(CpuBackendTest, StopsALongInnermostLoopBetweenChunks) {
-  ExpectStops(*device_, ModSum(1, {int64_t{1} << 44}), 1);
+  ExpectStops(*device_, testing::ModSumKernel(1, {int64_t{1} << 44}), 1);
 }
 
 TEST_F(CpuBackendTest, StopsALongOuterLoopAroundAShortOne) {
-  ExpectStops(*device_, ModSum(1, {int64_t{1} << 40, 16}), 1);
+  ExpectStops(*device_, testing::ModSumKernel(1, {int64_t{1} << 40, 16}), 1);
 }
 
 TEST_F(CpuBackendTest, StopsAKernelSplitAcrossThreads) {
-  ExpectStops(*device_, ModSum(1 << 16, {int64_t{1} << 40}), 1 << 16);
+  ExpectStops(*device_, testing::ModSumKernel(1 << 16, {int64_t{1} << 40}), 1 << 16);
 }
 
 TEST_F(CpuBackendTest, StopFlagsLeaveShortKernelsAlone) {
   // A kernel that finishes before anyone stops it returns its result, checks and all.
   std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<int32_t>(2, 0)),
                                   HostBuffer::Of(std::vector<int32_t>{1, 2, 3, 4})};
-  UOPD_ASSERT_OK(testing::RunOn(*device_, ModSum(2, {1000, 3}), bufs));
+  UOPD_ASSERT_OK(testing::RunOn(*device_, testing::ModSumKernel(2, {1000, 3}), bufs));
   // sum over k0 < 1000, k1 < 3 of in[(k0 + k1) % 4]: each k1 shifts a 1000-long cycle of 1..4.
   int32_t expected = 0;
   for (int k0 = 0; k0 < 1000; ++k0) {

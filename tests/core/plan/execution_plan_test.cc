@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/graph_builder.h"
+#include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -34,6 +35,12 @@ class ExecutionPlanTest : public ::testing::Test {
     EXPECT_TRUE(storage.ok());
     std::memcpy((*storage)->data(), values.data(), values.size() * 4);
     return *BufferView::Whole(*storage, Scalar::kFloat32);
+  }
+  BufferView Ints(std::vector<int32_t> values) {
+    auto storage = DeviceBuffer::Create(*device_, values.size() * 4);
+    EXPECT_TRUE(storage.ok());
+    std::memcpy((*storage)->data(), values.data(), values.size() * 4);
+    return *BufferView::Whole(*storage, Scalar::kInt32);
   }
   static std::vector<float> Read(const BufferView& view) {
     std::vector<float> out(view.size);
@@ -290,6 +297,28 @@ TEST_F(ExecutionPlanTest, StopsStartingKernelsOnceCancelled) {
     EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({}, options), absl::StatusCode::kCancelled,
                          {"before kernel 1"}));
     EXPECT_EQ(Read((*plan)->buffers()[0]), (std::vector<float>{1})) << "only kernel 0 ran";
+  }
+}
+
+// A stop flag set while a kernel runs stops that kernel (on the CPU) and the run, in both modes.
+TEST_F(ExecutionPlanTest, StopsARunningKernelWhenAsked) {
+  for (bool sequential : {true, false}) {
+    // Kernel 0 would run for hours; kernel 1 never starts.
+    auto plan = Build({Ints({0}), Ints({1, 2, 3, 4})},
+                      {Bind(testing::ModSumKernel(1, {int64_t{1} << 44}), {0, 1}),
+                       Bind(testing::ModSumKernel(1, {4}), {0, 1})});
+    UOPD_ASSERT_OK(plan);
+    StopFlag stop;
+    RunOptions options;
+    options.sequential = sequential;
+    options.stop = &stop;
+    absl::StatusOr<std::vector<KernelTiming>> result;
+    std::thread run([&] { result = (*plan)->ExecuteWithVars({}, options); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop.Stop();
+    run.join();
+    EXPECT_TRUE(StatusIs(result, absl::StatusCode::kCancelled, {"kernel 0", "stopped"}))
+        << (sequential ? "sequential: " : "dataflow: ") << result.status();
   }
 }
 
