@@ -226,10 +226,6 @@ class IrWriter {
         operand_[i] = self;
         return;
       case InstrKind::kLoopBegin:
-        if (innermost_[i] && IsShortLoop(in)) {
-          innermost_[i] = false;
-          unchecked_[i] = true;
-        }
         operand_[i] = BeginLoop(i, Op(in.src[0]), Op(in.src[1]));
         return;
       case InstrKind::kGlobalIndex:
@@ -244,31 +240,51 @@ class IrWriter {
     }
   }
 
-  // Loops that contain no other loop. They run in chunks (below); the others check the stop
-  // word once per iteration.
+  // Which loops check the stop word. A loop nest of constant bounds doing at most kCpuStopChunk
+  // iterations in all needs no check of its own (the loops around it check); of the others,
+  // innermost loops run in chunks (below) and outer loops check once per iteration.
   void FindInnermostLoops() {
-    innermost_.assign(p_.instrs.size(), false);
-    unchecked_.assign(p_.instrs.size(), false);
-    int open_innermost = -1;
-    for (size_t i = 0; i < p_.instrs.size(); ++i) {
+    const size_t n = p_.instrs.size();
+    innermost_.assign(n, false);
+    unchecked_.assign(n, false);
+    struct Open {
+      int loop;
+      int64_t inner_work = 0;  // iterations of the loops inside, in all
+      bool bounded = true;
+    };
+    std::vector<Open> open;
+    for (size_t i = 0; i < n; ++i) {
       const Instr& in = p_.instrs[i];
       if (in.kind == InstrKind::kLoopBegin || in.kind == InstrKind::kGlobalIndex) {
-        if (open_innermost >= 0) innermost_[open_innermost] = false;
+        if (!open.empty()) innermost_[open.back().loop] = false;
         innermost_[i] = true;
-        open_innermost = static_cast<int>(i);
-      } else if (in.kind == InstrKind::kLoopEnd) {
-        open_innermost = -1;
+        open.push_back({static_cast<int>(i)});
+        if (in.kind == InstrKind::kGlobalIndex) open.back().bounded = false;
+      } else if (in.kind == InstrKind::kLoopEnd && !open.empty()) {
+        Open done = open.back();
+        open.pop_back();
+        const Instr& loop = p_.instrs[done.loop];
+        const Instr& start = p_.instrs[loop.src[0]];
+        const Instr& end = p_.instrs[loop.src[1]];
+        bool bounded =
+            done.bounded && start.kind == InstrKind::kConst && end.kind == InstrKind::kConst;
+        int64_t work = 0;
+        if (bounded) {
+          // Saturates: anything past the chunk is as good as unbounded.
+          const int64_t trip = std::max<int64_t>(0, end.arg.i - start.arg.i);
+          const int64_t per_iteration = std::min(done.inner_work, kCpuStopChunk) + 1;
+          work = trip > kCpuStopChunk ? kCpuStopChunk + 1
+                                      : std::min(trip * per_iteration, kCpuStopChunk + 1);
+          bounded = work <= kCpuStopChunk;
+        }
+        unchecked_[done.loop] = bounded;
+        if (bounded) innermost_[done.loop] = false;
+        if (!open.empty()) {
+          open.back().bounded &= bounded;
+          open.back().inner_work = std::min(open.back().inner_work + work, kCpuStopChunk + 1);
+        }
       }
     }
-  }
-
-  // A loop of constant bounds short enough to need no stop check of its own (the loops around
-  // it check).
-  bool IsShortLoop(const Instr& loop) const {
-    const Instr& start = p_.instrs[loop.src[0]];
-    const Instr& end = p_.instrs[loop.src[1]];
-    return start.kind == InstrKind::kConst && end.kind == InstrKind::kConst &&
-           end.arg.i - start.arg.i <= kCpuStopChunk;
   }
 
   // Branches to the kernel's early return when the stop word is set (rarely taken).

@@ -13,10 +13,6 @@ loop2.cond:
   %v2.go = icmp slt i32 %v2, 2
   br i1 %v2.go, label %loop2.body, label %loop2.exit
 loop2.body:
-  %v2.stop = load atomic i32, ptr %stop monotonic, align 4
-  %v2.halt = icmp ne i32 %v2.stop, 0
-  br i1 %v2.halt, label %stopped, label %loop2.on, !prof !1
-loop2.on:
   store i32 0, ptr %v5.addr
   br label %loop5.cond
 loop5.cond:
@@ -24,10 +20,6 @@ loop5.cond:
   %v5.go = icmp slt i32 %v5, 4
   br i1 %v5.go, label %loop5.body, label %loop5.exit
 loop5.body:
-  %v5.stop = load atomic i32, ptr %stop monotonic, align 4
-  %v5.halt = icmp ne i32 %v5.stop, 0
-  br i1 %v5.halt, label %stopped, label %loop5.on, !prof !1
-loop5.on:
   %r.0 = mul i32 %v2, 4
   %r.1 = add i32 %r.0, %v5
   store float 0x0000000000000000, ptr %acc9
@@ -38,10 +30,6 @@ loop12.cond:
   %v12.go = icmp slt i32 %v12, 3
   br i1 %v12.go, label %loop12.body, label %loop12.exit
 loop12.body:
-  %v12.stop = load atomic i32, ptr %stop monotonic, align 4
-  %v12.halt = icmp ne i32 %v12.stop, 0
-  br i1 %v12.halt, label %stopped, label %loop12.on, !prof !1
-loop12.on:
   store i32 0, ptr %v15.addr
   br label %loop15.cond
 loop15.cond:
@@ -80,8 +68,6 @@ loop5.exit:
   br label %loop2.cond, !llvm.loop !5
 loop2.exit:
   ret i32 0
-stopped:
-  ret i32 -1
 }
 
 define i32 @red_sum_4d_2x3x4x5(ptr %bufs, ptr %vals, ptr %stop) #1 {
