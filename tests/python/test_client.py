@@ -87,3 +87,48 @@ def test_bad_graph_is_invalid_argument_naming_the_node(server):
             client.compile(graph_from_json(case["ast"]))
     assert error.value.code.name == "INVALID_ARGUMENT"
     assert "node 5" in error.value.message
+
+
+def _long_sum_ast(iterations: int) -> dict:
+    """out[0] = sum over k < iterations of in[k % 4] (int32): hours of work over 16 bytes."""
+    index = {"scalar": "INDEX"}
+    int32 = {"scalar": "INT32"}
+    nodes = [
+        {"op": "DEFINE_GLOBAL", "dtype": {"scalar": "INT32", "ptr": True, "size": 1},
+         "arg": {"i64": "0"}},                                                      # 0
+        {"op": "CONST", "dtype": index, "arg": {"i64": "0"}},                       # 1
+        {"op": "INDEX", "dtype": {"scalar": "INT32", "ptr": True, "size": 1},
+         "src": [0, 1]},                                                            # 2
+        {"op": "DEFINE_GLOBAL", "dtype": {"scalar": "INT32", "ptr": True, "size": 4},
+         "arg": {"i64": "1"}},                                                      # 3
+        {"op": "CONST", "dtype": index, "arg": {"i64": str(iterations)}},           # 4
+        {"op": "RANGE", "dtype": index, "src": [4],
+         "arg": {"range": {"axis": [0], "type": "REDUCE"}}},                        # 5
+        {"op": "CONST", "dtype": index, "arg": {"i64": "4"}},                       # 6
+        {"op": "MOD", "dtype": index, "src": [5, 6]},                               # 7
+        {"op": "INDEX", "dtype": int32, "src": [3, 7]},                             # 8
+        {"op": "REDUCE", "dtype": int32, "src": [8, 5], "arg": {"op": "ADD"}},      # 9
+        {"op": "STORE", "dtype": {"scalar": "VOID"}, "src": [2, 9]},                # 10
+        {"op": "SINK", "dtype": {"scalar": "VOID"}, "src": [10]},                   # 11
+    ]
+    return {"nodes": nodes}
+
+
+def test_a_call_past_its_deadline_stops_its_kernel(server):
+    # Every call of this client has a 2 s deadline (buffers belong to the connection).
+    with Client(server, timeout=2.0) as client:
+        out = client.create_buffer("INT32", 1)
+        data = client.create_buffer("INT32", 4, struct.pack("<4i", 1, 2, 3, 4))
+        # Let finish, the kernel is right: 250 rounds of 1 + 2 + 3 + 4.
+        client.execute([{"ast": graph_from_json(_long_sum_ast(1000)), "buffers": [0, 1]}],
+                       [out, data])
+        assert struct.unpack("<i", client.read_buffer(out))[0] == 2500
+        start = time.monotonic()
+        with pytest.raises(UopdError) as error:
+            client.execute([{"ast": graph_from_json(_long_sum_ast(1 << 44)), "buffers": [0, 1]}],
+                           [out, data])
+        assert error.value.code.name == "DEADLINE_EXCEEDED"
+        assert time.monotonic() - start < 30
+        # The daemon serves on, this connection too; the module's teardown checks that it still
+        # drains and exits cleanly, which it could not with the kernel still running.
+        assert client.list_devices()
