@@ -55,17 +55,12 @@ WarpReductionPlan PlanWarpReductions(const LinearProgram& p) {
   // loops (the others in index expressions are mapped onto the grid).
   std::vector<int> around(n, -1);
   absl::flat_hash_set<const UOp*> loop_ranges;
-  std::vector<int> open;
   int outermost = -1;
   for (int i = 0; i < n; ++i) {
     const Instr& in = ins[i];
-    if (in.kind == InstrKind::kLoopEnd) {
-      open.pop_back();
-      if (in.src[0] == outermost) outermost = -1;
-    }
+    if (in.kind == InstrKind::kLoopEnd && in.src[0] == outermost) outermost = -1;
     around[i] = outermost;
     if (in.kind == InstrKind::kLoopBegin) {
-      open.push_back(i);
       if (in.origin != nullptr) loop_ranges.insert(in.origin);
       if (outermost < 0 && IsReductionLoop(in)) outermost = i;
     }
@@ -86,7 +81,7 @@ WarpReductionPlan PlanWarpReductions(const LinearProgram& p) {
       if (it->second >= 0) unsafe.insert(it->second);
       if (loop >= 0) unsafe.insert(loop);
     }
-    if (loop < 0) continue;
+    if (loop < 0 || !inserted) continue;  // each accumulator is combined once
     plan.loops[loop].push_back({acc, in.op});
   }
   for (int i = 0; i < n; ++i) {
