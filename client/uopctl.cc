@@ -52,10 +52,11 @@ int Devices(uopd::Client& client) {
   auto devices = client.ListDevices();
   if (!devices.ok()) return Fail(devices.status());
   for (const auto& d : devices->devices()) {
-    std::printf("%-8s base=%s threads=%d memory=%lld in_use=%lld\n  target=%s\n  compiler=%s\n",
-                d.name().c_str(), d.base_key().c_str(), d.threads(),
-                static_cast<long long>(d.memory_bytes()), static_cast<long long>(d.bytes_in_use()),
-                d.compile_target().c_str(), d.compiler().c_str());
+    std::printf(
+        "%-8s %s\n  base=%s threads=%d memory=%lld in_use=%lld\n  target=%s\n  compiler=%s\n",
+        d.name().c_str(), d.description().c_str(), d.base_key().c_str(), d.threads(),
+        static_cast<long long>(d.memory_bytes()), static_cast<long long>(d.bytes_in_use()),
+        d.compile_target().c_str(), d.compiler().c_str());
   }
   return 0;
 }

@@ -104,6 +104,7 @@ grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::List
     info->set_memory_bytes(device->memory_bytes());
     info->set_bytes_in_use(device->allocator().bytes_in_use());
     info->set_threads(device->threads());
+    info->set_description(device->description());
   }
   return scope.Done(grpc::Status::OK);
 }

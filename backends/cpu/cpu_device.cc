@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_allocator.h"
+#include "backends/cpu/host_target.h"
 #include "backends/cpu/llvm_compiler.h"
 #include "backends/cpu/orc_runtime.h"
 
@@ -17,9 +19,11 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
       {std::make_unique<LlvmRenderer>(options.renderer), std::make_unique<LlvmCompiler>()});
   int threads = pool == nullptr ? 1 : pool->size() + 1;
   const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  const HostTarget& host = GetHostTarget();
+  const std::string arch = host.triple.substr(0, host.triple.find('-'));
   return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
                                   std::move(compilers), std::move(*runtime), threads,
-                                  memory > 0 ? memory : 0);
+                                  memory > 0 ? memory : 0, absl::StrCat(arch, " ", host.cpu));
 }
 
 }  // namespace uopd

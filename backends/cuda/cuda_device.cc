@@ -40,7 +40,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices() {
          {"arch", context->arch()}});
     devices.push_back(std::make_unique<Device>(
         DeviceSpec("CUDA", ordinal), std::make_unique<CudaAllocator>(context), std::move(compilers),
-        std::make_unique<CudaRuntime>(context), 1, context->total_memory()));
+        std::make_unique<CudaRuntime>(context), 1, context->total_memory(), context->name()));
   }
   return devices;
 }

@@ -7,13 +7,14 @@ namespace uopd {
 
 Device::Device(DeviceSpec spec, std::unique_ptr<Allocator> allocator,
                std::vector<CompilerPair> compilers, std::unique_ptr<RuntimeFactory> runtime,
-               int threads, int64_t memory_bytes)
+               int threads, int64_t memory_bytes, std::string description)
     : spec_(std::move(spec)),
       allocator_(std::move(allocator)),
       compilers_(std::move(compilers)),
       runtime_(std::move(runtime)),
       threads_(threads < 1 ? 1 : threads),
-      memory_bytes_(memory_bytes) {}
+      memory_bytes_(memory_bytes),
+      description_(std::move(description)) {}
 
 void DeviceRegistry::Add(std::unique_ptr<Device> device) { devices_.push_back(std::move(device)); }
 

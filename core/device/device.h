@@ -27,7 +27,8 @@ class Device {
  public:
   // REQUIRES: at least one compiler pair; the first is the default.
   Device(DeviceSpec spec, std::unique_ptr<Allocator> allocator, std::vector<CompilerPair> compilers,
-         std::unique_ptr<RuntimeFactory> runtime, int threads = 1, int64_t memory_bytes = 0);
+         std::unique_ptr<RuntimeFactory> runtime, int threads = 1, int64_t memory_bytes = 0,
+         std::string description = "");
 
   const DeviceSpec& spec() const { return spec_; }
   std::string name() const { return spec_.name(); }
@@ -40,6 +41,8 @@ class Device {
   int threads() const { return threads_; }
   // Total memory of the device (host RAM for the CPU), 0 when unknown.
   int64_t memory_bytes() const { return memory_bytes_; }
+  // The hardware, for people: "NVIDIA H200", "x86_64 znver5". May be empty.
+  const std::string& description() const { return description_; }
 
  private:
   DeviceSpec spec_;
@@ -48,6 +51,7 @@ class Device {
   std::unique_ptr<RuntimeFactory> runtime_;
   int threads_;
   int64_t memory_bytes_;
+  std::string description_;
 };
 
 // The devices present on this machine. Filled at start-up from main (never from static

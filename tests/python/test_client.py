@@ -40,6 +40,7 @@ def test_lists_the_cpu_device(server):
         devices = client.list_devices()
     assert [d.name for d in devices] == ["CPU"]
     assert devices[0].compile_target.startswith(("x86_64", "aarch64"))
+    assert devices[0].description.split(" ")[0] in ("x86_64", "aarch64")
 
 
 def test_buffers_round_trip(server):

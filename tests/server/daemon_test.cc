@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
 #include "core/corpus/corpus_file.h"
@@ -328,6 +329,10 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   EXPECT_EQ(devices->devices(0).name(), "CPU");
   EXPECT_GT(devices->devices(0).memory_bytes(), 0) << "the CPU reports the host's RAM";
   EXPECT_GE(devices->devices(0).threads(), 1);
+  // The hardware, for people: the architecture and the CPU the compiler targets.
+  const std::string& description = devices->devices(0).description();
+  EXPECT_TRUE(absl::StartsWith(description, "x86_64 ") || absl::StartsWith(description, "aarch64 "))
+      << description;
 #ifdef UOPD_WITH_CUDA
   v1::CompileRequest request = CompileOf(Scale(1000, 2.0));
   request.set_device("CUDA");
