@@ -21,7 +21,8 @@ absl::Status CheckKey(const std::string& key) {
 
 grpc::Status CacheServiceImpl::Stats(grpc::ServerContext*, const v1::CacheStatsRequest*,
                                      v1::CacheStatsResponse* response) {
-  RpcScope scope(metrics_, "CacheStats");
+  RpcScope scope(metrics_, drain_, "CacheStats");
+  if (!scope.admitted()) return scope.Refused();
   for (const auto& tier : cache_.tiers()) {
     TierStats s = tier->stats();
     v1::TierStatsInfo* info = response->add_tiers();
@@ -48,7 +49,8 @@ grpc::Status CacheServiceImpl::Stats(grpc::ServerContext*, const v1::CacheStatsR
 grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext*,
                                            const v1::FindMissingRequest* request,
                                            v1::FindMissingResponse* response) {
-  RpcScope scope(metrics_, "CacheFindMissing");
+  RpcScope scope(metrics_, drain_, "CacheFindMissing");
+  if (!scope.admitted()) return scope.Refused();
   if (request->keys_size() > 10'000) {
     return scope.Done(ToGrpcStatus(absl::ResourceExhaustedError("at most 10000 keys per call")));
   }
@@ -61,7 +63,8 @@ grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext*,
 
 grpc::Status CacheServiceImpl::Get(grpc::ServerContext*, const v1::CacheGetRequest* request,
                                    v1::CacheGetResponse* response) {
-  RpcScope scope(metrics_, "CacheGet");
+  RpcScope scope(metrics_, drain_, "CacheGet");
+  if (!scope.admitted()) return scope.Refused();
   if (absl::Status s = CheckKey(request->key()); !s.ok()) return scope.Done(ToGrpcStatus(s));
   if (auto value = cache_.GetSerialized(request->key())) {
     response->set_found(true);
@@ -72,7 +75,8 @@ grpc::Status CacheServiceImpl::Get(grpc::ServerContext*, const v1::CacheGetReque
 
 grpc::Status CacheServiceImpl::Put(grpc::ServerContext*, const v1::CachePutRequest* request,
                                    v1::CachePutResponse*) {
-  RpcScope scope(metrics_, "CachePut");
+  RpcScope scope(metrics_, drain_, "CachePut");
+  if (!scope.admitted()) return scope.Refused();
   if (!accept_puts_) {
     return scope.Done(
         ToGrpcStatus(absl::PermissionDeniedError("this server does not accept cache entries from "

@@ -13,8 +13,9 @@ class CacheServiceImpl final : public v1::CacheService::Service {
  public:
   // Put is refused (PERMISSION_DENIED) unless `accept_puts`: a client that can put bytes into
   // the cache chooses code other clients' kernels will run, so only trusted peers may.
-  CacheServiceImpl(KernelCache& cache, Metrics* metrics, bool accept_puts)
-      : cache_(cache), metrics_(metrics), accept_puts_(accept_puts) {}
+  CacheServiceImpl(KernelCache& cache, Metrics* metrics, bool accept_puts,
+                   ServerDrain* drain = nullptr)
+      : cache_(cache), metrics_(metrics), accept_puts_(accept_puts), drain_(drain) {}
 
   grpc::Status Stats(grpc::ServerContext* context, const v1::CacheStatsRequest* request,
                      v1::CacheStatsResponse* response) override;
@@ -29,6 +30,7 @@ class CacheServiceImpl final : public v1::CacheService::Service {
   KernelCache& cache_;
   Metrics* metrics_;
   const bool accept_puts_;
+  ServerDrain* drain_;
 };
 
 }  // namespace uopd

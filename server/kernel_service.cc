@@ -94,7 +94,8 @@ absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
 
 grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
                                             v1::ListDevicesResponse* response) {
-  RpcScope scope(ctx_.metrics, "ListDevices");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "ListDevices");
+  if (!scope.admitted()) return scope.Refused();
   for (Device* device : ctx_.devices.devices()) {
     v1::DeviceInfo* info = response->add_devices();
     info->set_name(device->name());
@@ -151,7 +152,8 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
 
 grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileRequest* request,
                                         v1::CompileResponse* response) {
-  RpcScope scope(ctx_.metrics, "Compile");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "Compile");
+  if (!scope.admitted()) return scope.Refused();
   auto status = [&]() -> absl::Status {
     CompileResult result;
     if (!request->target().empty()) {
@@ -186,7 +188,8 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileR
 grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                              const v1::CreateBufferRequest* request,
                                              v1::CreateBufferResponse* response) {
-  RpcScope scope(ctx_.metrics, "CreateBuffer");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "CreateBuffer");
+  if (!scope.admitted()) return scope.Refused();
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request->dtype()));
@@ -214,7 +217,8 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
                                             grpc::ServerReader<v1::WriteBufferChunk>* reader,
                                             v1::WriteBufferResponse* response) {
-  RpcScope scope(ctx_.metrics, "WriteBuffer");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "WriteBuffer");
+  if (!scope.admitted()) return scope.Refused();
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     v1::WriteBufferChunk chunk;
@@ -251,7 +255,8 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
                                            const v1::ReadBufferRequest* request,
                                            grpc::ServerWriter<v1::ReadBufferChunk>* writer) {
-  RpcScope scope(ctx_.metrics, "ReadBuffer");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "ReadBuffer");
+  if (!scope.admitted()) return scope.Refused();
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(owner, request->handle()));
@@ -285,7 +290,8 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
                                            const v1::FreeBufferRequest* request,
                                            v1::FreeBufferResponse*) {
-  RpcScope scope(ctx_.metrics, "FreeBuffer");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "FreeBuffer");
+  if (!scope.admitted()) return scope.Refused();
   return scope.Done(
       ToGrpcStatus(ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle())));
 }
@@ -293,7 +299,8 @@ grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                         const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
-  RpcScope scope(ctx_.metrics, "Execute");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "Execute");
+  if (!scope.admitted()) return scope.Refused();
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
@@ -312,7 +319,8 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
                                         const v1::PrepareRequest* request,
                                         v1::PrepareResponse* response) {
-  RpcScope scope(ctx_.metrics, "Prepare");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "Prepare");
+  if (!scope.admitted()) return scope.Refused();
   const std::string owner = ClientIdentity(*context);
   auto status = [&]() -> absl::Status {
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
@@ -343,7 +351,8 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
                                         const v1::RunPlanRequest* request,
                                         v1::RunPlanResponse* response) {
-  RpcScope scope(ctx_.metrics, "RunPlan");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "RunPlan");
+  if (!scope.admitted()) return scope.Refused();
   auto status = [&]() -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(auto plan,
                           ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
@@ -356,7 +365,8 @@ grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
                                             const v1::ReleasePlanRequest* request,
                                             v1::ReleasePlanResponse*) {
-  RpcScope scope(ctx_.metrics, "ReleasePlan");
+  RpcScope scope(ctx_.metrics, ctx_.drain, "ReleasePlan");
+  if (!scope.admitted()) return scope.Refused();
   return scope.Done(
       ToGrpcStatus(ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id())));
 }

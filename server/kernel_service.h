@@ -29,6 +29,7 @@ struct ServiceContext {
   IrLimits limits;
   TargetCompilers target_compilers;
   RunWatchdog* watchdog = nullptr;  // stops kernels of calls that are over; may be null
+  ServerDrain* drain = nullptr;     // counts calls for a SIGTERM drain; may be null
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).

@@ -162,9 +162,12 @@ int Run() {
         absl::StrCat("this server cannot compile for ", base, " target ", target));
   };
   RunWatchdog watchdog;
-  KernelServiceImpl kernel_service(ServiceContext{
-      devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog});
-  CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts));
+  ServerDrain drain;
+  KernelServiceImpl kernel_service(ServiceContext{devices, programs, resources, &pool,
+                                                  metrics.get(), ir_limits, target_compilers,
+                                                  &watchdog, &drain});
+  CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts),
+                                 &drain);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -197,7 +200,16 @@ int Run() {
     int received = 0;
     sigwait(&signals, &received);
     Log(LogLevel::kInfo, "draining", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    // New calls are refused; those in flight get up to 30 s, then gRPC stops at once (its own
+    // drain would also wait for idle connections to close).
+    if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+      health->SetServingStatus(false);  // load balancers stop sending calls here
+    }
+    drain.Start();
+    if (!drain.WaitIdle(absl::Seconds(30))) {
+      Log(LogLevel::kWarning, "calls still running after 30 s are cancelled");
+    }
+    server->Shutdown(std::chrono::system_clock::now());
   });
   std::atomic<bool> stopping{false};
   std::thread reaper([&] {

@@ -182,8 +182,15 @@ void Metrics::RecordKernelsRun(const std::string& device, int64_t count) {
   kernels_->Add({{"device", device}}).Increment(static_cast<double>(count));
 }
 
-RpcScope::RpcScope(Metrics* metrics, std::string method)
-    : metrics_(metrics), method_(std::move(method)), start_(std::chrono::steady_clock::now()) {}
+RpcScope::RpcScope(Metrics* metrics, ServerDrain* drain, std::string method)
+    : call_(drain),
+      metrics_(metrics),
+      method_(std::move(method)),
+      start_(std::chrono::steady_clock::now()) {}
+
+grpc::Status RpcScope::Refused() {
+  return Done(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+}
 
 RpcScope::~RpcScope() {
   if (metrics_ == nullptr) return;

@@ -17,6 +17,7 @@
 #include "prometheus/family.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/server_drain.h"
 
 namespace uopd {
 
@@ -47,12 +48,17 @@ class Metrics {
 // Times one RPC and records it when it goes out of scope, with the status it was given.
 class RpcScope {
  public:
-  RpcScope(Metrics* metrics, std::string method);
+  // Counts the call in `drain` (may be null) for as long as the scope lives.
+  RpcScope(Metrics* metrics, ServerDrain* drain, std::string method);
   ~RpcScope();
+  // False once the server is draining: the handler returns Refused() at once.
+  bool admitted() const { return call_.admitted(); }
+  grpc::Status Refused();
   // Records `status` as the outcome and returns it, for `return scope.Done(status);`.
   grpc::Status Done(grpc::Status status);
 
  private:
+  ServerDrain::Call call_;
   Metrics* metrics_;
   std::string method_;
   grpc::Status status_;

@@ -1,5 +1,6 @@
 // Integration tests: a real uopd on a loopback port, driven as clients drive it.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -512,6 +513,41 @@ TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
     UOPD_EXPECT_OK(client.ListDevices());
   }
   // Were the kernel still running, its call would hold the drain until the daemon is killed.
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+// SIGTERM lets the calls in flight finish, refuses new ones with UNAVAILABLE, and ends as soon
+// as the last call has, open client connections or not.
+TEST(Daemon, DrainFinishesCallsInFlightAndRefusesNewOnes) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("drain"));
+  // out[0] = sum over k < 2^34 + 4 of in[k % 4]: seconds of work; 10 modulo 2^32.
+  v1::ExecuteRequest request;
+  *request.add_kernels()->mutable_ast() = testing::ModSumKernel(1, {(int64_t{1} << 34) + 4});
+  for (int64_t size : {1, 4}) {
+    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::INT32);
+    buffer->set_size(size);
+    request.mutable_kernels(0)->add_buffers(request.buffers_size() - 1);
+  }
+  const int32_t in[4] = {1, 2, 3, 4};
+  request.mutable_buffers(1)->mutable_inline_()->set_data(
+      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
+  request.add_return_buffers(0);
+
+  Client client(daemon.address());
+  absl::StatusOr<v1::ExecuteResponse> result;
+  std::thread call([&] { result = client.Execute(request); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  daemon.Terminate();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Client late(daemon.address());
+  EXPECT_TRUE(StatusIs(late.ListDevices(), absl::StatusCode::kUnavailable, {"shutting down"}));
+  call.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->outputs_size(), 1);
+  int32_t sum = 0;
+  std::memcpy(&sum, result->outputs(0).data().data(), sizeof(sum));
+  EXPECT_EQ(sum, 10);
   EXPECT_EQ(daemon.Stop(), 0);
 }
 

@@ -37,6 +37,11 @@ class DaemonProcess {
   const std::string& address() const { return address_; }
   const std::string& metrics_address() const { return metrics_; }
 
+  // SIGTERM without waiting: the daemon starts its drain.
+  void Terminate() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+  }
+
   // SIGTERM, then waits; returns the exit status (or -1 if it had to be killed).
   int Stop() {
     if (pid_ <= 0) return -1;
