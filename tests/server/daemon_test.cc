@@ -501,7 +501,7 @@ TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
     buffer->set_size(size);
     request.mutable_kernels(0)->add_buffers(request.buffers_size() - 1);
   }
-  {  // The connections close before the drain (an idle connection slows a drain by seconds).
+  {
     auto stub = v1::KernelService::NewStub(
         grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
