@@ -489,18 +489,29 @@ TEST(Daemon, ReclaimsIdleBuffers) {
   EXPECT_TRUE(StatusIs(client.ReadBuffer(*handle), absl::StatusCode::kNotFound));
 }
 
-// A kernel that would run for hours stops when its call passes its deadline: the client hears
-// DEADLINE_EXCEEDED, the daemon goes on serving, and a drain does not wait for the kernel.
-TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("deadline"));
+// Execute out[0] = sum over k < iterations of in[k % 4], with in = {1, 2, 3, 4} and out
+// returned: 2.5 * iterations (modulo 2^32) after as many loop iterations.
+v1::ExecuteRequest ModSumRequest(int64_t iterations) {
   v1::ExecuteRequest request;
-  *request.add_kernels()->mutable_ast() = testing::ModSumKernel(1, {int64_t{1} << 44});
+  *request.add_kernels()->mutable_ast() = testing::ModSumKernel(1, {iterations});
   for (int64_t size : {1, 4}) {
     v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
     buffer->set_dtype(DType::INT32);
     buffer->set_size(size);
     request.mutable_kernels(0)->add_buffers(request.buffers_size() - 1);
   }
+  const int32_t in[4] = {1, 2, 3, 4};
+  request.mutable_buffers(1)->mutable_inline_()->set_data(
+      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
+  request.add_return_buffers(0);
+  return request;
+}
+
+// A kernel that would run for hours stops when its call passes its deadline: the client hears
+// DEADLINE_EXCEEDED, the daemon goes on serving, and a drain does not wait for the kernel.
+TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("deadline"));
+  const v1::ExecuteRequest request = ModSumRequest(int64_t{1} << 44);
   {
     auto stub = v1::KernelService::NewStub(
         grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
@@ -520,19 +531,8 @@ TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
 // as the last call has, open client connections or not.
 TEST(Daemon, DrainFinishesCallsInFlightAndRefusesNewOnes) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("drain"));
-  // out[0] = sum over k < 2^34 + 4 of in[k % 4]: seconds of work; 10 modulo 2^32.
-  v1::ExecuteRequest request;
-  *request.add_kernels()->mutable_ast() = testing::ModSumKernel(1, {(int64_t{1} << 34) + 4});
-  for (int64_t size : {1, 4}) {
-    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
-    buffer->set_dtype(DType::INT32);
-    buffer->set_size(size);
-    request.mutable_kernels(0)->add_buffers(request.buffers_size() - 1);
-  }
-  const int32_t in[4] = {1, 2, 3, 4};
-  request.mutable_buffers(1)->mutable_inline_()->set_data(
-      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
-  request.add_return_buffers(0);
+  // Seconds of work; 10 modulo 2^32.
+  const v1::ExecuteRequest request = ModSumRequest((int64_t{1} << 34) + 4);
 
   Client client(daemon.address());
   absl::StatusOr<v1::ExecuteResponse> result;
