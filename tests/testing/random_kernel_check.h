@@ -51,10 +51,14 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
   // The reference interpreter runs the same kernel on copies of the same bytes, under the
   // host's choices of what the semantics leave open and under others (NaN bits, the last bits
   // of transcendentals, 2 ulp either way, reduction order: reversed, split among a warp's 32
-  // lanes, among 8 vector lanes): outputs that differ between them are not held against the
-  // backend.
-  const Unspecified variations[] = {
-      {}, {false, 0, true, 0}, {true, 2, false, 32}, {true, -2, false, 8}};
+  // lanes, among 8 vector lanes, shuffled): outputs that differ between them are not held
+  // against the backend.
+  const Unspecified variations[] = {{},
+                                    {false, 0, true, 0, 0},
+                                    {true, 2, false, 32, 0},
+                                    {true, -2, false, 8, 0},
+                                    {false, 0, false, 0, 1},
+                                    {true, 0, false, 0, 2}};
   std::vector<std::vector<std::string>> references;
   absl::Status expected;
   for (const Unspecified& variation : variations) {

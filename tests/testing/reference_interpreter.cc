@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -293,16 +294,26 @@ class Interpreter {
                   [](const UOp* a, const UOp* b) { return a->arg().axis < b->arg().axis; });
         const int lanes = std::max(1, unspecified_.reduction_lanes);
         std::vector<Val> partial(lanes, identity);
+        std::vector<Val> values;  // with reduction_shuffle: combined after the loop
         absl::Status st = Loop(
             ranges, 0,
             [&]() -> absl::Status {
               Val v;
               if (absl::Status e = src(0, &v); !e.ok()) return e;
+              if (unspecified_.reduction_shuffle != 0) {
+                values.push_back(v);
+                return absl::OkStatus();
+              }
               Val& acc = partial[env_.at(ranges[0]) % lanes];
               acc = Binary(op, acc, v, s);
               return absl::OkStatus();
             },
             unspecified_.reverse_reductions);
+        if (unspecified_.reduction_shuffle != 0) {
+          std::mt19937 order(unspecified_.reduction_shuffle + static_cast<uint32_t>(n->id()));
+          std::shuffle(values.begin(), values.end(), order);
+          for (const Val& v : values) partial[0] = Binary(op, partial[0], v, s);
+        }
         for (int half = lanes / 2; half > 0; half /= 2) {
           for (int lane = 0; lane < half; ++lane) {
             partial[lane] = Binary(op, partial[lane], partial[lane + half], s);

@@ -3,6 +3,7 @@
 #ifndef UOPD_TESTS_TESTING_REFERENCE_INTERPRETER_H_
 #define UOPD_TESTS_TESTING_REFERENCE_INTERPRETER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct Unspecified {
   // i % lanes), each lane combining in order, the lanes then combined pairwise as a GPU warp's
   // shuffles do (lane i with lane i + n/2, ...). 0: one accumulator.
   int reduction_lanes = 0;
+  // Nonzero: reductions combine their values, one after another, in a random order drawn from
+  // this seed (vectorizing compilers pick orders no fixed variation predicts).
+  uint32_t reduction_shuffle = 0;
 };
 
 // Runs `ast` over `buffers` (raw bytes by slot) with `vars`. OUT_OF_RANGE when an access leaves
