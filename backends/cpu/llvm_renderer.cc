@@ -362,8 +362,22 @@ class IrWriter {
     std::string old = Fresh("acc");
     Line(absl::StrCat(old, " = load ", RegType(d), ", ptr ", acc));
     // Reassociation is allowed for the accumulation alone, which lets LLVM vectorize reductions;
-    // tinygrad's own optimizer reorders reductions the same way (upcast, unroll).
-    std::string updated = Combine(in.op, old, Op(in.src[1]), d, /*reassoc=*/true);
+    // tinygrad's own optimizer reorders reductions the same way (upcast, unroll). A product's
+    // values pass an arithmetic fence first: `reassoc` on a multiplication also licenses
+    // rewriting the factors (pow(c, x) * pow(c, y) -> pow(c, x + y) turned a product of NaNs into
+    // 0). The fence costs vectorization, which sums (the reductions that matter for speed) keep.
+    std::string value = Op(in.src[1]);
+    // (Emulated floats reach the accumulation through conversion calls, which no rewrite sees
+    // through.)
+    if ((d.scalar == Scalar::kFloat32 || d.scalar == Scalar::kFloat64) && in.op == Op::kMul) {
+      const std::string t = RegType(d);
+      std::string fenced = Fresh("fence");
+      Declare(t, absl::StrCat("llvm.arithmetic.fence.", IntrinsicSuffix(t)), t);
+      Line(absl::StrCat(fenced, " = call ", t, " @llvm.arithmetic.fence.", IntrinsicSuffix(t), "(",
+                        t, " ", value, ")"));
+      value = fenced;
+    }
+    std::string updated = Combine(in.op, old, value, d, /*reassoc=*/true);
     Line(absl::StrCat("store ", RegType(d), " ", updated, ", ptr ", acc));
     return updated;
   }
@@ -815,7 +829,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v1;split=", options_.min_parallel_work,
+  return absl::StrCat("llvm-ir/v2;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 

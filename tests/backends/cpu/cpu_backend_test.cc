@@ -1,7 +1,10 @@
 // The CPU backend end to end on hand-made kernels: signatures, memory safety, variables,
 // determinism, threading, and integer edge cases that must not crash the process.
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <numeric>
+#include <random>
 #include <thread>
 
 #include "backends/cpu/cpu_device.h"
@@ -244,6 +247,36 @@ TEST_F(CpuBackendTest, StopFlagsLeaveShortKernelsAlone) {
     for (int k1 = 0; k1 < 3; ++k1) expected += 1 + (k0 + k1) % 4;
   }
   EXPECT_EQ(bufs[0].As<int32_t>(), (std::vector<int32_t>{expected, expected}));
+}
+
+// The reassociation a reduction may use is for its accumulation only: LLVM must not rewrite the
+// factors of a product (pow(c, x) * pow(c, y) into pow(c, x + y) turned products of NaNs into 0).
+TEST_F(CpuBackendTest, ProductsKeepTheirFactors) {
+  constexpr int kRows = 37, kK = 46;
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT64, kRows);
+  int r = g.Range(g.Index(kRows), 0);
+  int in = g.Buffer(1, DType::FLOAT64, kRows * kK);
+  int k = g.Range(g.Index(kK), 1, v1::RangeArg::REDUCE);
+  int idx = g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(kK)}), k});
+  int pow = g.Node(Node::POW, DType::FLOAT64, {g.Float(DType::FLOAT64, -1.2541), g.Load(in, idx)});
+  int product = g.Reduce(Node::MUL, DType::FLOAT64, pow, {k});
+  v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, r), product), {r})});
+  // Exponents of every magnitude: most are not integers, so most factors are NaN.
+  std::mt19937_64 rng(7);
+  std::vector<double> x(kRows * kK);
+  for (double& v : x) {
+    uint64_t bits = rng();
+    std::memcpy(&v, &bits, sizeof(v));
+  }
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<double>(kRows)), HostBuffer::Of(x)};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, wire, bufs));
+  std::vector<double> got = bufs[0].As<double>();
+  for (int row = 0; row < kRows; ++row) {
+    bool nan = false;  // a NaN factor makes the product NaN, in any order
+    for (int j = 0; j < kK; ++j) nan |= std::isnan(std::pow(-1.2541, x[row * kK + j]));
+    if (nan) EXPECT_TRUE(std::isnan(got[row])) << "row " << row << ": " << got[row];
+  }
 }
 
 TEST_F(CpuBackendTest, GathersThroughLoadedIndicesWithRunTimeChecks) {
