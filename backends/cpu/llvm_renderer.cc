@@ -572,6 +572,34 @@ class IrWriter {
     return r;
   }
 
+  // An unsigned integer to `target` without `uitofp`: LLVM 19's x86 backend miscompiles vector
+  // `uitofp` of sign-extended values (a uint64 cast from int8 -32 came out 224.0 in vectorized
+  // loops of 7 or 37 elements). Narrow values widen to i64 and convert signed (exactly); a 64-bit
+  // one above 2^63 halves with its low bit kept (round to odd), converts, and doubles: correctly
+  // rounded.
+  std::string UnsignedToFloat(const std::string& v, const DType& from, const std::string& target) {
+    std::string wide = v;
+    if (Bits(from) < 64) {
+      wide = Fresh("cv");
+      Line(absl::StrCat(wide, " = zext ", RegType(from), " ", v, " to i64"));
+      std::string r = Fresh("cv");
+      Line(absl::StrCat(r, " = sitofp i64 ", wide, " to ", target));
+      return r;
+    }
+    std::string big = Fresh("cv"), half = Fresh("cv"), low = Fresh("cv"), odd = Fresh("cv");
+    std::string small_f = Fresh("cv"), half_f = Fresh("cv"), big_f = Fresh("cv"), r = Fresh("cv");
+    Line(absl::StrCat(big, " = icmp slt i64 ", wide, ", 0"));
+    Line(absl::StrCat(half, " = lshr i64 ", wide, ", 1"));
+    Line(absl::StrCat(low, " = and i64 ", wide, ", 1"));
+    Line(absl::StrCat(odd, " = or i64 ", half, ", ", low));
+    Line(absl::StrCat(small_f, " = sitofp i64 ", wide, " to ", target));
+    Line(absl::StrCat(half_f, " = sitofp i64 ", odd, " to ", target));
+    Line(absl::StrCat(big_f, " = fadd ", target, " ", half_f, ", ", half_f));
+    Line(absl::StrCat(r, " = select i1 ", big, ", ", target, " ", big_f, ", ", target, " ",
+                      small_f));
+    return r;
+  }
+
   std::string EmitCast(int src_index, const DType& to, const std::string& self) {
     const DType& from = TypeOf(src_index);
     std::string v = Op(src_index);
@@ -600,10 +628,11 @@ class IrWriter {
         else
           Line(absl::StrCat(r, " = ", ft == "double" ? "fptrunc " : "fpext ", ft, " ", f, " to ",
                             target));
+      } else if (IsSigned(from) || from.scalar == Scalar::kBool) {
+        Line(absl::StrCat(r, " = ", from.scalar == Scalar::kBool ? "uitofp " : "sitofp ",
+                          RegType(from), " ", v, " to ", target));
       } else {
-        bool s = IsSigned(from);
-        Line(absl::StrCat(r, " = ", s ? "sitofp " : "uitofp ", RegType(from), " ", v, " to ",
-                          target));
+        r = UnsignedToFloat(v, from, target);
       }
       if (IsNarrowFloat(to.scalar)) return FromCompute(r, target, to);
       return r;

@@ -279,6 +279,34 @@ TEST_F(CpuBackendTest, ProductsKeepTheirFactors) {
   }
 }
 
+// int8 -> uint64 -> float64 in a vectorized loop with a tail: LLVM 19's x86 backend turned the
+// vector uitofp of sign-extended bytes into a conversion of the bytes as unsigned (-100 gave
+// 156.0); unsigned-to-float casts avoid uitofp.
+TEST_F(CpuBackendTest, UnsignedToFloatCastsAreExactInVectorLoops) {
+  constexpr int kN = 37;
+  GraphBuilder g;
+  int out64 = g.Buffer(0, DType::FLOAT64, kN);
+  int r = g.Range(g.Index(kN), 0);
+  int in = g.Buffer(1, DType::INT8, kN);
+  int out32 = g.Buffer(2, DType::FLOAT32, kN);
+  int wide = g.Node(Node::CAST, DType::UINT64, {g.Load(in, r)});
+  v1::Graph wire =
+      g.Sink({g.End(g.Store(g.Target(out64, r), g.Node(Node::CAST, DType::FLOAT64, {wide})), {r}),
+              g.End(g.Store(g.Target(out32, r), g.Node(Node::CAST, DType::FLOAT32, {wide})), {r})});
+  std::vector<int8_t> x(kN);
+  for (int i = 0; i < kN; ++i) x[i] = static_cast<int8_t>(i * 37 - 100);
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<double>(kN)), HostBuffer::Of(x),
+                                  HostBuffer::Of(std::vector<float>(kN))};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, wire, bufs));
+  for (int i = 0; i < kN; ++i) {
+    const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(x[i]));
+    EXPECT_EQ(bufs[0].As<double>()[i], static_cast<double>(u))
+        << "element " << i << ": " << int{x[i]};
+    EXPECT_EQ(bufs[2].As<float>()[i], static_cast<float>(u))
+        << "element " << i << ": " << int{x[i]};
+  }
+}
+
 TEST_F(CpuBackendTest, GathersThroughLoadedIndicesWithRunTimeChecks) {
   auto spec = testing::RenderOn(*device_, Gather());
   UOPD_ASSERT_OK(spec);
