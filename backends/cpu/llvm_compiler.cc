@@ -21,7 +21,7 @@ namespace uopd {
 namespace {
 
 // Bump when the renderer or the support library changes what a kernel compiles to.
-constexpr int kCodegenVersion = 3;
+constexpr int kCodegenVersion = 4;
 
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const HostTarget& t) {
   std::string error;

@@ -390,7 +390,9 @@ class IrWriter {
     std::string r = Fresh("r");
     bool fl = IsFloatCompute(d);
     bool is_bool = d.scalar == Scalar::kBool;
-    std::string fm = reassoc ? "reassoc nsz " : "";
+    // `reassoc` alone: it is what vectorizing a reduction needs; `nsz` would also let LLVM drop
+    // the sum's starting +0.0, so a row of -0.0 summed to -0.0.
+    std::string fm = reassoc ? "reassoc " : "";
     switch (op) {
       case Op::kAdd:
         if (is_bool)

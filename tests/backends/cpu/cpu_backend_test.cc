@@ -307,6 +307,26 @@ TEST_F(CpuBackendTest, UnsignedToFloatCastsAreExactInVectorLoops) {
   }
 }
 
+// A sum starts from +0.0: a row of -0.0 sums to +0.0, whatever order the vectorized reduction
+// takes (with `nsz`, LLVM dropped the starting +0.0 and the sum came out -0.0, which a BITCAST
+// shows).
+TEST_F(CpuBackendTest, SumsOfNegativeZerosArePositiveZero) {
+  constexpr int kRows = 37, kK = 64;
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::INT64, kRows);
+  int r = g.Range(g.Index(kRows), 0);
+  int in = g.Buffer(1, DType::FLOAT64, kRows * kK);
+  int k = g.Range(g.Index(kK), 1, v1::RangeArg::REDUCE);
+  int idx = g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(kK)}), k});
+  int sum = g.Reduce(Node::ADD, DType::FLOAT64, g.Load(in, idx), {k});
+  v1::Graph wire =
+      g.Sink({g.End(g.Store(g.Target(out, r), g.Node(Node::BITCAST, DType::INT64, {sum})), {r})});
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<int64_t>(kRows, -1)),
+                                  HostBuffer::Of(std::vector<double>(kRows * kK, -0.0))};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, wire, bufs));
+  EXPECT_EQ(bufs[0].As<int64_t>(), std::vector<int64_t>(kRows, 0)) << "the bits of +0.0";
+}
+
 TEST_F(CpuBackendTest, GathersThroughLoadedIndicesWithRunTimeChecks) {
   auto spec = testing::RenderOn(*device_, Gather());
   UOPD_ASSERT_OK(spec);

@@ -46,7 +46,7 @@ loop15.body:
   %p.8 = getelementptr inbounds float, ptr %buf1, i32 %r.7
   %v24 = load float, ptr %p.8
   %acc.9 = load float, ptr %acc9
-  %r.10 = fadd reassoc nsz float %acc.9, %v24
+  %r.10 = fadd reassoc float %acc.9, %v24
   store float %r.10, ptr %acc9
   %v15.next = add nsw i32 %v15, 1
   store i32 %v15.next, ptr %v15.addr

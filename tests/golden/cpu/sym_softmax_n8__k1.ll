@@ -51,7 +51,7 @@ loop7.body:
   %r.6 = fmul float %r.5, 0x3FF7154760000000
   %u.7 = call float @llvm.exp2.f32(float %r.6)
   %acc.8 = load float, ptr %acc4
-  %r.9 = fadd reassoc nsz float %acc.8, %u.7
+  %r.9 = fadd reassoc float %acc.8, %u.7
   store float %r.9, ptr %acc4
   %v7.next = add nsw i32 %v7, 1
   store i32 %v7.next, ptr %v7.addr
