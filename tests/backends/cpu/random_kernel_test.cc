@@ -38,5 +38,24 @@ TEST(RandomKernels, RenderCompileAndRunOnTheCpu) {
       << "most outputs must not depend on what the semantics leave open";
 }
 
+// The same kernels lowered as for a GPU (one flattened grid index, its guard, reductions as
+// loops), run on the CPU with the grid as a loop: the GPU lowering on random kernels, no GPU.
+TEST(RandomKernels, GpuLoweringRunsOnTheCpu) {
+  ThreadPool pool(1);
+  CpuDeviceOptions options;
+  options.renderer.gpu_lowering = true;
+  auto device = CreateCpuDevice(&pool, options);
+  ASSERT_TRUE(device.ok()) << device.status();
+  std::mt19937 data_rng(7);
+  testing::RandomKernelOutcomes outcomes;
+  const uint32_t kernels = testing::RandomKernelCount(400) / 2;
+  for (uint32_t seed = 0; seed < kernels; ++seed) {
+    testing::CheckRandomKernel(**device, seed, data_rng, outcomes, /*long_reductions=*/seed % 2);
+  }
+  EXPECT_GT(outcomes.completed, 0) << "no kernel ran to completion";
+  EXPECT_GT(outcomes.stopped_out_of_range, 0) << "no kernel exercised a run-time bounds check";
+  EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified);
+}
+
 }  // namespace
 }  // namespace uopd
