@@ -27,6 +27,11 @@ class CacheServiceImpl final : public v1::CacheService::Service {
                    v1::CachePutResponse* response) override;
 
  private:
+  template <typename Body>
+  grpc::Status Serve(const char* method, Body&& body) {
+    return ServeRpc(metrics_, drain_, method, std::forward<Body>(body));
+  }
+
   KernelCache& cache_;
   Metrics* metrics_;
   const bool accept_puts_;

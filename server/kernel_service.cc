@@ -6,7 +6,6 @@
 #include "core/cache/program_codec.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
-#include "server/grpc_status.h"
 #include "server/request_builder.h"
 
 namespace uopd {
@@ -94,20 +93,20 @@ absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
 
 grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
                                             v1::ListDevicesResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "ListDevices");
-  if (!scope.admitted()) return scope.Refused();
-  for (Device* device : ctx_.devices.devices()) {
-    v1::DeviceInfo* info = response->add_devices();
-    info->set_name(device->name());
-    info->set_base_key(device->spec().base_device_key());
-    info->set_compile_target(device->compiler().Target());
-    info->set_compiler(device->compiler().Identity());
-    info->set_memory_bytes(device->memory_bytes());
-    info->set_bytes_in_use(device->allocator().bytes_in_use());
-    info->set_threads(device->threads());
-    info->set_description(device->description());
-  }
-  return scope.Done(grpc::Status::OK);
+  return Serve("ListDevices", [&] {
+    for (Device* device : ctx_.devices.devices()) {
+      v1::DeviceInfo* info = response->add_devices();
+      info->set_name(device->name());
+      info->set_base_key(device->spec().base_device_key());
+      info->set_compile_target(device->compiler().Target());
+      info->set_compiler(device->compiler().Identity());
+      info->set_memory_bytes(device->memory_bytes());
+      info->set_bytes_in_use(device->allocator().bytes_in_use());
+      info->set_threads(device->threads());
+      info->set_description(device->description());
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(
@@ -152,9 +151,7 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
 
 grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileRequest* request,
                                         v1::CompileResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "Compile");
-  if (!scope.admitted()) return scope.Refused();
-  auto status = [&]() -> absl::Status {
+  return Serve("Compile", [&]() -> absl::Status {
     CompileResult result;
     if (!request->target().empty()) {
       UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request));
@@ -181,17 +178,14 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileR
       response->set_ptx(kernel.ptx());
     }
     return absl::OkStatus();
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                              const v1::CreateBufferRequest* request,
                                              v1::CreateBufferResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "CreateBuffer");
-  if (!scope.admitted()) return scope.Refused();
-  const std::string owner = ClientIdentity(*context);
-  auto status = [&]() -> absl::Status {
+  return Serve("CreateBuffer", [&]() -> absl::Status {
+    const std::string owner = ClientIdentity(*context);
     UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request->dtype()));
     UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, request->size()));
     if (!request->initial().empty() && static_cast<int64_t>(request->initial().size()) != bytes) {
@@ -210,17 +204,14 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
     response->set_handle(handle);
     response->set_bytes(bytes);
     return absl::OkStatus();
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
                                             grpc::ServerReader<v1::WriteBufferChunk>* reader,
                                             v1::WriteBufferResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "WriteBuffer");
-  if (!scope.admitted()) return scope.Refused();
-  const std::string owner = ClientIdentity(*context);
-  auto status = [&]() -> absl::Status {
+  return Serve("WriteBuffer", [&]() -> absl::Status {
+    const std::string owner = ClientIdentity(*context);
     v1::WriteBufferChunk chunk;
     std::optional<BufferView> view;
     std::string handle;
@@ -248,17 +239,14 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
     if (!view) return absl::InvalidArgumentError("no chunks were sent");
     response->set_bytes_written(written);
     return absl::OkStatus();
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
                                            const v1::ReadBufferRequest* request,
                                            grpc::ServerWriter<v1::ReadBufferChunk>* writer) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "ReadBuffer");
-  if (!scope.admitted()) return scope.Refused();
-  const std::string owner = ClientIdentity(*context);
-  auto status = [&]() -> absl::Status {
+  return Serve("ReadBuffer", [&]() -> absl::Status {
+    const std::string owner = ClientIdentity(*context);
     UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(owner, request->handle()));
     const int64_t total = static_cast<int64_t>(view.bytes());
     int64_t offset = request->offset();
@@ -283,26 +271,22 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
       if (length == 0) break;
     }
     return absl::OkStatus();
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
                                            const v1::FreeBufferRequest* request,
                                            v1::FreeBufferResponse*) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "FreeBuffer");
-  if (!scope.admitted()) return scope.Refused();
-  return scope.Done(
-      ToGrpcStatus(ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle())));
+  return Serve("FreeBuffer", [&] {
+    return ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle());
+  });
 }
 
 grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                         const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "Execute");
-  if (!scope.admitted()) return scope.Refused();
-  const std::string owner = ClientIdentity(*context);
-  auto status = [&]() -> absl::Status {
+  return Serve("Execute", [&]() -> absl::Status {
+    const std::string owner = ClientIdentity(*context);
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
@@ -312,17 +296,14 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
     UOPD_RETURN_IF_ERROR(CheckAlive(*context));
     return Run(*plan, request->vars(), request->return_buffers(), *context,
                response->mutable_timings(), response->mutable_outputs());
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
                                         const v1::PrepareRequest* request,
                                         v1::PrepareResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "Prepare");
-  if (!scope.admitted()) return scope.Refused();
-  const std::string owner = ClientIdentity(*context);
-  auto status = [&]() -> absl::Status {
+  return Serve("Prepare", [&]() -> absl::Status {
+    const std::string owner = ClientIdentity(*context);
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
@@ -344,31 +325,26 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
     UOPD_ASSIGN_OR_RETURN(std::string id, ctx_.resources.AddPlan(owner, std::move(plan)));
     response->set_plan_id(id);
     return absl::OkStatus();
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
                                         const v1::RunPlanRequest* request,
                                         v1::RunPlanResponse* response) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "RunPlan");
-  if (!scope.admitted()) return scope.Refused();
-  auto status = [&]() -> absl::Status {
+  return Serve("RunPlan", [&]() -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(auto plan,
                           ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
     return Run(*plan, request->vars(), request->return_buffers(), *context,
                response->mutable_timings(), response->mutable_outputs());
-  }();
-  return scope.Done(ToGrpcStatus(status));
+  });
 }
 
 grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
                                             const v1::ReleasePlanRequest* request,
                                             v1::ReleasePlanResponse*) {
-  RpcScope scope(ctx_.metrics, ctx_.drain, "ReleasePlan");
-  if (!scope.admitted()) return scope.Refused();
-  return scope.Done(
-      ToGrpcStatus(ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id())));
+  return Serve("ReleasePlan", [&] {
+    return ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id());
+  });
 }
 
 }  // namespace uopd

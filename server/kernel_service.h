@@ -60,6 +60,11 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                            v1::ReleasePlanResponse* response) override;
 
  private:
+  template <typename Body>
+  grpc::Status Serve(const char* method, Body&& body) {
+    return ServeRpc(ctx_.metrics, ctx_.drain, method, std::forward<Body>(body));
+  }
+
   // Runs `plan` with `vars`, stopping if the call is cancelled, and fills the timings and the
   // bytes of `return_buffers` (indices into the plan's buffers).
   absl::Status Run(ExecutionPlan& plan, const google::protobuf::Map<std::string, int64_t>& vars,

@@ -17,6 +17,7 @@
 #include "prometheus/family.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/grpc_status.h"
 #include "server/server_drain.h"
 
 namespace uopd {
@@ -64,6 +65,15 @@ class RpcScope {
   grpc::Status status_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Serves one RPC: counted in `drain` (refused with UNAVAILABLE once it started), timed, and
+// recorded by method and outcome. `body` returns the call's absl::Status.
+template <typename Body>
+grpc::Status ServeRpc(Metrics* metrics, ServerDrain* drain, std::string method, Body&& body) {
+  RpcScope scope(metrics, drain, std::move(method));
+  if (!scope.admitted()) return scope.Refused();
+  return scope.Done(ToGrpcStatus(std::forward<Body>(body)()));
+}
 
 }  // namespace uopd
 
