@@ -62,6 +62,12 @@ class GraphBuilder {
     Mut(n)->mutable_arg()->mutable_range()->set_type(type);
     return n;
   }
+  // row * width + col: element (row, col) of a row-major matrix `width` wide.
+  int RowMajor(int row, int64_t width, int col) {
+    int stride = Index(width);
+    int start = Node(v1::Node::MUL, v1::DType::INDEX, {row, stride});
+    return Node(v1::Node::ADD, v1::DType::INDEX, {start, col});
+  }
   // A load (element-typed INDEX) of buffer node `buf` at `idx`.
   int Load(int buf, int idx) {
     return Node(v1::Node::INDEX, graph_.nodes(buf).dtype().scalar(), {buf, idx});

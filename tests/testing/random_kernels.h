@@ -114,8 +114,8 @@ class Generator {
     if (!long_ranges_.empty() && Pick(2) == 0) {
       // Row r of a row-major kN x K input, along the outermost long reduction.
       const auto [k, length] = long_ranges_.front();
-      int row = g_.Node(Node::MUL, DType::INDEX, {r_, g_.Index(length)});
-      return g_.Load(Input(dtype, kN * length), g_.Node(Node::ADD, DType::INDEX, {row, k}));
+      int element = g_.RowMajor(r_, length, k);
+      return g_.Load(Input(dtype, kN * length), element);
     }
     switch (Pick(4)) {
       case 3:

@@ -35,8 +35,7 @@ inline v1::Graph RowSumKernel(int64_t rows, int64_t cols) {
   int r = g.Range(g.Index(rows), 0);
   int in = g.Buffer(1, v1::DType::FLOAT32, rows * cols);
   int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
-  int idx = g.Node(v1::Node::ADD, v1::DType::INDEX,
-                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {r, g.Index(cols)}), k});
+  int idx = g.RowMajor(r, cols, k);
   int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32, g.Load(in, idx), {k});
   return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_rowsum");
 }
@@ -48,8 +47,7 @@ inline v1::Graph ColumnSumKernel(int64_t rows, int64_t cols) {
   int c = g.Range(g.Index(cols), 0);
   int in = g.Buffer(1, v1::DType::FLOAT32, rows * cols);
   int k = g.Range(g.Index(rows), 1, v1::RangeArg::REDUCE);
-  int idx = g.Node(v1::Node::ADD, v1::DType::INDEX,
-                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {k, g.Index(cols)}), c});
+  int idx = g.RowMajor(k, cols, c);
   int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32, g.Load(in, idx), {k});
   return g.Sink({g.End(g.Store(g.Target(out, c), sum), {c})}, "r_colsum");
 }

@@ -258,7 +258,7 @@ TEST_F(CpuBackendTest, ProductsKeepTheirFactors) {
   int r = g.Range(g.Index(kRows), 0);
   int in = g.Buffer(1, DType::FLOAT64, kRows * kK);
   int k = g.Range(g.Index(kK), 1, v1::RangeArg::REDUCE);
-  int idx = g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(kK)}), k});
+  int idx = g.RowMajor(r, kK, k);
   int pow = g.Node(Node::POW, DType::FLOAT64, {g.Float(DType::FLOAT64, -1.2541), g.Load(in, idx)});
   int product = g.Reduce(Node::MUL, DType::FLOAT64, pow, {k});
   v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, r), product), {r})});
@@ -317,7 +317,7 @@ TEST_F(CpuBackendTest, SumsOfNegativeZerosArePositiveZero) {
   int r = g.Range(g.Index(kRows), 0);
   int in = g.Buffer(1, DType::FLOAT64, kRows * kK);
   int k = g.Range(g.Index(kK), 1, v1::RangeArg::REDUCE);
-  int idx = g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(kK)}), k});
+  int idx = g.RowMajor(r, kK, k);
   int sum = g.Reduce(Node::ADD, DType::FLOAT64, g.Load(in, idx), {k});
   v1::Graph wire =
       g.Sink({g.End(g.Store(g.Target(out, r), g.Node(Node::BITCAST, DType::INT64, {sum})), {r})});

@@ -148,8 +148,7 @@ TEST(CudaBackend, ReductionsWithRunTimeChecksKeepAThreadPerOutput) {
   int table = g.Buffer(1, v1::DType::FLOAT32, 100);
   int idx = g.Buffer(2, v1::DType::INT32, 256 * 64);
   int k = g.Range(g.Index(64), 1, v1::RangeArg::REDUCE);
-  int row = g.Node(v1::Node::ADD, v1::DType::INDEX,
-                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {r, g.Index(64)}), k});
+  int row = g.RowMajor(r, 64, k);
   int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32, g.Load(table, g.Load(idx, row)), {k});
   auto spec = RenderCuda(g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "r_gather_sum"));
   UOPD_ASSERT_OK(spec);
@@ -164,8 +163,7 @@ TEST(CudaBackend, WarpsShareSymbolicRowReductions) {
   int r = g.Range(g.Index(128), 0);
   int in = g.Buffer(1, v1::DType::INT32, 128 * 1024);
   int k = g.Range(g.Var("n", 1, 1024), 1, v1::RangeArg::REDUCE);
-  int row = g.Node(v1::Node::ADD, v1::DType::INDEX,
-                   {g.Node(v1::Node::MUL, v1::DType::INDEX, {r, g.Index(1024)}), k});
+  int row = g.RowMajor(r, 1024, k);
   int neg = g.Node(v1::Node::NEG, v1::DType::INT32, {g.Load(in, row)});
   int max = g.Reduce(v1::Node::MAX, v1::DType::INT32, neg, {k});
   auto spec = RenderCuda(g.Sink({g.End(g.Store(g.Target(out, r), max), {r})}, "r_max_n"));
