@@ -55,6 +55,10 @@ struct CudaDriver {
   // OK, or `code` with the driver's name for `result` and `what` was being done.
   absl::Status Check(CUresult result, absl::string_view what,
                      absl::StatusCode code = absl::StatusCode::kInternal) const;
+  // Waits for everything queued on `stream`; a failure says `what` was being waited for.
+  absl::Status Wait(CUstream stream, absl::string_view what) const {
+    return Check(StreamSynchronize(stream), what);
+  }
 };
 
 }  // namespace uopd

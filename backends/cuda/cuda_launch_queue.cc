@@ -45,7 +45,7 @@ absl::Status CudaLaunchQueue::Reserve(int index) {
     const size_t bytes = sizeof(int) * kStatusChunk;
     UOPD_RETURN_IF_ERROR(d.Check(d.MemAlloc(&chunk, bytes), "allocating status words"));
     absl::Status zeroed = d.Check(d.MemsetD8Async(chunk, 0, bytes, streams_[0]), "zeroing");
-    if (zeroed.ok()) zeroed = d.Check(d.StreamSynchronize(streams_[0]), "zeroing status words");
+    if (zeroed.ok()) zeroed = d.Wait(streams_[0], "zeroing status words");
     if (!zeroed.ok()) {
       d.MemFree(chunk);
       return zeroed;
@@ -115,8 +115,7 @@ absl::Status CudaLaunchQueue::Finish(std::vector<KernelTime>* times, int* failed
   const CudaDriver& d = context_->driver();
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
   absl::Status status;
-  for (CUstream stream : streams_)
-    status.Update(d.Check(d.StreamSynchronize(stream), "running the plan"));
+  for (CUstream stream : streams_) status.Update(d.Wait(stream, "running the plan"));
   UOPD_RETURN_IF_ERROR(status);
 
   // One copy per chunk of status words; the first failure by index is the one reported.
@@ -128,7 +127,7 @@ absl::Status CudaLaunchQueue::Finish(std::vector<KernelTime>* times, int* failed
                                   sizeof(int) * count, streams_[0]),
                 "reading status words"));
   }
-  UOPD_RETURN_IF_ERROR(d.Check(d.StreamSynchronize(streams_[0]), "reading status words"));
+  UOPD_RETURN_IF_ERROR(d.Wait(streams_[0], "reading status words"));
   for (int i = 0; i < n; ++i) {
     if (codes[i] == 0) continue;
     if (*failed_index < 0) {
@@ -139,7 +138,7 @@ absl::Status CudaLaunchQueue::Finish(std::vector<KernelTime>* times, int* failed
                                  "clearing a status word"));
   }
   if (*failed_index >= 0) {
-    UOPD_RETURN_IF_ERROR(d.Check(d.StreamSynchronize(streams_[0]), "clearing status words"));
+    UOPD_RETURN_IF_ERROR(d.Wait(streams_[0], "clearing status words"));
     return status;
   }
 

@@ -14,11 +14,6 @@ constexpr size_t kMinAllocation = 256;
 constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;  // every GPU since compute capability 3.0
 constexpr int64_t kMaxGridYZ = 65535;
 
-// Waits for `stream` and turns a failure into a status naming `what`.
-absl::Status Wait(const CudaDriver& d, CUstream stream, absl::string_view what) {
-  return d.Check(d.StreamSynchronize(stream), what);
-}
-
 }  // namespace
 
 absl::Status BoundsCheckFailed(const std::string& kernel, int code) {
@@ -84,12 +79,12 @@ absl::Status CudaProgram::Execute(absl::Span<void* const> buffers, absl::Span<co
     int code = 0;
     UOPD_RETURN_IF_ERROR(d.Check(d.MemcpyDtoHAsync(&code, slot.status, sizeof(int), slot.stream),
                                  "reading the status word"));
-    UOPD_RETURN_IF_ERROR(Wait(d, slot.stream, absl::StrCat("running kernel ", name_)));
+    UOPD_RETURN_IF_ERROR(d.Wait(slot.stream, absl::StrCat("running kernel ", name_)));
     if (code == 0) return absl::OkStatus();
     // Free slots keep a zero status word.
     UOPD_RETURN_IF_ERROR(d.Check(d.MemsetD8Async(slot.status, 0, sizeof(int), slot.stream),
                                  "clearing the status word"));
-    UOPD_RETURN_IF_ERROR(Wait(d, slot.stream, "clearing the status word"));
+    UOPD_RETURN_IF_ERROR(d.Wait(slot.stream, "clearing the status word"));
     return BoundsCheckFailed(name_, code);
   }();
   // A slot whose stream failed may hold an unknown status word: it is not reused.
@@ -151,7 +146,7 @@ absl::StatusOr<CudaContext::LaunchSlot> CudaContext::AcquireSlot() const {
   if (s.ok()) {
     s = driver_.Check(driver_.MemsetD8Async(slot.status, 0, sizeof(int), slot.stream),
                       "clearing a status word");
-    if (s.ok()) s = Wait(driver_, slot.stream, "clearing a status word");
+    if (s.ok()) s = driver_.Wait(slot.stream, "clearing a status word");
     if (!s.ok()) driver_.MemFree(slot.status);
   }
   if (!s.ok()) {
@@ -217,7 +212,7 @@ absl::Status CudaAllocator::OnStream(const std::function<absl::Status(CUstream)>
   UOPD_RETURN_IF_ERROR(context_->MakeCurrent());
   UOPD_ASSIGN_OR_RETURN(CudaContext::LaunchSlot slot, context_->AcquireSlot());
   absl::Status status = work(slot.stream);
-  if (status.ok()) status = Wait(context_->driver(), slot.stream, "waiting for a copy");
+  if (status.ok()) status = context_->driver().Wait(slot.stream, "waiting for a copy");
   if (status.ok()) context_->ReleaseSlot(slot);
   return status;
 }
