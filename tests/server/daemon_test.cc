@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/graph_builder.h"
@@ -527,13 +529,35 @@ TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
   EXPECT_EQ(daemon.Stop(), 0);
 }
 
-// SIGTERM lets the calls in flight finish, refuses new ones with UNAVAILABLE, and ends as soon
-// as the last call has, open client connections or not.
+// The standard health service's answer for the whole server: 1 SERVING, 2 NOT_SERVING (the
+// status field of grpc.health.v1.HealthCheckResponse, read from its bytes), -1 on failure.
+int HealthStatus(const std::string& address) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice empty("");  // an empty HealthCheckRequest: the server as a whole
+  grpc::ByteBuffer request(&empty, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(status); });
+  if (!done.get_future().get().ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -1;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : -1;
+}
+
+// SIGTERM lets the calls in flight finish, refuses new ones with UNAVAILABLE (health says
+// NOT_SERVING meanwhile), and ends as soon as the last call has, open connections or not.
 TEST(Daemon, DrainFinishesCallsInFlightAndRefusesNewOnes) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("drain"));
   // Seconds of work; 10 modulo 2^32.
   const v1::ExecuteRequest request = ModSumRequest((int64_t{1} << 34) + 4);
 
+  EXPECT_EQ(HealthStatus(daemon.address()), 1) << "SERVING";
   Client client(daemon.address());
   absl::StatusOr<v1::ExecuteResponse> result;
   std::thread call([&] { result = client.Execute(request); });
@@ -542,6 +566,7 @@ TEST(Daemon, DrainFinishesCallsInFlightAndRefusesNewOnes) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   Client late(daemon.address());
   EXPECT_TRUE(StatusIs(late.ListDevices(), absl::StatusCode::kUnavailable, {"shutting down"}));
+  EXPECT_EQ(HealthStatus(daemon.address()), 2) << "NOT_SERVING";
   call.join();
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->outputs_size(), 1);
