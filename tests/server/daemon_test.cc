@@ -529,6 +529,28 @@ TEST(Daemon, StopsTheKernelsOfCallsPastTheirDeadline) {
   EXPECT_EQ(daemon.Stop(), 0);
 }
 
+// A client that cancels its call stops the kernel too (the watchdog sees the cancellation, not
+// only deadlines).
+TEST(Daemon, StopsTheKernelsOfCancelledCalls) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cancel"));
+  const v1::ExecuteRequest request = ModSumRequest(int64_t{1} << 44);
+  {
+    auto stub = v1::KernelService::NewStub(
+        grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;  // no deadline
+    std::thread cancel([&context] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      context.TryCancel();
+    });
+    v1::ExecuteResponse response;
+    EXPECT_EQ(stub->Execute(&context, request, &response).error_code(),
+              grpc::StatusCode::CANCELLED);
+    cancel.join();
+  }
+  // Were the kernel still running, its call would hold the drain until the daemon is killed.
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
 // The standard health service's answer for the whole server: 1 SERVING, 2 NOT_SERVING (the
 // status field of grpc.health.v1.HealthCheckResponse, read from its bytes), -1 on failure.
 int HealthStatus(const std::string& address) {

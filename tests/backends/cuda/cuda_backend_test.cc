@@ -316,8 +316,9 @@ TEST_F(CudaGpuTest, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
   EXPECT_EQ(Read<float>(gpu, buffers[0]), (std::vector<float>{17, 10, 13, 13}));
 }
 
-// A grid past the driver's 32-bit sizes is refused, not truncated into a partial run.
-TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimits) {
+// A grid past the driver's 32-bit sizes is refused, not truncated into a partial run; so is a
+// wrong number of buffers.
+TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimitsAndWrongParameterCounts) {
   auto ast = DecodeKernelAst(testing::AddKernel(4));
   UOPD_ASSERT_OK(ast);
   auto program = source_.Get(gpu(), *ast);
@@ -328,6 +329,11 @@ TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimits) {
   std::vector<void*> buffers(3, nullptr);
   EXPECT_TRUE(testing::StatusIs((*program)->program->Execute(buffers, {}, dims, nullptr),
                                 absl::StatusCode::kOutOfRange, {"past the GPU's limits"}));
+  // Parameters are positional: a wrong count is refused rather than shifting the rest.
+  std::vector<void*> two(2, nullptr);
+  dims.global = {1, 1, 1};
+  EXPECT_TRUE(testing::StatusIs((*program)->program->Execute(two, {}, dims, nullptr),
+                                absl::StatusCode::kInvalidArgument, {"takes 3 buffers"}));
 }
 
 // The random kernels of the CPU backend's test, run on the GPU against the reference
