@@ -127,6 +127,12 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(
 absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
                                                                const v1::RenderedSource& source) {
   // Source rendered by the client: keyed on the source and its stated metadata.
+  if (!ctx_.allow_client_source) {
+    return absl::PermissionDeniedError(
+        "compiling client-rendered source is off: such source can read host files and run "
+        "arbitrary code in the daemon (start uopd with --allow_client_source to permit it); "
+        "send the kernel AST instead");
+  }
   if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
   v1::CachedKernel stated;
   *stated.mutable_metadata() = source.metadata();
@@ -142,8 +148,13 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
   result.key = KeyFor(device, "source:" + DigestToHex(Sha256Of(stated.SerializeAsString())));
   result.key_hex = result.key.Hex();
   auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
-    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device.compiler().Compile(decoded->spec));
-    return EncodeCachedKernel(decoded->spec, compiled);
+    absl::StatusOr<CompiledKernel> compiled = device.compiler().Compile(decoded->spec);
+    if (compiled.status().code() == absl::StatusCode::kInternal) {
+      // What the compiler rejects is the client's source, not a server bug.
+      return absl::InvalidArgumentError(absl::StrCat("source: ", compiled.status().message()));
+    }
+    UOPD_RETURN_IF_ERROR(compiled.status());
+    return EncodeCachedKernel(decoded->spec, *compiled);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, ctx_.programs.cache().GetOrCompile(result.key, compile));
   return result;
@@ -227,11 +238,8 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
         return absl::InvalidArgumentError("all chunks of one WriteBuffer call go to one handle");
       }
       int64_t size = static_cast<int64_t>(chunk.data().size());
-      if (chunk.offset() < 0 || chunk.offset() + size > static_cast<int64_t>(view->bytes())) {
-        return absl::OutOfRangeError(
-            absl::StrCat("chunk [", chunk.offset(), ", ", chunk.offset() + size,
-                         ") is outside the buffer's ", view->bytes(), " bytes"));
-      }
+      UOPD_RETURN_IF_ERROR(
+          CheckByteRange(chunk.offset(), size, static_cast<int64_t>(view->bytes())));
       UOPD_RETURN_IF_ERROR(view->storage->device().allocator().CopyIn(
           static_cast<char*>(view->data()) + chunk.offset(), chunk.data().data(), size));
       written += size;
@@ -249,12 +257,10 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
     const std::string owner = ClientIdentity(*context);
     UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(owner, request->handle()));
     const int64_t total = static_cast<int64_t>(view.bytes());
-    int64_t offset = request->offset();
-    int64_t length = request->length() == 0 ? total - offset : request->length();
-    if (offset < 0 || length < 0 || offset + length > total) {
-      return absl::OutOfRangeError(absl::StrCat("range [", offset, ", ", offset + length,
-                                                ") is outside the buffer's ", total, " bytes"));
-    }
+    const int64_t offset = request->offset();
+    UOPD_RETURN_IF_ERROR(CheckByteRange(offset, 0, total));
+    const int64_t length = request->length() == 0 ? total - offset : request->length();
+    UOPD_RETURN_IF_ERROR(CheckByteRange(offset, length, total));
     int64_t chunk_bytes = request->chunk_bytes() <= 0
                               ? kDefaultChunk
                               : std::min<int64_t>(request->chunk_bytes(), kMaxChunk);

@@ -30,6 +30,8 @@ struct ServiceContext {
   TargetCompilers target_compilers;
   RunWatchdog* watchdog = nullptr;  // stops kernels of calls that are over; may be null
   ServerDrain* drain = nullptr;     // counts calls for a SIGTERM drain; may be null
+  // Compile RenderedSource programs (client LLVM IR / CUDA C): arbitrary code on this host.
+  bool allow_client_source = false;
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).

@@ -44,6 +44,9 @@ ABSL_FLAG(int64_t, memory_cache_bytes, int64_t{256} << 20, "memory cache tier bo
 ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
           "disk cache tier bound, bytes (0 disables the tier)");
 ABSL_FLAG(bool, cache_accept_puts, false, "let clients store entries through CacheService.Put");
+ABSL_FLAG(bool, allow_client_source, false,
+          "compile client-rendered source (RenderedSource): lets clients run arbitrary code and "
+          "read files on this host");
 ABSL_FLAG(int32_t, threads, 0, "worker threads for kernels (0 = one per core)");
 ABSL_FLAG(absl::Duration, idle_ttl, absl::Minutes(30), "reclaim buffers and plans idle this long");
 ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30,
@@ -163,9 +166,9 @@ int Run() {
   };
   RunWatchdog watchdog;
   ServerDrain drain;
-  KernelServiceImpl kernel_service(ServiceContext{devices, programs, resources, &pool,
-                                                  metrics.get(), ir_limits, target_compilers,
-                                                  &watchdog, &drain});
+  KernelServiceImpl kernel_service(ServiceContext{
+      devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog,
+      &drain, absl::GetFlag(FLAGS_allow_client_source)});
   CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts),
                                  &drain);
 

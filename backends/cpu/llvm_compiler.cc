@@ -6,6 +6,9 @@
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -73,6 +76,24 @@ absl::Status LinkSupport(llvm::Module& module) {
   return absl::OkStatus();
 }
 
+// Collects errors instead of letting LLVM's default handler call exit(1), which it does for an
+// error in inline or module asm found while emitting the object.
+class CollectErrors : public llvm::DiagnosticHandler {
+ public:
+  explicit CollectErrors(std::string* errors) : errors_(errors) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (info.getSeverity() != llvm::DS_Error) return true;
+    llvm::raw_string_ostream stream(*errors_);
+    llvm::DiagnosticPrinterRawOStream printer(stream);
+    info.print(printer);
+    stream << "\n";
+    return true;
+  }
+
+ private:
+  std::string* errors_;
+};
+
 void Optimize(llvm::Module& module, llvm::TargetMachine& tm) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -108,6 +129,8 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::Compile(const ProgramSpec& spec) co
 absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
                                                        const std::string& entry) const {
   llvm::LLVMContext context;
+  std::string diagnostics;
+  context.setDiagnosticHandler(std::make_unique<CollectErrors>(&diagnostics));
   llvm::SMDiagnostic diagnostic;
   std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(ir, diagnostic, context);
   if (module == nullptr) {
@@ -142,6 +165,10 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
     return absl::InternalError("the LLVM target cannot emit object files");
   }
   codegen.run(*module);
+  if (!diagnostics.empty()) {
+    return absl::InternalError(
+        absl::StrCat("kernel ", entry, ": LLVM could not emit the object: ", diagnostics));
+  }
   return CompiledKernel{std::string(object.begin(), object.end()), entry};
 }
 

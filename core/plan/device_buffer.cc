@@ -30,12 +30,21 @@ absl::StatusOr<BufferView> BufferView::Of(const BufferView& base, size_t offset,
     return absl::InvalidArgumentError(
         absl::StrCat("view offset ", offset, " is not a multiple of the item size ", item));
   }
-  size_t end = offset + static_cast<size_t>(size) * item;
-  if (end < offset || end > base.bytes()) {
-    return absl::OutOfRangeError(
-        absl::StrCat("view [", offset, ", ", end, ") does not fit in ", base.bytes(), " bytes"));
+  // Divided, not multiplied: size * item overflows for sizes near 2^61.
+  if (offset > base.bytes() || static_cast<uint64_t>(size) > (base.bytes() - offset) / item) {
+    return absl::OutOfRangeError(absl::StrCat("a view of ", size, " ", ScalarName(dtype),
+                                              " elements at byte ", offset, " does not fit in ",
+                                              base.bytes(), " bytes"));
   }
   return BufferView{base.storage, base.offset + offset, dtype, size};
+}
+
+absl::Status CheckByteRange(int64_t offset, int64_t length, int64_t total) {
+  if (offset < 0 || length < 0 || offset > total || length > total - offset) {
+    return absl::OutOfRangeError(absl::StrCat("the range of ", length, " bytes at offset ", offset,
+                                              " is outside the buffer's ", total, " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace uopd

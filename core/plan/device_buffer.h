@@ -53,6 +53,11 @@ struct BufferView {
                                        int64_t size);
 };
 
+// OK when [offset, offset + length) lies within [0, total) without overflowing; OUT_OF_RANGE
+// naming the range otherwise. Every offset a client sends goes through it: `offset + length`
+// written out wraps for offsets near 2^63 and passes a naive check.
+absl::Status CheckByteRange(int64_t offset, int64_t length, int64_t total);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_PLAN_DEVICE_BUFFER_H_

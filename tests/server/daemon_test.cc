@@ -17,6 +17,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/daemon_requests.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
@@ -24,38 +25,14 @@
 namespace uopd {
 namespace {
 
+using testing::CompileOf;
 using testing::DaemonProcess;
 using testing::GraphBuilder;
+using testing::RunCommand;
+using testing::ScaleKernel;
 using testing::StatusIs;
 using v1::DType;
 using v1::Node;
-
-// out[i] = in[i] * factor over n float32: `factor` makes a kernel no cache has seen.
-v1::Graph Scale(int64_t n, double factor) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, n);
-  int r = g.Range(g.Index(n), 0);
-  int in = g.Buffer(1, DType::FLOAT32, n);
-  int value = g.Node(Node::MUL, DType::FLOAT32, {g.Load(in, r), g.Float(DType::FLOAT32, factor)});
-  return g.Sink({g.End(g.Store(g.Target(out, r), value), {r})}, "scale");
-}
-
-v1::CompileRequest CompileOf(const v1::Graph& graph) {
-  v1::CompileRequest request;
-  *request.mutable_ast() = graph;
-  request.set_device("CPU");
-  return request;
-}
-
-std::string RunCommand(const std::string& command, int* exit_code) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
-  int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return output;
-}
 
 TEST(Daemon, UopctlRunPassesTheWholeCorpus) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("corpus"));
@@ -102,10 +79,10 @@ TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
   ASSERT_TRUE(daemon.running());
   {
     Client client(daemon.address());
-    auto first = client.Compile(CompileOf(Scale(64, 3.0)));
+    auto first = client.Compile(CompileOf(ScaleKernel(64, 3.0)));
     UOPD_ASSERT_OK(first);
     EXPECT_EQ(first->cache_tier(), "compiled");
-    auto second = client.Compile(CompileOf(Scale(64, 3.0)));
+    auto second = client.Compile(CompileOf(ScaleKernel(64, 3.0)));
     UOPD_ASSERT_OK(second);
     EXPECT_EQ(second->cache_tier(), "memory");
     EXPECT_EQ(second->cache_key(), first->cache_key());
@@ -114,7 +91,7 @@ TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
   daemon.Restart();
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
-  auto after = client.Compile(CompileOf(Scale(64, 3.0)));
+  auto after = client.Compile(CompileOf(ScaleKernel(64, 3.0)));
   UOPD_ASSERT_OK(after);
   EXPECT_EQ(after->cache_tier(), "disk");
   EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0) << daemon.ScrapeMetrics();
@@ -128,7 +105,7 @@ TEST(Daemon, CorruptDiskEntryIsDetectedAndRebuilt) {
   std::string key;
   {
     Client client(daemon.address());
-    auto compiled = client.Compile(CompileOf(Scale(32, 5.0)));
+    auto compiled = client.Compile(CompileOf(ScaleKernel(32, 5.0)));
     UOPD_ASSERT_OK(compiled);
     key = compiled->cache_key();
   }
@@ -142,13 +119,13 @@ TEST(Daemon, CorruptDiskEntryIsDetectedAndRebuilt) {
   }
   daemon.Restart();
   Client client(daemon.address());
-  auto rebuilt = client.Compile(CompileOf(Scale(32, 5.0)));
+  auto rebuilt = client.Compile(CompileOf(ScaleKernel(32, 5.0)));
   UOPD_ASSERT_OK(rebuilt);
   EXPECT_EQ(rebuilt->cache_tier(), "compiled") << "a damaged entry is never served";
   EXPECT_EQ(daemon.Metric("uopd_cache_requests_total{tier=\"disk\",result=\"corrupt\"}"), 1);
   daemon.Restart();
   Client again(daemon.address());
-  auto healed = again.Compile(CompileOf(Scale(32, 5.0)));
+  auto healed = again.Compile(CompileOf(ScaleKernel(32, 5.0)));
   UOPD_ASSERT_OK(healed);
   EXPECT_EQ(healed->cache_tier(), "disk") << "the rebuilt entry replaced the damaged one";
 }
@@ -255,7 +232,7 @@ TEST(Daemon, AnswersEachErrorClassWithItsCode) {
 
   // INVALID_ARGUMENT: a bad graph, naming the kernel and the node.
   v1::ExecuteRequest bad;
-  v1::Graph broken = Scale(4, 2.0);
+  v1::Graph broken = ScaleKernel(4, 2.0);
   broken.mutable_nodes(4)->clear_src();  // the MUL loses its operands
   *bad.add_kernels()->mutable_ast() = broken;
   EXPECT_TRUE(
@@ -270,7 +247,7 @@ TEST(Daemon, AnswersEachErrorClassWithItsCode) {
                        absl::StatusCode::kResourceExhausted, {"exceeds the limit"}));
 
   // FAILED_PRECONDITION: a device this server does not have.
-  v1::CompileRequest on_gpu = CompileOf(Scale(4, 2.0));
+  v1::CompileRequest on_gpu = CompileOf(ScaleKernel(4, 2.0));
   on_gpu.set_device("CUDA:3");
   EXPECT_TRUE(StatusIs(client.Compile(on_gpu), absl::StatusCode::kFailedPrecondition, {"CUDA:3"}));
 
@@ -337,7 +314,7 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   EXPECT_TRUE(absl::StartsWith(description, "x86_64 ") || absl::StartsWith(description, "aarch64 "))
       << description;
 #ifdef UOPD_WITH_CUDA
-  v1::CompileRequest request = CompileOf(Scale(1000, 2.0));
+  v1::CompileRequest request = CompileOf(ScaleKernel(1000, 2.0));
   request.set_device("CUDA");
   request.set_target("sm_90");
   request.set_want_binary(true);
@@ -360,10 +337,10 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
 }
 
 TEST(Daemon, CompilesSourceThatClientsRenderedThemselves) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("source"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("source"), {"--allow_client_source"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
-  v1::CompileRequest from_ast = CompileOf(Scale(16, 7.0));
+  v1::CompileRequest from_ast = CompileOf(ScaleKernel(16, 7.0));
   from_ast.set_want_source(true);
   auto rendered = client.Compile(from_ast);
   UOPD_ASSERT_OK(rendered);
@@ -382,15 +359,17 @@ TEST(Daemon, CompilesSourceThatClientsRenderedThemselves) {
   auto again = client.Compile(request);
   UOPD_ASSERT_OK(again);
   EXPECT_EQ(again->cache_tier(), "memory");
+  // The client's mistake, not the server's: INVALID_ARGUMENT.
   request.mutable_source()->set_src("this is not LLVM IR");
-  EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInternal, {"does not parse"}));
+  EXPECT_TRUE(
+      StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument, {"does not parse"}));
 }
 
 TEST(Daemon, SharesCacheEntriesAndRefusesPutsUnlessAllowed) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cache-service"));
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
-  auto compiled = client.Compile(CompileOf(Scale(8, 9.0)));
+  auto compiled = client.Compile(CompileOf(ScaleKernel(8, 9.0)));
   UOPD_ASSERT_OK(compiled);
   auto channel = grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials());
   auto cache = v1::CacheService::NewStub(channel);
@@ -455,7 +434,7 @@ TEST(Daemon, ReleasesEveryRequestsMemory) {
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   v1::ExecuteRequest request;
-  *request.add_kernels()->mutable_ast() = Scale(1024, 2.0);
+  *request.add_kernels()->mutable_ast() = ScaleKernel(1024, 2.0);
   for (int i = 0; i < 2; ++i) {
     v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
     buffer->set_dtype(DType::FLOAT32);

@@ -17,6 +17,18 @@ inline v1::Graph AddKernel(int64_t n) {
   return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})}, "E_add");
 }
 
+// out[i] = in[i] * factor over n float32; slots out, in. `factor` makes a kernel no cache has
+// seen.
+inline v1::Graph ScaleKernel(int64_t n, double factor) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, n);
+  int r = g.Range(g.Index(n), 0);
+  int in = g.Buffer(1, v1::DType::FLOAT32, n);
+  int value = g.Node(v1::Node::MUL, v1::DType::FLOAT32,
+                     {g.Load(in, r), g.Float(v1::DType::FLOAT32, factor)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), value), {r})}, "scale");
+}
+
 // out[i] = table[idx[i]] for 4 outputs from an 8-element float32 table, through loaded indices
 // no proof can bound (so checked at run time); slots out, table, idx.
 inline v1::Graph GatherKernel(v1::DType::Scalar index_dtype = v1::DType::INT32) {
