@@ -14,8 +14,11 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 namespace {
 
 template <typename Response, typename Call>
-absl::StatusOr<Response> Unary(Call call) {
+absl::StatusOr<Response> Unary(Call call, absl::Duration timeout = absl::InfiniteDuration()) {
   grpc::ClientContext context;
+  if (timeout != absl::InfiniteDuration()) {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
   Response response;
   grpc::Status status = call(&context, &response);
   if (!status.ok()) return FromGrpcStatus(status);
@@ -54,10 +57,13 @@ absl::StatusOr<v1::ListDevicesResponse> Client::ListDevices() {
   });
 }
 
-absl::StatusOr<v1::CompileResponse> Client::Compile(const v1::CompileRequest& request) {
-  return Unary<v1::CompileResponse>([&](grpc::ClientContext* c, v1::CompileResponse* r) {
-    return kernels_->Compile(c, request, r);
-  });
+absl::StatusOr<v1::CompileResponse> Client::Compile(const v1::CompileRequest& request,
+                                                    absl::Duration timeout) {
+  return Unary<v1::CompileResponse>(
+      [&](grpc::ClientContext* c, v1::CompileResponse* r) {
+        return kernels_->Compile(c, request, r);
+      },
+      timeout);
 }
 
 absl::StatusOr<std::string> Client::CreateBuffer(const std::string& device, v1::DType::Scalar dtype,

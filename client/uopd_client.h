@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "uopd/v1/kernel_service.grpc.pb.h"
 
@@ -19,7 +20,10 @@ class Client {
   explicit Client(const std::string& address);
 
   absl::StatusOr<v1::ListDevicesResponse> ListDevices();
-  absl::StatusOr<v1::CompileResponse> Compile(const v1::CompileRequest& request);
+  // `timeout`: the call's deadline from now (DEADLINE_EXCEEDED past it; the server abandons
+  // the compile).
+  absl::StatusOr<v1::CompileResponse> Compile(const v1::CompileRequest& request,
+                                              absl::Duration timeout = absl::InfiniteDuration());
   // Returns the handle.
   absl::StatusOr<std::string> CreateBuffer(const std::string& device, v1::DType::Scalar dtype,
                                            int64_t size, const std::string& initial = "");

@@ -109,8 +109,8 @@ grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::List
   });
 }
 
-absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(
-    const v1::CompileRequest& request) {
+absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::CompileRequest& request,
+                                                                  const StopFlag* stop) {
   // No device needed: a CPU-only server compiles for GPUs it does not have.
   if (!request.has_ast()) return absl::InvalidArgumentError("compiling for a target needs an ast");
   UOPD_ASSIGN_OR_RETURN(DeviceSpec spec,
@@ -121,11 +121,12 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(
   UOPD_ASSIGN_OR_RETURN(CompilerPair pair,
                         ctx_.target_compilers(spec.base_device_key(), request.target()));
   UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request.ast(), ctx_.limits));
-  return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast));
+  return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast), stop);
 }
 
 absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
-                                                               const v1::RenderedSource& source) {
+                                                               const v1::RenderedSource& source,
+                                                               const StopFlag* stop) {
   // Source rendered by the client: keyed on the source and its stated metadata.
   if (!ctx_.allow_client_source) {
     return absl::PermissionDeniedError(
@@ -148,7 +149,8 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
   result.key = KeyFor(device, "source:" + DigestToHex(Sha256Of(stated.SerializeAsString())));
   result.key_hex = result.key.Hex();
   auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
-    absl::StatusOr<CompiledKernel> compiled = device.compiler().Compile(decoded->spec);
+    absl::StatusOr<CompiledKernel> compiled =
+        device.compiler().Compile(decoded->spec, CompileOptions{stop});
     if (compiled.status().code() == absl::StatusCode::kInternal) {
       // What the compiler rejects is the client's source, not a server bug.
       return absl::InvalidArgumentError(absl::StrCat("source: ", compiled.status().message()));
@@ -156,23 +158,27 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
     UOPD_RETURN_IF_ERROR(compiled.status());
     return EncodeCachedKernel(decoded->spec, *compiled);
   };
-  UOPD_ASSIGN_OR_RETURN(result.lookup, ctx_.programs.cache().GetOrCompile(result.key, compile));
+  UOPD_ASSIGN_OR_RETURN(result.lookup,
+                        ctx_.programs.cache().GetOrCompile(result.key, compile, stop));
   return result;
 }
 
-grpc::Status KernelServiceImpl::Compile(grpc::ServerContext*, const v1::CompileRequest* request,
+grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
+                                        const v1::CompileRequest* request,
                                         v1::CompileResponse* response) {
   return Serve("Compile", [&]() -> absl::Status {
+    // A compile whose call is over is abandoned (its worker killed), freeing the core.
+    RunWatchdog::Watch watch(ctx_.watchdog, *context);
     CompileResult result;
     if (!request->target().empty()) {
-      UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request));
+      UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request, watch.flag()));
     } else {
       UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
       if (request->has_ast()) {
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
-        UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast)));
+        UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast), watch.flag()));
       } else if (request->has_source()) {
-        UOPD_ASSIGN_OR_RETURN(result, CompileSource(*device, request->source()));
+        UOPD_ASSIGN_OR_RETURN(result, CompileSource(*device, request->source(), watch.flag()));
       } else {
         return absl::InvalidArgumentError("the request has neither an ast nor a source");
       }
@@ -296,9 +302,10 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
+    RunWatchdog::Watch watch(ctx_.watchdog, *context);
     UOPD_ASSIGN_OR_RETURN(auto plan,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
-                                               ctx_.programs, ctx_.pool));
+                                               ctx_.programs, ctx_.pool, watch.flag()));
     UOPD_RETURN_IF_ERROR(CheckAlive(*context));
     return Run(*plan, request->vars(), request->return_buffers(), *context,
                response->mutable_timings(), response->mutable_outputs());
@@ -313,9 +320,10 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
     RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
+    RunWatchdog::Watch watch(ctx_.watchdog, *context);
     UOPD_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
-                                               ctx_.programs, ctx_.pool));
+                                               ctx_.programs, ctx_.pool, watch.flag()));
     for (const RuntimeVar& var : plan->RuntimeVars()) {
       v1::VarBounds* bounds = response->add_vars();
       bounds->set_name(var.name);

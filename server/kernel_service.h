@@ -74,8 +74,10 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                    grpc::ServerContext& context,
                    google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                    google::protobuf::RepeatedPtrField<v1::BufferData>* outputs);
-  absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request);
-  absl::StatusOr<CompileResult> CompileSource(Device& device, const v1::RenderedSource& source);
+  absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request,
+                                                 const StopFlag* stop);
+  absl::StatusOr<CompileResult> CompileSource(Device& device, const v1::RenderedSource& source,
+                                              const StopFlag* stop);
 
   ServiceContext ctx_;
 };

@@ -26,11 +26,14 @@
 #include "core/cache/disk_tier.h"
 #include "core/cache/memory_tier.h"
 #include "core/util/log.h"
+#include "core/worker/compile_worker_pool.h"
+#include "core/worker/sandboxed_compiler.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/cache_service.h"
+#include "server/compile_worker_main.h"
 #include "server/kernel_service.h"
 #include "server/metrics.h"
 
@@ -47,6 +50,14 @@ ABSL_FLAG(bool, cache_accept_puts, false, "let clients store entries through Cac
 ABSL_FLAG(bool, allow_client_source, false,
           "compile client-rendered source (RenderedSource): lets clients run arbitrary code and "
           "read files on this host");
+ABSL_FLAG(int32_t, compile_workers, 0,
+          "sandboxed compiler processes (0 = one per core, at most 8)");
+ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120), "longest one compile may take");
+ABSL_FLAG(int64_t, compile_memory_bytes, 0,
+          "address space of a compile worker (0 = a quarter of the host's memory, 1-8 GiB)");
+ABSL_FLAG(int64_t, max_object_bytes, int64_t{64} << 20, "largest compiled kernel, bytes");
+ABSL_FLAG(bool, compile_in_process, false,
+          "compile inside the daemon instead of sandboxed workers (no isolation: debugging only)");
 ABSL_FLAG(int32_t, threads, 0, "worker threads for kernels (0 = one per core)");
 ABSL_FLAG(absl::Duration, idle_ttl, absl::Minutes(30), "reclaim buffers and plans idle this long");
 ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30,
@@ -79,6 +90,11 @@ std::string WithPort(const std::string& listen, int port) {
   return absl::StrCat(listen.substr(0, colon), ":", port);
 }
 
+int64_t DefaultCompileMemory() {
+  const int64_t host = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  return std::clamp(host / 4, int64_t{1} << 30, int64_t{8} << 30);
+}
+
 int Run() {
   LogLevel level;
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
@@ -98,15 +114,50 @@ int Run() {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(threads - 1);
 
+  // Compilers run in sandboxed worker processes: what a compile does to its process (crash,
+  // exhaust memory, loop, read files it is told to) never reaches the daemon.
+  std::unique_ptr<CompileWorkerPool> compile_workers;
+  CompilerWrapper wrap_compiler;
+  if (!absl::GetFlag(FLAGS_compile_in_process)) {
+    CompileWorkerPoolOptions options;
+    int64_t memory = absl::GetFlag(FLAGS_compile_memory_bytes);
+    if (memory <= 0) memory = DefaultCompileMemory();
+    options.executable = kCompileWorkerExecutable;
+    options.argv = CompileWorkerArgv(memory, absl::GetFlag(FLAGS_max_object_bytes));
+    options.workers = absl::GetFlag(FLAGS_compile_workers);
+    if (options.workers <= 0) {
+      options.workers = std::min(8, static_cast<int>(std::thread::hardware_concurrency()));
+    }
+    options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
+    options.max_reply_bytes = 2 * absl::GetFlag(FLAGS_max_object_bytes) + (1 << 20);
+    auto started = CompileWorkerPool::Start(options);
+    if (!started.ok()) {
+      Log(LogLevel::kError, "cannot start the compile workers",
+          {{"error", started.status().ToString()},
+           {"hint", "--compile_in_process runs compilers in the daemon, without isolation"}});
+      return 1;
+    }
+    compile_workers = std::move(*started);
+    wrap_compiler = SandboxIn(compile_workers.get());
+    Log(LogLevel::kInfo, "compile workers",
+        {{"workers", absl::StrCat(options.workers)},
+         {"sandbox", compile_workers->sandbox()},
+         {"memory_limit_mib", absl::StrCat(memory >> 20)}});
+  } else {
+    Log(LogLevel::kWarning, "compiling in the daemon's process: a compiler crash ends the daemon");
+  }
+
   DeviceRegistry devices;
-  auto cpu = CreateCpuDevice(&pool);
+  CpuDeviceOptions cpu_options;
+  cpu_options.wrap_compiler = wrap_compiler;
+  auto cpu = CreateCpuDevice(&pool, cpu_options);
   if (!cpu.ok()) {
     Log(LogLevel::kError, "cannot create the CPU device", {{"error", cpu.status().ToString()}});
     return 1;
   }
   devices.Add(std::move(*cpu));
 #ifdef UOPD_WITH_CUDA
-  if (auto gpus = CreateCudaDevices(); gpus.ok()) {
+  if (auto gpus = CreateCudaDevices(wrap_compiler); gpus.ok()) {
     for (auto& gpu : *gpus) devices.Add(std::move(gpu));
   } else {
     Log(LogLevel::kInfo, "no CUDA devices", {{"reason", std::string(gpus.status().message())}});
@@ -143,7 +194,8 @@ int Run() {
 
   std::unique_ptr<Metrics> metrics;
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
-    auto started = Metrics::Start(absl::GetFlag(FLAGS_metrics), devices, cache, resources);
+    auto started = Metrics::Start(absl::GetFlag(FLAGS_metrics),
+                                  MetricsSources{devices, cache, resources, compile_workers.get()});
     if (!started.ok()) {
       Log(LogLevel::kError, "cannot start the metrics endpoint",
           {{"error", started.status().ToString()}});
@@ -156,10 +208,11 @@ int Run() {
   ir_limits.max_nodes = absl::GetFlag(FLAGS_max_nodes);
   ir_limits.max_depth = absl::GetFlag(FLAGS_max_depth);
   ir_limits.max_buffer_elements = absl::GetFlag(FLAGS_max_buffer_elements);
-  TargetCompilers target_compilers = [](const std::string& base,
-                                        const std::string& target) -> absl::StatusOr<CompilerPair> {
+  TargetCompilers target_compilers =
+      [wrap_compiler](const std::string& base,
+                      const std::string& target) -> absl::StatusOr<CompilerPair> {
 #ifdef UOPD_WITH_CUDA
-    if (base == "CUDA") return CreateCudaCompilerPair(target);
+    if (base == "CUDA") return CreateCudaCompilerPair(target, wrap_compiler);
 #endif
     return absl::FailedPreconditionError(
         absl::StrCat("this server cannot compile for ", base, " target ", target));
@@ -243,6 +296,9 @@ int Run() {
 }  // namespace uopd
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == uopd::kCompileWorkerCommand) {
+    return uopd::CompileWorkerMain(argc, argv);
+  }
   absl::SetProgramUsageMessage("uopd: kernel compilation and execution daemon");
   absl::ParseCommandLine(argc, argv);
   int rc = uopd::Run();

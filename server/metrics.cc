@@ -62,9 +62,11 @@ prometheus::ClientMetric Sample(double value, std::vector<prometheus::ClientMetr
 // Figures owned elsewhere (cache tiers, devices, the resource registry), read at scrape time.
 class LiveCollector : public prometheus::Collectable {
  public:
-  LiveCollector(const DeviceRegistry& devices, KernelCache& cache,
-                const ResourceRegistry& resources)
-      : devices_(devices), cache_(cache), resources_(resources) {}
+  explicit LiveCollector(MetricsSources sources)
+      : devices_(sources.devices),
+        cache_(sources.cache),
+        resources_(sources.resources),
+        workers_(sources.compile_workers) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
@@ -121,22 +123,39 @@ class LiveCollector : public prometheus::Collectable {
         "uopd_buffers", "Client buffers held.", MetricType::Gauge, {Sample(r.buffers, {}, false)}};
     prometheus::MetricFamily plans{
         "uopd_plans", "Prepared plans held.", MetricType::Gauge, {Sample(r.plans, {}, false)}};
-    return {requests,        evictions,    bytes,        entries, compilations,
-            compile_seconds, device_bytes, buffer_bytes, buffers, plans};
+    std::vector<prometheus::MetricFamily> families = {
+        requests,        evictions,    bytes,        entries, compilations,
+        compile_seconds, device_bytes, buffer_bytes, buffers, plans};
+    if (workers_ != nullptr) {
+      CompileWorkerStats w = workers_->stats();
+      families.push_back(prometheus::MetricFamily{
+          "uopd_compile_worker_events_total",
+          "Compile worker events: started, crashed, killed at the time limit, killed because "
+          "their call was over.",
+          MetricType::Counter,
+          {Sample(w.started, {{"event", "started"}}, true),
+           Sample(w.crashes, {{"event", "crashed"}}, true),
+           Sample(w.timeouts, {{"event", "timed_out"}}, true),
+           Sample(w.cancelled, {{"event", "cancelled"}}, true)}});
+      families.push_back(prometheus::MetricFamily{"uopd_compile_workers_idle",
+                                                  "Compile workers waiting for a job.",
+                                                  MetricType::Gauge,
+                                                  {Sample(w.idle, {}, false)}});
+    }
+    return families;
   }
 
  private:
   const DeviceRegistry& devices_;
   KernelCache& cache_;
   const ResourceRegistry& resources_;
+  const CompileWorkerPool* workers_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& address,
-                                                        const DeviceRegistry& devices,
-                                                        KernelCache& cache,
-                                                        const ResourceRegistry& resources) {
+                                                        MetricsSources sources) {
   std::unique_ptr<Metrics> metrics(new Metrics);
   metrics->registry_ = std::make_shared<prometheus::Registry>();
   metrics->rpcs_ = &prometheus::BuildCounter()
@@ -151,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& addre
                            .Name("uopd_kernels_executed_total")
                            .Help("Kernels run, by device.")
                            .Register(*metrics->registry_);
-  metrics->live_ = std::make_shared<LiveCollector>(devices, cache, resources);
+  metrics->live_ = std::make_shared<LiveCollector>(sources);
   try {
     // civetweb reports bind failures by throwing; this is the one place exceptions are caught.
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(address);

@@ -11,6 +11,7 @@
 #include "core/cache/kernel_cache.h"
 #include "core/device/device.h"
 #include "core/session/resource_registry.h"
+#include "core/worker/compile_worker_pool.h"
 #include "grpcpp/support/status.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -22,14 +23,20 @@
 
 namespace uopd {
 
-// Safe for concurrent use. The objects passed in must outlive it.
+// What the live figures are read from at scrape time. Each must outlive the Metrics.
+struct MetricsSources {
+  const DeviceRegistry& devices;
+  KernelCache& cache;
+  const ResourceRegistry& resources;
+  const CompileWorkerPool* compile_workers = nullptr;  // null: compiles run in process
+};
+
+// Safe for concurrent use.
 class Metrics {
  public:
   // Starts the HTTP endpoint on `address` ("127.0.0.1:9464"; port 0 picks a free one).
   static absl::StatusOr<std::unique_ptr<Metrics>> Start(const std::string& address,
-                                                        const DeviceRegistry& devices,
-                                                        KernelCache& cache,
-                                                        const ResourceRegistry& resources);
+                                                        MetricsSources sources);
   ~Metrics();
 
   int port() const;

@@ -15,8 +15,9 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
   auto runtime = OrcRuntime::Create(pool);
   if (!runtime.ok()) return runtime.status();
   std::vector<CompilerPair> compilers;
-  compilers.push_back(
-      {std::make_unique<LlvmRenderer>(options.renderer), std::make_unique<LlvmCompiler>()});
+  std::unique_ptr<Compiler> compiler = std::make_unique<LlvmCompiler>();
+  if (options.wrap_compiler) compiler = options.wrap_compiler("CPU", std::move(compiler));
+  compilers.push_back({std::make_unique<LlvmRenderer>(options.renderer), std::move(compiler)});
   int threads = pool == nullptr ? 1 : pool->size() + 1;
   const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   const HostTarget& host = GetHostTarget();

@@ -13,6 +13,7 @@ namespace uopd {
 
 struct CpuDeviceOptions {
   LlvmRendererOptions renderer;
+  CompilerWrapper wrap_compiler;  // e.g. to compile in sandboxed workers; none when empty
 };
 
 // `pool` (may be null: single-threaded kernels) must outlive the device.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/TargetSelect.h"
@@ -14,6 +15,15 @@
 namespace uopd {
 
 std::string HostTarget::Describe() const { return absl::StrCat(triple, ";", cpu, ";", features); }
+
+absl::StatusOr<HostTarget> HostTarget::Parse(absl::string_view described) {
+  std::vector<std::string> parts = absl::StrSplit(described, ';');
+  if (parts.size() != 3 || parts[0].empty() || parts[1].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", described, "' is not a CPU target (triple;cpu;features)"));
+  }
+  return HostTarget{parts[0], parts[1], parts[2]};
+}
 
 void InitializeLlvmOnce() {
   static std::once_flag once;

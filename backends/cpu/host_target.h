@@ -6,6 +6,9 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 namespace uopd {
 
 struct HostTarget {
@@ -14,6 +17,8 @@ struct HostTarget {
   std::string features;  // "+avx2,+fma,-avx512f,...", sorted
   // "triple;cpu;features": the compile-target component of cache keys.
   std::string Describe() const;
+  // The inverse of Describe; INVALID_ARGUMENT for text of another shape.
+  static absl::StatusOr<HostTarget> Parse(absl::string_view described);
 };
 
 // The machine's target. Initializes LLVM's native target once (thread safe).

@@ -122,7 +122,8 @@ std::string LlvmCompiler::Identity() const {
                       ";O3;pic");
 }
 
-absl::StatusOr<CompiledKernel> LlvmCompiler::Compile(const ProgramSpec& spec) const {
+absl::StatusOr<CompiledKernel> LlvmCompiler::CompileImpl(const ProgramSpec& spec,
+                                                         const CompileOptions&) const {
   return CompileIr(spec.src, spec.name);
 }
 

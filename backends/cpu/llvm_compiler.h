@@ -15,7 +15,6 @@ namespace uopd {
 class LlvmCompiler : public Compiler {
  public:
   explicit LlvmCompiler(HostTarget target = GetHostTarget());
-  absl::StatusOr<CompiledKernel> Compile(const ProgramSpec& spec) const override;
   std::string Target() const override { return target_.Describe(); }
   std::string Identity() const override;
 
@@ -23,6 +22,8 @@ class LlvmCompiler : public Compiler {
   absl::StatusOr<CompiledKernel> CompileIr(const std::string& ir, const std::string& entry) const;
 
  private:
+  absl::StatusOr<CompiledKernel> CompileImpl(const ProgramSpec& spec,
+                                             const CompileOptions& options) const override;
   HostTarget target_;
 };
 

@@ -10,12 +10,15 @@
 
 namespace uopd {
 
-absl::StatusOr<CompilerPair> CreateCudaCompilerPair(const std::string& arch) {
-  UOPD_ASSIGN_OR_RETURN(auto compiler, NvrtcCompiler::Create(arch));
+absl::StatusOr<CompilerPair> CreateCudaCompilerPair(const std::string& arch,
+                                                    const CompilerWrapper& wrap_compiler) {
+  UOPD_ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, NvrtcCompiler::Create(arch));
+  if (wrap_compiler) compiler = wrap_compiler("CUDA", std::move(compiler));
   return CompilerPair{std::make_unique<CudaRenderer>(), std::move(compiler)};
 }
 
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices() {
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices(
+    const CompilerWrapper& wrap_compiler) {
   UOPD_ASSIGN_OR_RETURN(const CudaDriver* driver, CudaDriver::Load());
   int count = 0;
   UOPD_RETURN_IF_ERROR(driver->Check(driver->DeviceGetCount(&count), "cuDeviceGetCount",
@@ -24,13 +27,13 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices() {
   std::vector<std::unique_ptr<Device>> devices;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     UOPD_ASSIGN_OR_RETURN(auto context, CudaContext::Create(*driver, ordinal));
-    auto pair = CreateCudaCompilerPair(context->arch());
+    auto pair = CreateCudaCompilerPair(context->arch(), wrap_compiler);
     if (!pair.ok()) {
       // NVRTC does not know this GPU yet: compile for the newest architecture it knows (sm_90)
       // and let the driver JIT that PTX.
       Log(LogLevel::kWarning, "NVRTC cannot target this GPU; using PTX for sm_90",
           {{"gpu", context->arch()}, {"error", pair.status().ToString()}});
-      UOPD_ASSIGN_OR_RETURN(pair, CreateCudaCompilerPair("sm_90"));
+      UOPD_ASSIGN_OR_RETURN(pair, CreateCudaCompilerPair("sm_90", wrap_compiler));
     }
     std::vector<CompilerPair> compilers;
     compilers.push_back(*std::move(pair));

@@ -88,7 +88,7 @@ std::string NvrtcVersion() {
 
 absl::StatusOr<std::unique_ptr<NvrtcCompiler>> NvrtcCompiler::Create(const std::string& arch,
                                                                      std::string include_dir) {
-  if (include_dir.empty()) include_dir = UOPD_CUDA_INCLUDE_DIR;
+  if (include_dir.empty()) include_dir = DefaultIncludeDir();
   int number = 0;
   if (!absl::StartsWith(arch, "sm_") || !absl::SimpleAtoi(arch.substr(3), &number) || number < 50 ||
       number > 200) {
@@ -106,11 +106,14 @@ absl::StatusOr<std::unique_ptr<NvrtcCompiler>> NvrtcCompiler::Create(const std::
   return std::unique_ptr<NvrtcCompiler>(new NvrtcCompiler(arch, std::move(include_dir)));
 }
 
+std::string NvrtcCompiler::DefaultIncludeDir() { return UOPD_CUDA_INCLUDE_DIR; }
+
 std::string NvrtcCompiler::Identity() const {
   return absl::StrCat(NvrtcVersion(), ";uopd-cuda-codegen-", kCodegenVersion, ";std=c++17");
 }
 
-absl::StatusOr<CompiledKernel> NvrtcCompiler::Compile(const ProgramSpec& spec) const {
+absl::StatusOr<CompiledKernel> NvrtcCompiler::CompileImpl(const ProgramSpec& spec,
+                                                          const CompileOptions&) const {
   const std::string compute = "compute_" + arch_.substr(3);
   auto ptx = RunNvrtc(spec.src, spec.name, compute, include_dir_, /*cubin=*/false);
   if (!ptx.ok()) return ptx.status();

@@ -18,11 +18,14 @@ class NvrtcCompiler : public Compiler {
                                                                std::string include_dir = "");
 
   // bytes = CUBIN for the architecture, ptx = its PTX (the driver can JIT it on newer GPUs).
-  absl::StatusOr<CompiledKernel> Compile(const ProgramSpec& spec) const override;
   std::string Target() const override { return arch_; }
+  // The toolkit headers NVRTC reads (cuda_fp16.h, ...), found when uopd was built.
+  static std::string DefaultIncludeDir();
   std::string Identity() const override;
 
  private:
+  absl::StatusOr<CompiledKernel> CompileImpl(const ProgramSpec& spec,
+                                             const CompileOptions& options) const override;
   NvrtcCompiler(std::string arch, std::string include_dir)
       : arch_(std::move(arch)), include_dir_(std::move(include_dir)) {}
   std::string arch_;

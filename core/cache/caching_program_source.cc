@@ -8,33 +8,36 @@
 namespace uopd {
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device,
-                                                            std::shared_ptr<const KernelAst> ast) {
-  return Compile(device.spec().base_device_key(), device.compilers().front(), std::move(ast));
+                                                            std::shared_ptr<const KernelAst> ast,
+                                                            const StopFlag* stop) {
+  return Compile(device.spec().base_device_key(), device.compilers().front(), std::move(ast), stop);
 }
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& base_device,
                                                             const CompilerPair& pair,
-                                                            std::shared_ptr<const KernelAst> ast) {
+                                                            std::shared_ptr<const KernelAst> ast,
+                                                            const StopFlag* stop) {
   CompileResult result;
   result.key = KeyFor(base_device, pair, ast->hash);
   result.key_hex = result.key.Hex();
-  auto compile = [&pair, &ast]() -> absl::StatusOr<v1::CachedKernel> {
+  auto compile = [&pair, &ast, stop]() -> absl::StatusOr<v1::CachedKernel> {
     absl::StatusOr<v1::CachedKernel> result = absl::InternalError("not compiled");
     RunOnLargeStack(kCompileStackBytes, [&] {
       result = [&]() -> absl::StatusOr<v1::CachedKernel> {
         UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, pair.renderer->Render(ast, ast->DefaultName()));
-        UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, pair.compiler->Compile(spec));
+        UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled,
+                              pair.compiler->Compile(spec, CompileOptions{stop}));
         return EncodeCachedKernel(spec, compiled);
       }();
     });
     return result;
   };
-  UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile));
+  UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
   return result;
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
-    Device& device, std::shared_ptr<const KernelAst> ast) {
+    Device& device, std::shared_ptr<const KernelAst> ast, const StopFlag* stop) {
   const std::string memo_key = absl::StrCat(device.name(), "/", KeyFor(device, ast->hash).Hex());
   {
     absl::MutexLock lock(&mu_);
@@ -43,7 +46,7 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
       return it->second->second;
     }
   }
-  UOPD_ASSIGN_OR_RETURN(CompileResult compiled, Compile(device, ast));
+  UOPD_ASSIGN_OR_RETURN(CompileResult compiled, Compile(device, ast, stop));
   UOPD_ASSIGN_OR_RETURN(DecodedKernel decoded, DecodeCachedKernel(*compiled.lookup.kernel));
   decoded.spec.ast = ast;
   UOPD_ASSIGN_OR_RETURN(std::shared_ptr<Program> program,

@@ -27,14 +27,18 @@ class CachingProgramSource : public ProgramSource {
   explicit CachingProgramSource(KernelCache& cache, size_t max_loaded_programs = 4096)
       : cache_(cache), max_loaded_(max_loaded_programs) {}
 
-  // The compiled entry for `ast` on `device`, from the cache or compiled now.
-  absl::StatusOr<CompileResult> Compile(const Device& device, std::shared_ptr<const KernelAst> ast);
+  // The compiled entry for `ast` on `device`, from the cache or compiled now. A compile is
+  // abandoned (CANCELLED) once `stop` is set.
+  absl::StatusOr<CompileResult> Compile(const Device& device, std::shared_ptr<const KernelAst> ast,
+                                        const StopFlag* stop = nullptr);
   // The same for a renderer and compiler not bound to a device (compiling for a target).
   absl::StatusOr<CompileResult> Compile(const std::string& base_device, const CompilerPair& pair,
-                                        std::shared_ptr<const KernelAst> ast);
+                                        std::shared_ptr<const KernelAst> ast,
+                                        const StopFlag* stop = nullptr);
 
-  absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(
-      Device& device, std::shared_ptr<const KernelAst> ast) override;
+  absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(Device& device,
+                                                           std::shared_ptr<const KernelAst> ast,
+                                                           const StopFlag* stop) override;
 
   KernelCache& cache() { return cache_; }
 

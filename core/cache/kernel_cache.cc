@@ -61,36 +61,45 @@ absl::StatusOr<CacheLookup> KernelCache::CompileAndStore(const CacheKey& key,
   return CacheLookup{std::make_shared<const v1::CachedKernel>(*std::move(compiled)), "compiled"};
 }
 
-absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key,
-                                                      const CompileFn& compile) {
+absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const CompileFn& compile,
+                                                      const StopFlag* stop) {
   const std::string key_hex = key.Hex();
-  // Joining a flight before looking anything up means a key is looked up (and counted) once
-  // per request, and a request never compiles what a finishing flight just stored.
-  std::shared_ptr<Flight> flight;
-  bool leader = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto& slot = flights_[key_hex];
-    if (slot == nullptr) {
-      slot = std::make_shared<Flight>();
-      leader = true;
+  while (true) {
+    // Joining a flight before looking anything up means a key is looked up (and counted) once
+    // per request, and a request never compiles what a finishing flight just stored.
+    std::shared_ptr<Flight> flight;
+    bool leader = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto& slot = flights_[key_hex];
+      if (slot == nullptr) {
+        slot = std::make_shared<Flight>();
+        leader = true;
+      }
+      flight = slot;
     }
-    flight = slot;
-  }
-  if (!leader) {
+    if (!leader) {
+      absl::MutexLock lock(&mu_);
+      // The stop flag is not under the mutex: look at it every few milliseconds.
+      while (!mu_.AwaitWithTimeout(absl::Condition(&flight->done), absl::Milliseconds(5))) {
+        if (stop != nullptr && stop->stopped()) {
+          return absl::CancelledError("the call ended while waiting for a compile");
+        }
+      }
+      if (flight->abandoned) continue;
+      return flight->result;
+    }
+    absl::StatusOr<CacheLookup> result = [&]() -> absl::StatusOr<CacheLookup> {
+      if (auto hit = Lookup(key_hex)) return *hit;
+      return CompileAndStore(key, key_hex, compile);
+    }();
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&flight->done));
-    return flight->result;
+    flight->result = result;
+    flight->abandoned = !result.ok() && stop != nullptr && stop->stopped();
+    flight->done = true;
+    flights_.erase(key_hex);
+    return result;
   }
-  absl::StatusOr<CacheLookup> result = [&]() -> absl::StatusOr<CacheLookup> {
-    if (auto hit = Lookup(key_hex)) return *hit;
-    return CompileAndStore(key, key_hex, compile);
-  }();
-  absl::MutexLock lock(&mu_);
-  flight->result = result;
-  flight->done = true;
-  flights_.erase(key_hex);
-  return result;
 }
 
 std::optional<std::string> KernelCache::GetSerialized(const std::string& key_hex) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/cache/cache_key.h"
 #include "core/cache/cache_tier.h"
+#include "core/device/stop_flag.h"
 #include "uopd/v1/program.pb.h"
 
 namespace uopd {
@@ -40,7 +41,10 @@ class KernelCache {
 
   using CompileFn = std::function<absl::StatusOr<v1::CachedKernel>()>;
   // The entry for `key`, from a tier or from `compile` (run at most once at a time per key).
-  absl::StatusOr<CacheLookup> GetOrCompile(const CacheKey& key, const CompileFn& compile);
+  // A caller waiting for another's compile stops waiting (CANCELLED) once its `stop` is set; if
+  // the compiling caller's call ends instead, a waiting caller takes the compile over.
+  absl::StatusOr<CacheLookup> GetOrCompile(const CacheKey& key, const CompileFn& compile,
+                                           const StopFlag* stop = nullptr);
 
   // Raw access by key hex (for sharing entries between workers): the serialized entry or
   // nullopt, from the first tier that has it. Put checks the bytes parse as an entry.
@@ -54,6 +58,7 @@ class KernelCache {
  private:
   struct Flight {
     bool done = false;
+    bool abandoned = false;  // its leader's call ended: whoever waits compiles anew
     absl::StatusOr<CacheLookup> result = absl::UnknownError("pending");
   };
   // Looks through the tiers; writes a hit through to the tiers above the one that answered.

@@ -146,7 +146,7 @@ bool StopRequested(const RunOptions& options) {
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
     std::vector<BufferView> buffers, std::vector<KernelBinding> kernels, ProgramSource& source,
-    ThreadPool* pool) {
+    ThreadPool* pool, const StopFlag* stop) {
   std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan(std::move(buffers), pool));
   for (size_t i = 0; i < kernels.size(); ++i) {
     KernelBinding& binding = kernels[i];
@@ -159,7 +159,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
     k.device = binding.device;
     k.buffer_indices = std::move(binding.buffers);
     k.fixedvars = std::move(binding.fixedvars);
-    auto program = source.Get(*binding.device, binding.ast);
+    auto program = source.Get(*binding.device, binding.ast, stop);
     if (!program.ok()) return WithContext(program.status(), absl::StrCat("kernel ", i));
     k.program = *std::move(program);
     UOPD_RETURN_IF_ERROR(BindBuffers(k, plan->buffers_));

@@ -83,10 +83,12 @@ class ExecutionPlan {
   // Errors: INVALID_ARGUMENT naming the kernel and slot for an unbound slot, a buffer of the
   // wrong dtype, too small, or on another device, or one storage bound to two slots of a kernel
   // that writes it; errors of the ProgramSource (rendering, compiling).
+  // `stop` (may be null) abandons compiles once set: the call building the plan is over.
   static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(std::vector<BufferView> buffers,
                                                               std::vector<KernelBinding> kernels,
                                                               ProgramSource& source,
-                                                              ThreadPool* pool);
+                                                              ThreadPool* pool,
+                                                              const StopFlag* stop = nullptr);
 
   // Runs every kernel with `values` for the variables. All values are checked against every
   // kernel's bounds before anything runs (INVALID_ARGUMENT naming the variable and kernel).

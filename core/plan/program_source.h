@@ -25,9 +25,10 @@ class ProgramSource {
  public:
   virtual ~ProgramSource() = default;
   // The kernel `ast` made runnable on `device`. Errors come from rendering (INVALID_ARGUMENT,
-  // UNIMPLEMENTED), compiling (INTERNAL) or loading.
+  // UNIMPLEMENTED), compiling (INTERNAL, RESOURCE_EXHAUSTED) or loading; CANCELLED once `stop`
+  // (may be null) is set while waiting for a compile.
   virtual absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(
-      Device& device, std::shared_ptr<const KernelAst> ast) = 0;
+      Device& device, std::shared_ptr<const KernelAst> ast, const StopFlag* stop) = 0;
 };
 
 }  // namespace uopd

@@ -1,6 +1,7 @@
 // Security probes against a real daemon: each is something an attacker with only network access
 // to the gRPC port tried, repeated as a test that must get a clean status while the daemon
 // serves on.
+#include <chrono>
 #include <cstdint>
 #include <limits>
 
@@ -17,6 +18,7 @@ namespace {
 
 using testing::CompileOf;
 using testing::DaemonProcess;
+using testing::HeavyKernel;
 using testing::ScaleKernel;
 using testing::StatusIs;
 using v1::DType;
@@ -94,6 +96,81 @@ TEST(Security, InvalidAssemblyInClientSourceFailsTheCallNotTheDaemon) {
   EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument,
                        {"this is not an instruction"}));
   UOPD_EXPECT_OK(client.Compile(valid));
+}
+
+TEST(Security, CompilersCannotReadHostFilesEvenWithClientSourceAllowed) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("incbin"), {"--allow_client_source"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 6.0), "");
+  v1::CompileRequest request = valid;
+  request.mutable_source()->set_src(
+      absl::StrCat("module asm \".incbin \\\"/etc/passwd\\\"\"\n", valid.source().src()));
+  auto compiled = client.Compile(request);
+  // The compile worker's sandbox cannot open the file: the assembler fails, nothing is read.
+  EXPECT_TRUE(StatusIs(compiled, absl::StatusCode::kInvalidArgument, {"incbin"}));
+  UOPD_EXPECT_OK(client.Compile(valid));
+}
+
+TEST(Security, ACompilerCrashCostsOneCallAndTheDaemonServesOn) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("crash"),
+                       {"--allow_client_source", "--compile_workers=1"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 8.0), "");
+  // An intrinsic x86 cannot select: LLVM reports a fatal error and aborts its process.
+  v1::CompileRequest request = valid;
+  request.mutable_source()->set_src(
+      "declare i64 @llvm.aarch64.get.fpcr()\n"
+      "define i32 @scale(ptr %b, ptr %v) {\n"
+      "  %x = call i64 @llvm.aarch64.get.fpcr()\n"
+      "  %t = trunc i64 %x to i32\n"
+      "  ret i32 %t\n"
+      "}\n");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(
+        StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument, {"Cannot select"}));
+  }
+  // A fresh worker took the place of each that died.
+  UOPD_EXPECT_OK(client.Compile(valid));
+  UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 8.5))));
+  EXPECT_GE(daemon.Metric("uopd_compile_worker_events_total{event=\"crashed\"}"), 3);
+}
+
+TEST(Security, AnObjectTooLargeOrACompileOutOfMemoryFailsTheCall) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("zero"),
+                       {"--allow_client_source", "--compile_memory_bytes=1073741824"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 9.0), "");
+  v1::CompileRequest request = valid;
+  // 100 MB of zeros from a one-line request: over the 64 MiB object limit.
+  request.mutable_source()->set_src(
+      absl::StrCat("module asm \".zero 100000000\"\n", valid.source().src()));
+  EXPECT_TRUE(
+      StatusIs(client.Compile(request), absl::StatusCode::kResourceExhausted, {"over the limit"}));
+  // 3 GB: past the worker's 1 GiB of memory (this aborted the daemon at 2.5 GB).
+  request.mutable_source()->set_src(
+      absl::StrCat("module asm \".zero 3000000000\"\n", valid.source().src()));
+  EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kResourceExhausted, {"memory"}));
+  UOPD_EXPECT_OK(client.Compile(valid));
+}
+
+TEST(Security, ACallThatEndsStopsItsCompile) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cancel-compile"),
+                       {"--compile_workers=1"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  // About 9 s of LLVM work, abandoned after 1 s: the only worker is killed and replaced, so
+  // the next compile does not queue behind it.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(HeavyKernel(64, 10000)), absl::Seconds(1)),
+                       absl::StatusCode::kDeadlineExceeded));
+  UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0) << "the abandoned compile kept its worker";
+  EXPECT_EQ(daemon.Metric("uopd_compile_worker_events_total{event=\"cancelled\"}"), 1);
 }
 
 }  // namespace

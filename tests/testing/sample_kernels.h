@@ -82,6 +82,32 @@ inline v1::Graph ModSumKernel(int64_t rows, const std::vector<int64_t>& extents)
   return g.Sink({g.End(g.Store(g.Target(out, r), total), {r})}, "r_mod_sum");
 }
 
+// out[i] = sum over t < terms of in[i] * c_t + d_t, with distinct constants, summed as a balanced
+// tree: about 4 * terms nodes of straight-line code that takes LLVM seconds to optimize.
+inline v1::Graph HeavyKernel(int64_t n, int terms) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, n);
+  int r = g.Range(g.Index(n), 0);
+  int in = g.Buffer(1, v1::DType::FLOAT32, n);
+  int x = g.Load(in, r);
+  std::vector<int> level;
+  for (int t = 0; t < terms; ++t) {
+    int product =
+        g.Node(v1::Node::MUL, v1::DType::FLOAT32, {x, g.Float(v1::DType::FLOAT32, 1.0 + t * 1e-3)});
+    level.push_back(g.Node(v1::Node::ADD, v1::DType::FLOAT32,
+                           {product, g.Float(v1::DType::FLOAT32, t * 1e-2)}));
+  }
+  while (level.size() > 1) {
+    std::vector<int> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2) {
+      next.push_back(g.Node(v1::Node::ADD, v1::DType::FLOAT32, {level[i], level[i + 1]}));
+    }
+    if (level.size() % 2 == 1) next.push_back(level.back());
+    level = std::move(next);
+  }
+  return g.Sink({g.End(g.Store(g.Target(out, r), level[0]), {r})}, "heavy");
+}
+
 }  // namespace uopd::testing
 
 #endif  // UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
