@@ -1,7 +1,8 @@
-// Compile latency per corpus kernel: uopd's in-process LLVM 19 (LlvmCompiler) against a
-// `clang-19 -O2 -c` subprocess on the same LLVM IR, interleaved in one run.
+// Compile latency per corpus kernel: uopd's LLVM 19 in a sandboxed compile worker (what the
+// daemon does), and in process (LlvmCompiler), against a `clang-19 -O2 -c` subprocess on the
+// same LLVM IR, interleaved in one run.
 //
-//   cpu_compile_bench [--clang PATH] [--limit N] CORPUS_DIR...
+//   cpu_compile_bench [--clang PATH] [--uopd PATH] [--limit N] CORPUS_DIR...
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,15 +16,19 @@
 #include "bench/bench_util.h"
 #include "core/corpus/corpus_file.h"
 #include "core/ir/kernel_ast.h"
+#include "core/worker/compile_worker_pool.h"
 
 int main(int argc, char** argv) {
   std::string clang = "clang-19";
+  std::string uopd = UOPD_DAEMON_PATH;
   int limit = 1 << 30;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--clang" && i + 1 < argc)
       clang = argv[++i];
+    else if (arg == "--uopd" && i + 1 < argc)
+      uopd = argv[++i];
     else if (arg == "--limit" && i + 1 < argc)
       limit = std::atoi(argv[++i]);
     else
@@ -36,10 +41,19 @@ int main(int argc, char** argv) {
   }
   uopd::LlvmRenderer renderer;
   uopd::LlvmCompiler compiler;
+  uopd::CompileWorkerPoolOptions options;
+  options.executable = uopd;
+  options.argv = {uopd, "compile-worker"};
+  options.workers = 1;
+  auto pool = uopd::CompileWorkerPool::Start(options);
+  if (!pool.ok()) {
+    std::fprintf(stderr, "%s\n", pool.status().ToString().c_str());
+    return 2;
+  }
   std::string dir = absl::StrCat("/tmp/uopd_compile_bench.", getpid());
   std::string mkdir = "mkdir -p " + dir;
   if (std::system(mkdir.c_str()) != 0) return 2;
-  std::vector<double> in_process, subprocess, ratios;
+  std::vector<double> in_process, sandboxed, subprocess, ratios, sandboxed_ratios;
   for (const std::string& file : *files) {
     if (static_cast<int>(in_process.size()) >= limit) break;
     auto entry = uopd::LoadCorpusFile(file);
@@ -53,6 +67,13 @@ int main(int argc, char** argv) {
     std::string cmd = absl::StrCat(clang, " -O2 -c -Wno-override-module ", ll, " -o ", dir, "/k.o");
     double t_in = uopd::bench::Percentile(
         uopd::bench::Sample(1, 3, [&] { (void)compiler.CompileIr(spec->src, spec->name); }), 0.5);
+    double t_box = uopd::bench::Percentile(
+        uopd::bench::Sample(1, 3,
+                            [&] {
+                              if (!(*pool)->Compile("CPU", compiler.Target(), *spec, nullptr).ok())
+                                std::abort();
+                            }),
+        0.5);
     double t_sub = uopd::bench::Percentile(uopd::bench::Sample(0, 3,
                                                                [&] {
                                                                  if (std::system(cmd.c_str()) != 0)
@@ -60,18 +81,24 @@ int main(int argc, char** argv) {
                                                                }),
                                            0.5);
     in_process.push_back(t_in);
+    sandboxed.push_back(t_box);
     subprocess.push_back(t_sub);
     ratios.push_back(t_sub / t_in);
+    sandboxed_ratios.push_back(t_sub / t_box);
   }
   std::string cleanup = "rm -rf " + dir;
   (void)std::system(cleanup.c_str());
   using uopd::bench::Percentile;
   std::printf("kernels: %zu (corpus cases, each timed 3x, median taken)\n", in_process.size());
   std::printf("%-28s %12s %12s\n", "compile latency (ms)", "median", "p90");
+  std::printf("%-28s %12.2f %12.2f\n", "uopd sandboxed worker -O3",
+              1e3 * Percentile(sandboxed, 0.5), 1e3 * Percentile(sandboxed, 0.9));
   std::printf("%-28s %12.2f %12.2f\n", "uopd in-process LLVM -O3",
               1e3 * Percentile(in_process, 0.5), 1e3 * Percentile(in_process, 0.9));
   std::printf("%-28s %12.2f %12.2f\n", "clang-19 -O2 -c subprocess",
               1e3 * Percentile(subprocess, 0.5), 1e3 * Percentile(subprocess, 0.9));
+  std::printf("speed-up (subprocess / sandboxed worker), per kernel: median %.1fx, p10 %.1fx\n",
+              Percentile(sandboxed_ratios, 0.5), Percentile(sandboxed_ratios, 0.1));
   std::printf("speed-up (subprocess / in-process), per kernel: median %.1fx, p10 %.1fx\n",
               Percentile(ratios, 0.5), Percentile(ratios, 0.1));
   return 0;
