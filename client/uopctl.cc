@@ -5,12 +5,17 @@
 //   uopctl [--server ADDR] run PATH... [--device D] [--verbose]
 //   uopctl [--server ADDR] cache stats
 //
+// Credentials: --token_file FILE (or $UOPD_TOKEN) for a bearer token; --tls_ca FILE for a TLS
+// server, with --tls_cert FILE --tls_key FILE where the server requires client certificates.
+//
 // FILE is a kernel AST (Graph JSON) or a corpus case. `run` takes corpus case and plan files or
 // folders, prints one line per failure and ends with "N passed, M failed" (exit 0 only when
 // nothing failed), like uopd-conformance but through the daemon.
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -32,7 +37,9 @@ constexpr char kUsage[] =
     "                                            compile a kernel AST (Graph JSON or corpus case)\n"
     "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
     "  cache stats                               cache tier and compilation counters\n"
-    "ADDR defaults to 127.0.0.1:50051.\n";
+    "ADDR defaults to 127.0.0.1:50051 (unix:/path for a unix socket).\n"
+    "credentials: --token_file FILE (or $UOPD_TOKEN), --tls_ca FILE [--tls_cert FILE "
+    "--tls_key FILE]\n";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "uopctl: %s\n", status.ToString().c_str());
@@ -168,6 +175,7 @@ int CacheStats(uopd::Client& client) {
 
 int main(int argc, char** argv) {
   std::string server = "127.0.0.1:50051", device = "CPU", target, emit;
+  std::string token_file, tls_ca, tls_cert, tls_key;
   bool verbose = false;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
@@ -185,6 +193,14 @@ int main(int argc, char** argv) {
       emit = *v;
     else if (auto v = value("--target"))
       target = *v;
+    else if (auto v = value("--token_file"))
+      token_file = *v;
+    else if (auto v = value("--tls_ca"))
+      tls_ca = *v;
+    else if (auto v = value("--tls_cert"))
+      tls_cert = *v;
+    else if (auto v = value("--tls_key"))
+      tls_key = *v;
     else if (arg == "--verbose" || arg == "-v")
       verbose = true;
     else if (arg == "--help" || arg == "-h") {
@@ -202,7 +218,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uopctl: --emit takes src, bytes or ptx\n");
     return 2;
   }
-  uopd::Client client(server);
+  uopd::ClientOptions options;
+  if (const char* token = std::getenv("UOPD_TOKEN")) options.token = token;
+  // Files, not flags, for secrets: a flag's value is visible to every user in `ps`.
+  for (auto [path, out] :
+       {std::pair{token_file, &options.token}, std::pair{tls_ca, &options.tls_root_certs},
+        std::pair{tls_cert, &options.tls_cert_chain},
+        std::pair{tls_key, &options.tls_private_key}}) {
+    if (path.empty()) continue;
+    auto text = uopd::ReadFileToString(path);
+    if (!text.ok()) return Fail(text.status());
+    *out = *text;
+  }
+  while (!options.token.empty() && std::isspace(static_cast<unsigned char>(options.token.back()))) {
+    options.token.pop_back();
+  }
+  uopd::Client client(server, options);
   const std::string& command = args[0];
   if (command == "devices") return Devices(client);
   if (command == "compile" && args.size() == 2)

@@ -13,35 +13,50 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 
 namespace {
 
-template <typename Response, typename Call>
-absl::StatusOr<Response> Unary(Call call, absl::Duration timeout = absl::InfiniteDuration()) {
-  grpc::ClientContext context;
-  if (timeout != absl::InfiniteDuration()) {
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+// Each Client gets its own connection (not one shared through gRPC's global subchannel pool):
+// the server tells anonymous clients apart by connection, so two Clients are two identities.
+std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address,
+                                          const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(8 << 20);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!options.tls_root_certs.empty()) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = options.tls_root_certs;
+    tls.pem_cert_chain = options.tls_cert_chain;
+    tls.pem_private_key = options.tls_private_key;
+    credentials = grpc::SslCredentials(tls);
+    if (!options.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_server_name);
+    }
   }
+  return grpc::CreateCustomChannel(address, credentials, args);
+}
+
+}  // namespace
+
+std::unique_ptr<grpc::ClientContext> Client::NewContext(absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
+  if (timeout != absl::InfiniteDuration()) {
+    context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
+  return context;
+}
+
+template <typename Response, typename Call>
+absl::StatusOr<Response> Client::Unary(Call call, absl::Duration timeout) {
+  std::unique_ptr<grpc::ClientContext> context = NewContext(timeout);
   Response response;
-  grpc::Status status = call(&context, &response);
+  grpc::Status status = call(context.get(), &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }
 
-}  // namespace
-
-namespace {
-
-// Each Client gets its own connection (not one shared through gRPC's global subchannel pool):
-// the server tells clients apart by connection, so two Clients are two identities.
-std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetMaxReceiveMessageSize(8 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
-}  // namespace
-
-Client::Client(const std::string& address)
-    : channel_(OwnChannel(address)),
+Client::Client(const std::string& address, ClientOptions options)
+    : options_(std::move(options)),
+      channel_(OwnChannel(address, options_)),
       kernels_(v1::KernelService::NewStub(channel_)),
       cache_(v1::CacheService::NewStub(channel_)) {}
 
@@ -83,9 +98,9 @@ absl::StatusOr<std::string> Client::CreateBuffer(const std::string& device, v1::
 
 absl::Status Client::WriteBuffer(const std::string& handle, const std::string& bytes,
                                  int64_t offset, int64_t chunk_bytes) {
-  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientContext> context = NewContext();
   v1::WriteBufferResponse response;
-  auto writer = kernels_->WriteBuffer(&context, &response);
+  auto writer = kernels_->WriteBuffer(context.get(), &response);
   v1::WriteBufferChunk chunk;
   chunk.set_handle(handle);
   int64_t at = 0;
@@ -103,12 +118,12 @@ absl::Status Client::WriteBuffer(const std::string& handle, const std::string& b
 
 absl::StatusOr<std::string> Client::ReadBuffer(const std::string& handle, int64_t offset,
                                                int64_t length) {
-  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientContext> context = NewContext();
   v1::ReadBufferRequest request;
   request.set_handle(handle);
   request.set_offset(offset);
   request.set_length(length);
-  auto reader = kernels_->ReadBuffer(&context, request);
+  auto reader = kernels_->ReadBuffer(context.get(), request);
   std::string out;
   v1::ReadBufferChunk chunk;
   while (reader->Read(&chunk)) out += chunk.data();

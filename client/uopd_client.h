@@ -9,15 +9,26 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
 #include "uopd/v1/kernel_service.grpc.pb.h"
 
 namespace uopd {
 
-// Safe for concurrent use (gRPC stubs are). One channel, so one identity on the server.
+struct ClientOptions {
+  std::string token;  // bearer token: the identity this client acts as ("" = anonymous)
+  // TLS (PEM text, not paths): with `tls_root_certs` the channel is TLS, verified against them.
+  std::string tls_root_certs;
+  std::string tls_cert_chain;   // client certificate, for servers that require one
+  std::string tls_private_key;  // its key
+  std::string tls_server_name;  // the name to verify the server's certificate for, if not the host
+};
+
+// Safe for concurrent use (gRPC stubs are). One connection of its own: without a token, one
+// anonymous identity on the server; with one, the token's identity (shared across clients).
 class Client {
  public:
-  // Connects lazily to `address` ("127.0.0.1:50051").
-  explicit Client(const std::string& address);
+  // Connects lazily to `address` ("127.0.0.1:50051", "unix:/run/uopd.sock").
+  explicit Client(const std::string& address, ClientOptions options = {});
 
   absl::StatusOr<v1::ListDevicesResponse> ListDevices();
   // `timeout`: the call's deadline from now (DEADLINE_EXCEEDED past it; the server abandons
@@ -44,6 +55,13 @@ class Client {
   bool WaitForReady(double seconds);
 
  private:
+  // A context for one call: the token, and a deadline `timeout` from now unless infinite.
+  std::unique_ptr<grpc::ClientContext> NewContext(
+      absl::Duration timeout = absl::InfiniteDuration()) const;
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Unary(Call call, absl::Duration timeout = absl::InfiniteDuration());
+
+  ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KernelService::Stub> kernels_;
   std::unique_ptr<v1::CacheService::Stub> cache_;

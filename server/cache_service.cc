@@ -19,9 +19,9 @@ absl::Status CheckKey(const std::string& key) {
 
 }  // namespace
 
-grpc::Status CacheServiceImpl::Stats(grpc::ServerContext*, const v1::CacheStatsRequest*,
+grpc::Status CacheServiceImpl::Stats(grpc::ServerContext* context, const v1::CacheStatsRequest*,
                                      v1::CacheStatsResponse* response) {
-  return Serve("CacheStats", [&] {
+  return Serve("CacheStats", *context, std::nullopt, [&](const Identity&) {
     for (const auto& tier : cache_.tiers()) {
       TierStats s = tier->stats();
       v1::TierStatsInfo* info = response->add_tiers();
@@ -46,10 +46,10 @@ grpc::Status CacheServiceImpl::Stats(grpc::ServerContext*, const v1::CacheStatsR
   });
 }
 
-grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext*,
+grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext* context,
                                            const v1::FindMissingRequest* request,
                                            v1::FindMissingResponse* response) {
-  return Serve("CacheFindMissing", [&]() -> absl::Status {
+  return Serve("CacheFindMissing", *context, kRightCacheRead, [&](const Identity&) -> absl::Status {
     if (request->keys_size() > 10'000) {
       return absl::ResourceExhaustedError("at most 10000 keys per call");
     }
@@ -61,9 +61,10 @@ grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext*,
   });
 }
 
-grpc::Status CacheServiceImpl::Get(grpc::ServerContext*, const v1::CacheGetRequest* request,
+grpc::Status CacheServiceImpl::Get(grpc::ServerContext* context, const v1::CacheGetRequest* request,
                                    v1::CacheGetResponse* response) {
-  return Serve("CacheGet", [&]() -> absl::Status {
+  // Entries hold source text and code: reading them is a right of its own.
+  return Serve("CacheGet", *context, kRightCacheRead, [&](const Identity&) -> absl::Status {
     UOPD_RETURN_IF_ERROR(CheckKey(request->key()));
     if (auto value = cache_.GetSerialized(request->key())) {
       response->set_found(true);
@@ -73,9 +74,9 @@ grpc::Status CacheServiceImpl::Get(grpc::ServerContext*, const v1::CacheGetReque
   });
 }
 
-grpc::Status CacheServiceImpl::Put(grpc::ServerContext*, const v1::CachePutRequest* request,
+grpc::Status CacheServiceImpl::Put(grpc::ServerContext* context, const v1::CachePutRequest* request,
                                    v1::CachePutResponse*) {
-  return Serve("CachePut", [&]() -> absl::Status {
+  return Serve("CachePut", *context, kRightCacheWrite, [&](const Identity&) -> absl::Status {
     if (!accept_puts_) {
       return absl::PermissionDeniedError(
           "this server does not accept cache entries from clients (start it with "

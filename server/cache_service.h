@@ -3,7 +3,7 @@
 #define UOPD_SERVER_CACHE_SERVICE_H_
 
 #include "core/cache/kernel_cache.h"
-#include "server/metrics.h"
+#include "server/serve_rpc.h"
 #include "uopd/v1/kernel_service.grpc.pb.h"
 
 namespace uopd {
@@ -13,9 +13,8 @@ class CacheServiceImpl final : public v1::CacheService::Service {
  public:
   // Put is refused (PERMISSION_DENIED) unless `accept_puts`: a client that can put bytes into
   // the cache chooses code other clients' kernels will run, so only trusted peers may.
-  CacheServiceImpl(KernelCache& cache, Metrics* metrics, bool accept_puts,
-                   ServerDrain* drain = nullptr)
-      : cache_(cache), metrics_(metrics), accept_puts_(accept_puts), drain_(drain) {}
+  CacheServiceImpl(KernelCache& cache, RpcEnv env, bool accept_puts)
+      : cache_(cache), env_(env), accept_puts_(accept_puts) {}
 
   grpc::Status Stats(grpc::ServerContext* context, const v1::CacheStatsRequest* request,
                      v1::CacheStatsResponse* response) override;
@@ -28,14 +27,14 @@ class CacheServiceImpl final : public v1::CacheService::Service {
 
  private:
   template <typename Body>
-  grpc::Status Serve(const char* method, Body&& body) {
-    return ServeRpc(metrics_, drain_, method, std::forward<Body>(body));
+  grpc::Status Serve(const char* method, const grpc::ServerContext& context,
+                     std::optional<Right> right, Body&& body) {
+    return ServeRpc(env_, method, context, right, std::forward<Body>(body));
   }
 
   KernelCache& cache_;
-  Metrics* metrics_;
+  const RpcEnv env_;
   const bool accept_puts_;
-  ServerDrain* drain_;
 };
 
 }  // namespace uopd

@@ -71,8 +71,6 @@ RunOptions UntilCancelled(grpc::ServerContext& context, const RunWatchdog::Watch
 
 }  // namespace
 
-std::string ClientIdentity(const grpc::ServerContext& context) { return context.peer(); }
-
 absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
                                     const google::protobuf::Map<std::string, int64_t>& vars,
                                     const google::protobuf::RepeatedField<int32_t>& return_buffers,
@@ -91,9 +89,10 @@ absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
   return FillOutputs(plan.buffers(), return_buffers, outputs);
 }
 
-grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
+grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext* context,
+                                            const v1::ListDevicesRequest*,
                                             v1::ListDevicesResponse* response) {
-  return Serve("ListDevices", [&] {
+  return Serve("ListDevices", *context, std::nullopt, [&](const Identity&) {
     for (Device* device : ctx_.devices.devices()) {
       v1::DeviceInfo* info = response->add_devices();
       info->set_name(device->name());
@@ -124,7 +123,7 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::Comp
   return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast), stop);
 }
 
-absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
+absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(const Identity& who, Device& device,
                                                                const v1::RenderedSource& source,
                                                                const StopFlag* stop) {
   // Source rendered by the client: keyed on the source and its stated metadata.
@@ -134,6 +133,7 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
         "arbitrary code in the daemon (start uopd with --allow_client_source to permit it); "
         "send the kernel AST instead");
   }
+  UOPD_RETURN_IF_ERROR(who.Require(kRightClientSource, "compile client-rendered source"));
   if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
   v1::CachedKernel stated;
   *stated.mutable_metadata() = source.metadata();
@@ -166,7 +166,7 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(Device& device,
 grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
                                         const v1::CompileRequest* request,
                                         v1::CompileResponse* response) {
-  return Serve("Compile", [&]() -> absl::Status {
+  return Serve("Compile", *context, kRightCompile, [&](const Identity& who) -> absl::Status {
     // A compile whose call is over is abandoned (its worker killed), freeing the core.
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
     CompileResult result;
@@ -178,7 +178,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
         UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast), watch.flag()));
       } else if (request->has_source()) {
-        UOPD_ASSIGN_OR_RETURN(result, CompileSource(*device, request->source(), watch.flag()));
+        UOPD_ASSIGN_OR_RETURN(result, CompileSource(who, *device, request->source(), watch.flag()));
       } else {
         return absl::InvalidArgumentError("the request has neither an ast nor a source");
       }
@@ -201,8 +201,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                              const v1::CreateBufferRequest* request,
                                              v1::CreateBufferResponse* response) {
-  return Serve("CreateBuffer", [&]() -> absl::Status {
-    const std::string owner = ClientIdentity(*context);
+  return Serve("CreateBuffer", *context, kRightRun, [&](const Identity& who) -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request->dtype()));
     UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, request->size()));
     if (!request->initial().empty() && static_cast<int64_t>(request->initial().size()) != bytes) {
@@ -210,14 +209,13 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                                      " bytes, size * itemsize is ", bytes));
     }
     UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
-    UOPD_RETURN_IF_ERROR(ctx_.resources.CheckBufferQuota(owner, bytes));
-    UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
+    UOPD_ASSIGN_OR_RETURN(auto storage, ctx_.resources.Allocate(who, *device, bytes));
     if (!request->initial().empty()) {
       UOPD_RETURN_IF_ERROR(
           device->allocator().CopyIn(storage->data(), request->initial().data(), bytes));
     }
     UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
-    UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(owner, std::move(view)));
+    UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(who, std::move(view)));
     response->set_handle(handle);
     response->set_bytes(bytes);
     return absl::OkStatus();
@@ -227,8 +225,7 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
                                             grpc::ServerReader<v1::WriteBufferChunk>* reader,
                                             v1::WriteBufferResponse* response) {
-  return Serve("WriteBuffer", [&]() -> absl::Status {
-    const std::string owner = ClientIdentity(*context);
+  return Serve("WriteBuffer", *context, kRightRun, [&](const Identity& who) -> absl::Status {
     v1::WriteBufferChunk chunk;
     std::optional<BufferView> view;
     std::string handle;
@@ -238,7 +235,7 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
       if (!view) {
         if (chunk.handle().empty())
           return absl::InvalidArgumentError("the first chunk must name a handle");
-        UOPD_ASSIGN_OR_RETURN(view, ctx_.resources.GetBuffer(owner, chunk.handle()));
+        UOPD_ASSIGN_OR_RETURN(view, ctx_.resources.GetBuffer(who, chunk.handle()));
         handle = chunk.handle();
       } else if (!chunk.handle().empty() && chunk.handle() != handle) {
         return absl::InvalidArgumentError("all chunks of one WriteBuffer call go to one handle");
@@ -259,9 +256,8 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
                                            const v1::ReadBufferRequest* request,
                                            grpc::ServerWriter<v1::ReadBufferChunk>* writer) {
-  return Serve("ReadBuffer", [&]() -> absl::Status {
-    const std::string owner = ClientIdentity(*context);
-    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(owner, request->handle()));
+  return Serve("ReadBuffer", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request->handle()));
     const int64_t total = static_cast<int64_t>(view.bytes());
     const int64_t offset = request->offset();
     UOPD_RETURN_IF_ERROR(CheckByteRange(offset, 0, total));
@@ -289,17 +285,16 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
                                            const v1::FreeBufferRequest* request,
                                            v1::FreeBufferResponse*) {
-  return Serve("FreeBuffer", [&] {
-    return ctx_.resources.FreeBuffer(ClientIdentity(*context), request->handle());
+  return Serve("FreeBuffer", *context, kRightRun, [&](const Identity& who) {
+    return ctx_.resources.FreeBuffer(who, request->handle());
   });
 }
 
 grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                         const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
-  return Serve("Execute", [&]() -> absl::Status {
-    const std::string owner = ClientIdentity(*context);
-    RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
+  return Serve("Execute", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
@@ -315,9 +310,8 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
                                         const v1::PrepareRequest* request,
                                         v1::PrepareResponse* response) {
-  return Serve("Prepare", [&]() -> absl::Status {
-    const std::string owner = ClientIdentity(*context);
-    RequestContext rc{owner, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
+  return Serve("Prepare", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
@@ -336,7 +330,8 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
       info->set_cache_key(KeyFor(*k.device, k.ast->hash).Hex());
       for (int dep : k.dependencies) info->add_dependencies(dep);
     }
-    UOPD_ASSIGN_OR_RETURN(std::string id, ctx_.resources.AddPlan(owner, std::move(plan)));
+    UOPD_ASSIGN_OR_RETURN(std::string id,
+                          ctx_.resources.AddPlan(who, std::move(plan), std::move(built.handles)));
     response->set_plan_id(id);
     return absl::OkStatus();
   });
@@ -345,9 +340,8 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
                                         const v1::RunPlanRequest* request,
                                         v1::RunPlanResponse* response) {
-  return Serve("RunPlan", [&]() -> absl::Status {
-    UOPD_ASSIGN_OR_RETURN(auto plan,
-                          ctx_.resources.GetPlan(ClientIdentity(*context), request->plan_id()));
+  return Serve("RunPlan", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(who, request->plan_id()));
     return Run(*plan, request->vars(), request->return_buffers(), *context,
                response->mutable_timings(), response->mutable_outputs());
   });
@@ -356,8 +350,8 @@ grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
 grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
                                             const v1::ReleasePlanRequest* request,
                                             v1::ReleasePlanResponse*) {
-  return Serve("ReleasePlan", [&] {
-    return ctx_.resources.ReleasePlan(ClientIdentity(*context), request->plan_id());
+  return Serve("ReleasePlan", *context, kRightRun, [&](const Identity& who) {
+    return ctx_.resources.ReleasePlan(who, request->plan_id());
   });
 }
 

@@ -9,8 +9,10 @@
 #include "core/ir/limits.h"
 #include "core/session/resource_registry.h"
 #include "core/util/thread_pool.h"
+#include "server/authenticator.h"
 #include "server/metrics.h"
 #include "server/run_watchdog.h"
+#include "server/serve_rpc.h"
 #include "uopd/v1/kernel_service.grpc.pb.h"
 
 namespace uopd {
@@ -31,7 +33,9 @@ struct ServiceContext {
   RunWatchdog* watchdog = nullptr;  // stops kernels of calls that are over; may be null
   ServerDrain* drain = nullptr;     // counts calls for a SIGTERM drain; may be null
   // Compile RenderedSource programs (client LLVM IR / CUDA C): arbitrary code on this host.
+  // Callers also need the client_source right.
   bool allow_client_source = false;
+  const Authenticator* auth = nullptr;  // null: one anonymous caller with every right
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).
@@ -63,8 +67,10 @@ class KernelServiceImpl final : public v1::KernelService::Service {
 
  private:
   template <typename Body>
-  grpc::Status Serve(const char* method, Body&& body) {
-    return ServeRpc(ctx_.metrics, ctx_.drain, method, std::forward<Body>(body));
+  grpc::Status Serve(const char* method, const grpc::ServerContext& context,
+                     std::optional<Right> right, Body&& body) {
+    return ServeRpc(RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth}, method, context, right,
+                    std::forward<Body>(body));
   }
 
   // Runs `plan` with `vars`, stopping if the call is cancelled, and fills the timings and the
@@ -76,14 +82,12 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                    google::protobuf::RepeatedPtrField<v1::BufferData>* outputs);
   absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request,
                                                  const StopFlag* stop);
-  absl::StatusOr<CompileResult> CompileSource(Device& device, const v1::RenderedSource& source,
+  absl::StatusOr<CompileResult> CompileSource(const Identity& who, Device& device,
+                                              const v1::RenderedSource& source,
                                               const StopFlag* stop);
 
   ServiceContext ctx_;
 };
-
-// The identity resources belong to: for now the peer address of the connection.
-std::string ClientIdentity(const grpc::ServerContext& context);
 
 }  // namespace uopd
 

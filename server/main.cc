@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backends/cpu/cpu_device.h"
@@ -32,10 +33,12 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "server/authenticator.h"
 #include "server/cache_service.h"
 #include "server/compile_worker_main.h"
 #include "server/kernel_service.h"
 #include "server/metrics.h"
+#include "server/transport_credentials.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address (HOST:PORT; port 0 picks a free one)");
@@ -60,9 +63,23 @@ ABSL_FLAG(bool, compile_in_process, false,
           "compile inside the daemon instead of sandboxed workers (no isolation: debugging only)");
 ABSL_FLAG(int32_t, threads, 0, "worker threads for kernels (0 = one per core)");
 ABSL_FLAG(absl::Duration, idle_ttl, absl::Minutes(30), "reclaim buffers and plans idle this long");
-ABSL_FLAG(int64_t, max_buffer_bytes, int64_t{16} << 30,
-          "largest buffer a client may create, bytes");
-ABSL_FLAG(int64_t, max_client_bytes, int64_t{64} << 30, "all buffers of one client, bytes");
+ABSL_FLAG(int64_t, max_buffer_bytes, 0,
+          "largest buffer a client may create, bytes (0 = a quarter of the host's memory)");
+ABSL_FLAG(int64_t, max_client_bytes, 0,
+          "memory of one identity (anonymous: of one source host): buffers, inline buffers and "
+          "plans until freed, bytes (0 = a quarter of the host's memory)");
+ABSL_FLAG(int64_t, max_total_bytes, 0,
+          "memory of all clients together, bytes (0 = three quarters of the host's memory)");
+ABSL_FLAG(std::string, identities, "",
+          "identity file: NAME RIGHTS token:TOKEN|sha256:HEX|x509:COMMON_NAME per line");
+ABSL_FLAG(std::string, anonymous_rights, "",
+          "rights of callers without a credential ('' = compile,run without --identities, "
+          "none with it; 'none', or a list of compile,run,cache_read,cache_write,"
+          "client_source,admin)");
+ABSL_FLAG(std::string, tls_cert, "", "TLS: the server's certificate chain (PEM)");
+ABSL_FLAG(std::string, tls_key, "", "TLS: the server's private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "TLS: require client certificates signed by this CA (PEM)");
 ABSL_FLAG(int64_t, max_nodes, 200'000, "largest kernel AST, nodes");
 ABSL_FLAG(int64_t, max_depth, 20'000, "longest source chain in a kernel AST");
 ABSL_FLAG(int64_t, max_buffer_elements, int64_t{1} << 34,
@@ -86,6 +103,7 @@ std::string DefaultCacheDir() {
 
 // "host:port" of `listen` with its port replaced by `port`.
 std::string WithPort(const std::string& listen, int port) {
+  if (absl::StartsWith(listen, "unix:")) return listen;
   size_t colon = listen.rfind(':');
   return absl::StrCat(listen.substr(0, colon), ":", port);
 }
@@ -186,11 +204,36 @@ int Run() {
   KernelCache cache(std::move(tiers));
   CachingProgramSource programs(cache);
 
-  RegistryLimits limits;
+  // Quotas from the host's memory unless given: no set of clients can take all of it.
+  RegistryLimits limits = RegistryLimits::ForHostMemory(devices.devices().front()->memory_bytes());
   limits.idle_ttl = absl::GetFlag(FLAGS_idle_ttl);
-  limits.max_buffer_bytes = absl::GetFlag(FLAGS_max_buffer_bytes);
-  limits.max_client_bytes = absl::GetFlag(FLAGS_max_client_bytes);
+  if (int64_t v = absl::GetFlag(FLAGS_max_buffer_bytes); v > 0) limits.max_buffer_bytes = v;
+  if (int64_t v = absl::GetFlag(FLAGS_max_client_bytes); v > 0) limits.max_identity_bytes = v;
+  if (int64_t v = absl::GetFlag(FLAGS_max_total_bytes); v > 0) limits.max_total_bytes = v;
   ResourceRegistry resources(limits);
+
+  AuthConfig auth_config;
+  auth_config.identities_file = absl::GetFlag(FLAGS_identities);
+  std::string anonymous = absl::GetFlag(FLAGS_anonymous_rights);
+  if (anonymous.empty()) anonymous = auth_config.identities_file.empty() ? "compile,run" : "none";
+  if (auto rights = ParseRights(anonymous); rights.ok()) {
+    auth_config.anonymous_rights = *rights;
+  } else {
+    Log(LogLevel::kError, "bad --anonymous_rights", {{"error", rights.status().ToString()}});
+    return 2;
+  }
+  auto auth = Authenticator::Create(auth_config);
+  if (!auth.ok()) {
+    Log(LogLevel::kError, "cannot load identities", {{"error", auth.status().ToString()}});
+    return 2;
+  }
+  auto credentials =
+      ServerCredentialsFor(TlsFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                                    absl::GetFlag(FLAGS_tls_client_ca)});
+  if (!credentials.ok()) {
+    Log(LogLevel::kError, "cannot set up TLS", {{"error", credentials.status().ToString()}});
+    return 2;
+  }
 
   std::unique_ptr<Metrics> metrics;
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
@@ -221,30 +264,41 @@ int Run() {
   ServerDrain drain;
   KernelServiceImpl kernel_service(ServiceContext{
       devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog,
-      &drain, absl::GetFlag(FLAGS_allow_client_source)});
-  CacheServiceImpl cache_service(cache, metrics.get(), absl::GetFlag(FLAGS_cache_accept_puts),
-                                 &drain);
+      &drain, absl::GetFlag(FLAGS_allow_client_source), auth->get()});
+  CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get()},
+                                 absl::GetFlag(FLAGS_cache_accept_puts));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, *credentials, &port);
   // Idle request threads poll with this timeout; the default (10 s) is how long a drain can
   // wait on them.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 250);
   builder.RegisterService(&kernel_service);
   builder.RegisterService(&cache_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
+  if (server == nullptr || (port == 0 && !absl::StartsWith(listen, "unix:"))) {
     Log(LogLevel::kError, "cannot listen", {{"address", listen}});
     return 1;
   }
   const std::string bound = WithPort(listen, port);
   const std::string metrics_bound =
       metrics ? WithPort(absl::GetFlag(FLAGS_metrics), metrics->port()) : "";
-  Log(LogLevel::kInfo, "serving", {{"grpc", bound}, {"metrics", metrics_bound}});
+  Log(LogLevel::kInfo, "serving",
+      {{"grpc", bound},
+       {"metrics", metrics_bound},
+       {"tls", absl::GetFlag(FLAGS_tls_cert).empty() ? "off" : "on"},
+       {"identities", absl::StrCat((*auth)->identities())},
+       {"anonymous_rights", RightsToString((*auth)->anonymous_rights())}});
+  if (!IsLocalAddress(listen) && (*auth)->anonymous_rights() != 0) {
+    Log(LogLevel::kWarning,
+        "listening beyond this machine with anonymous access: anyone who reaches this port may "
+        "use the anonymous rights; give --identities (and TLS) or --anonymous_rights=none",
+        {{"grpc", bound}, {"anonymous_rights", RightsToString((*auth)->anonymous_rights())}});
+  }
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     // Written then renamed, so a reader never sees half of it.
     std::string temp = absl::GetFlag(FLAGS_port_file) + ".tmp";

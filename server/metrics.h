@@ -73,15 +73,6 @@ class RpcScope {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Serves one RPC: counted in `drain` (refused with UNAVAILABLE once it started), timed, and
-// recorded by method and outcome. `body` returns the call's absl::Status.
-template <typename Body>
-grpc::Status ServeRpc(Metrics* metrics, ServerDrain* drain, std::string method, Body&& body) {
-  RpcScope scope(metrics, drain, std::move(method));
-  if (!scope.admitted()) return scope.Refused();
-  return scope.Done(ToGrpcStatus(std::forward<Body>(body)()));
-}
-
 }  // namespace uopd
 
 #endif  // UOPD_SERVER_METRICS_H_

@@ -39,10 +39,11 @@ absl::StatusOr<BufferView> BuildInline(const RequestContext& ctx, const v1::Inli
     return absl::InvalidArgumentError(
         absl::StrCat("data has ", wire.data().size(), " bytes, size * itemsize is ", bytes));
   }
-  UOPD_RETURN_IF_ERROR(ctx.resources.CheckBufferQuota(ctx.owner, bytes));
   UOPD_ASSIGN_OR_RETURN(Device * device,
                         ctx.devices.Get(DeviceOrDefault(wire.device(), ctx.default_device)));
-  UOPD_ASSIGN_OR_RETURN(auto storage, DeviceBuffer::Create(*device, static_cast<size_t>(bytes)));
+  // Charged to the caller until the memory is freed: summed with the request's other inline
+  // buffers, and held for as long as a plan keeps it.
+  UOPD_ASSIGN_OR_RETURN(auto storage, ctx.resources.Allocate(ctx.who, *device, bytes));
   if (!wire.data().empty()) {
     UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), wire.data().data(), bytes));
   }
@@ -60,7 +61,8 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     absl::StatusOr<BufferView> view;
     switch (ref.ref_case()) {
       case v1::BufferRef::kHandle:
-        view = ctx.resources.GetBuffer(ctx.owner, ref.handle());
+        view = ctx.resources.GetBuffer(ctx.who, ref.handle());
+        built.handles.push_back(ref.handle());
         break;
       case v1::BufferRef::kInline:
         view = BuildInline(ctx, ref.inline_());

@@ -18,10 +18,11 @@ namespace uopd {
 struct BuiltBindings {
   std::vector<BufferView> buffers;
   std::vector<KernelBinding> kernels;
+  std::vector<std::string> handles;  // the buffer handles the request names
 };
 
 struct RequestContext {
-  const std::string& owner;
+  const Identity& who;
   const std::string& default_device;  // "" means "CPU"
   const DeviceRegistry& devices;
   ResourceRegistry& resources;

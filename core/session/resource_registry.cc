@@ -1,9 +1,6 @@
 #include "core/session/resource_registry.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
 namespace uopd {
@@ -15,133 +12,192 @@ absl::Status NotFound(absl::string_view kind, const std::string& handle) {
 
 }  // namespace
 
-std::string ResourceRegistry::NewHandle(absl::string_view prefix) {
-  // Unguessable: knowing one handle says nothing about another.
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return absl::StrFormat("%s-%016x%016x", prefix, rng(), rng());
+RegistryLimits RegistryLimits::ForHostMemory(int64_t memory_bytes) {
+  RegistryLimits limits;
+  if (memory_bytes <= 0) return limits;
+  limits.max_buffer_bytes = memory_bytes / 4;
+  limits.max_identity_bytes = memory_bytes / 4;
+  limits.max_total_bytes = memory_bytes / 4 * 3;
+  return limits;
 }
 
-absl::Status ResourceRegistry::CheckBufferQuota(const std::string& owner, int64_t bytes) {
+ResourceRegistry::ResourceRegistry(RegistryLimits limits)
+    : limits_(limits), ledger_(std::make_shared<Ledger>()) {}
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> ResourceRegistry::Allocate(const Identity& who,
+                                                                         Device& device,
+                                                                         int64_t bytes) {
   if (bytes > limits_.max_buffer_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "a buffer of ", bytes, " bytes exceeds the limit of ", limits_.max_buffer_bytes));
   }
-  absl::MutexLock lock(&mu_);
-  const OwnerUsage& usage = usage_[owner];
-  if (usage.buffers + 1 > limits_.max_client_buffers) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("this client already holds ", usage.buffers, " buffers, the limit"));
+  {
+    absl::MutexLock lock(&ledger_->mu);
+    int64_t& charged = ledger_->charged[who.quota_key];
+    if (charged + bytes > limits_.max_identity_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("this client's memory would reach ", charged + bytes,
+                       " bytes, over its limit of ", limits_.max_identity_bytes,
+                       " (buffers, inline buffers and plans count until they are freed)"));
+    }
+    if (ledger_->total + bytes > limits_.max_total_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the server's client memory would reach ", ledger_->total + bytes,
+                       " bytes, over its limit of ", limits_.max_total_bytes));
+    }
+    charged += bytes;
+    ledger_->total += bytes;
   }
-  if (usage.bytes + bytes > limits_.max_client_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("this client's buffers would take ", usage.bytes + bytes,
-                     " bytes, over the limit of ", limits_.max_client_bytes));
-  }
-  return absl::OkStatus();
+  // Gives the bytes back when the storage is really freed, whoever held it last.
+  struct Charged {
+    std::shared_ptr<Ledger> ledger;
+    std::string key;
+    int64_t bytes;
+    std::shared_ptr<DeviceBuffer> storage;
+    ~Charged() {
+      storage.reset();
+      absl::MutexLock lock(&ledger->mu);
+      auto it = ledger->charged.find(key);
+      it->second -= bytes;
+      if (it->second == 0) ledger->charged.erase(it);
+      ledger->total -= bytes;
+    }
+  };
+  auto charge = std::make_shared<Charged>();
+  charge->ledger = ledger_;
+  charge->key = who.quota_key;
+  charge->bytes = bytes;
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> storage =
+      DeviceBuffer::Create(device, static_cast<size_t>(bytes));
+  if (!storage.ok()) return storage.status();  // the charge is given back
+  charge->storage = *std::move(storage);
+  DeviceBuffer* raw = charge->storage.get();
+  // Aliasing: holders see the DeviceBuffer; the last of them to go frees the charge too.
+  return std::shared_ptr<DeviceBuffer>(std::move(charge), raw);
 }
 
-absl::StatusOr<std::string> ResourceRegistry::AddBuffer(const std::string& owner, BufferView view) {
-  if (absl::Status quota = CheckBufferQuota(owner, static_cast<int64_t>(view.bytes()));
-      !quota.ok()) {
-    return quota;
-  }
-  std::string handle = NewHandle("buf");
+absl::StatusOr<std::string> ResourceRegistry::AddBuffer(const Identity& who, BufferView view) {
   absl::MutexLock lock(&mu_);
-  OwnerUsage& usage = usage_[owner];
-  usage.bytes += static_cast<int64_t>(view.bytes());
-  usage.buffers += 1;
-  buffers_[handle] = BufferEntry{owner, std::move(view), absl::Now()};
+  Counts& counts = counts_[who.quota_key];
+  if (counts.buffers + 1 > limits_.max_identity_buffers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client already holds ", counts.buffers, " buffers, the limit"));
+  }
+  std::string handle = absl::StrCat("buf-", RandomHex128());
+  counts.buffers += 1;
+  buffers_[handle] = BufferEntry{who.id, who.quota_key, std::move(view), absl::Now()};
   return handle;
 }
 
-absl::StatusOr<BufferView> ResourceRegistry::GetBuffer(const std::string& owner,
+absl::StatusOr<BufferView> ResourceRegistry::GetBuffer(const Identity& who,
                                                        const std::string& handle) {
   absl::MutexLock lock(&mu_);
   auto it = buffers_.find(handle);
-  if (it == buffers_.end() || it->second.owner != owner) return NotFound("buffer", handle);
+  if (it == buffers_.end() || it->second.owner != who.id) return NotFound("buffer", handle);
   it->second.last_used = absl::Now();
   return it->second.view;
 }
 
-absl::Status ResourceRegistry::FreeBuffer(const std::string& owner, const std::string& handle) {
+absl::Status ResourceRegistry::FreeBuffer(const Identity& who, const std::string& handle) {
+  BufferView released;  // destroyed after the lock: it may free the memory
   absl::MutexLock lock(&mu_);
   auto it = buffers_.find(handle);
-  if (it == buffers_.end() || it->second.owner != owner) return NotFound("buffer", handle);
-  OwnerUsage& usage = usage_[owner];
-  usage.bytes -= static_cast<int64_t>(it->second.view.bytes());
-  usage.buffers -= 1;
+  if (it == buffers_.end() || it->second.owner != who.id) return NotFound("buffer", handle);
+  counts_[it->second.quota_key].buffers -= 1;
+  released = std::move(it->second.view);
   buffers_.erase(it);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ResourceRegistry::AddPlan(const std::string& owner,
-                                                      std::shared_ptr<ExecutionPlan> plan) {
+absl::StatusOr<std::string> ResourceRegistry::AddPlan(const Identity& who,
+                                                      std::shared_ptr<ExecutionPlan> plan,
+                                                      std::vector<std::string> handles) {
   absl::MutexLock lock(&mu_);
-  OwnerUsage& usage = usage_[owner];
-  if (usage.plans + 1 > limits_.max_client_plans) {
+  Counts& counts = counts_[who.quota_key];
+  if (counts.plans + 1 > limits_.max_identity_plans) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("this client already holds ", usage.plans, " plans, the limit"));
+        absl::StrCat("this client already holds ", counts.plans, " plans, the limit"));
   }
-  std::string id = NewHandle("plan");
-  usage.plans += 1;
-  plans_[id] = PlanEntry{owner, std::move(plan), absl::Now()};
+  std::string id = absl::StrCat("plan-", RandomHex128());
+  counts.plans += 1;
+  plans_[id] = PlanEntry{who.id, who.quota_key, std::move(plan), std::move(handles), absl::Now()};
   return id;
 }
 
-absl::StatusOr<std::shared_ptr<ExecutionPlan>> ResourceRegistry::GetPlan(const std::string& owner,
+absl::StatusOr<std::shared_ptr<ExecutionPlan>> ResourceRegistry::GetPlan(const Identity& who,
                                                                          const std::string& id) {
   absl::MutexLock lock(&mu_);
   auto it = plans_.find(id);
-  if (it == plans_.end() || it->second.owner != owner) return NotFound("plan", id);
-  it->second.last_used = absl::Now();
+  if (it == plans_.end() || it->second.owner != who.id) return NotFound("plan", id);
+  const absl::Time now = absl::Now();
+  it->second.last_used = now;
+  // The plan reads and writes its buffers: their handles are in use too.
+  for (const std::string& handle : it->second.handles) {
+    if (auto buffer = buffers_.find(handle); buffer != buffers_.end()) {
+      buffer->second.last_used = now;
+    }
+  }
   return it->second.plan;
 }
 
-absl::Status ResourceRegistry::ReleasePlan(const std::string& owner, const std::string& id) {
+absl::Status ResourceRegistry::ReleasePlan(const Identity& who, const std::string& id) {
+  std::shared_ptr<ExecutionPlan> released;  // destroyed after the lock
   absl::MutexLock lock(&mu_);
   auto it = plans_.find(id);
-  if (it == plans_.end() || it->second.owner != owner) return NotFound("plan", id);
-  usage_[owner].plans -= 1;
+  if (it == plans_.end() || it->second.owner != who.id) return NotFound("plan", id);
+  counts_[it->second.quota_key].plans -= 1;
+  released = std::move(it->second.plan);
   plans_.erase(it);
   return absl::OkStatus();
 }
 
 int ResourceRegistry::ReapIdle(absl::Time now) {
-  int reaped = 0;
+  std::vector<BufferView> buffers;  // destroyed after the lock
+  std::vector<std::shared_ptr<ExecutionPlan>> plans;
   absl::MutexLock lock(&mu_);
   for (auto it = buffers_.begin(); it != buffers_.end();) {
     if (now - it->second.last_used > limits_.idle_ttl) {
-      OwnerUsage& usage = usage_[it->second.owner];
-      usage.bytes -= static_cast<int64_t>(it->second.view.bytes());
-      usage.buffers -= 1;
+      counts_[it->second.quota_key].buffers -= 1;
+      buffers.push_back(std::move(it->second.view));
       buffers_.erase(it++);
-      ++reaped;
     } else {
       ++it;
     }
   }
   for (auto it = plans_.begin(); it != plans_.end();) {
     if (now - it->second.last_used > limits_.idle_ttl) {
-      usage_[it->second.owner].plans -= 1;
+      counts_[it->second.quota_key].plans -= 1;
+      plans.push_back(std::move(it->second.plan));
       plans_.erase(it++);
-      ++reaped;
     } else {
       ++it;
     }
   }
+  const int reaped = static_cast<int>(buffers.size() + plans.size());
   reclaimed_ += reaped;
   return reaped;
 }
 
 RegistryStats ResourceRegistry::stats() const {
-  absl::MutexLock lock(&mu_);
   RegistryStats stats;
-  stats.buffers = static_cast<int64_t>(buffers_.size());
-  for (const auto& [handle, entry] : buffers_)
-    stats.buffer_bytes += static_cast<int64_t>(entry.view.bytes());
-  stats.plans = static_cast<int64_t>(plans_.size());
-  stats.reclaimed = reclaimed_;
+  {
+    absl::MutexLock lock(&mu_);
+    stats.buffers = static_cast<int64_t>(buffers_.size());
+    for (const auto& [handle, entry] : buffers_) {
+      stats.buffer_bytes += static_cast<int64_t>(entry.view.bytes());
+    }
+    stats.plans = static_cast<int64_t>(plans_.size());
+    stats.reclaimed = reclaimed_;
+  }
+  absl::MutexLock lock(&ledger_->mu);
+  stats.charged_bytes = ledger_->total;
   return stats;
+}
+
+int64_t ResourceRegistry::ChargedBytes(const std::string& quota_key) const {
+  absl::MutexLock lock(&ledger_->mu);
+  auto it = ledger_->charged.find(quota_key);
+  return it == ledger_->charged.end() ? 0 : it->second;
 }
 
 }  // namespace uopd

@@ -1,11 +1,22 @@
 // ResourceRegistry: the buffers and plans clients create, by handle, each owned by the identity
-// that created it. Another identity asking for a handle gets NOT_FOUND, exactly as for a handle
-// that never existed, so handles leak nothing. Resources idle past a TTL are reclaimed.
+// that created it, and the memory quotas they draw on.
+//
+// Another identity asking for a handle gets NOT_FOUND, exactly as for a handle that never
+// existed, so handles leak nothing; handles are 128 random bits from the kernel's CSPRNG.
+//
+// Quotas hold memory, not handles: every allocation a client causes (a buffer behind a handle,
+// an inline buffer of an Execute, an inline buffer a plan keeps) is charged to its identity's
+// quota key until the memory is really freed, i.e. until the last handle, plan or call holding
+// it lets go. Freeing a handle a plan still uses releases nothing until the plan goes.
+//
+// Resources idle past a TTL are reclaimed; a buffer a plan uses counts as used whenever the
+// plan runs.
 #ifndef UOPD_CORE_SESSION_RESOURCE_REGISTRY_H_
 #define UOPD_CORE_SESSION_RESOURCE_REGISTRY_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -13,20 +24,27 @@
 #include "absl/time/time.h"
 #include "core/plan/device_buffer.h"
 #include "core/plan/execution_plan.h"
+#include "core/session/identity.h"
 
 namespace uopd {
 
 struct RegistryLimits {
   absl::Duration idle_ttl = absl::Minutes(30);
-  int64_t max_buffer_bytes = int64_t{16} << 30;  // one buffer
-  int64_t max_client_bytes = int64_t{64} << 30;  // all buffers of one identity
-  int64_t max_client_buffers = 100'000;
-  int64_t max_client_plans = 10'000;
+  int64_t max_buffer_bytes = int64_t{4} << 30;    // one allocation
+  int64_t max_identity_bytes = int64_t{4} << 30;  // everything charged to one quota key
+  int64_t max_total_bytes = int64_t{12} << 30;    // everything charged to anyone
+  int64_t max_identity_buffers = 100'000;
+  int64_t max_identity_plans = 10'000;
+
+  // Defaults for a host with `memory_bytes` of RAM: a quarter per buffer and per identity,
+  // three quarters in all, so no set of clients can take the host's memory.
+  static RegistryLimits ForHostMemory(int64_t memory_bytes);
 };
 
 struct RegistryStats {
   int64_t buffers = 0;
-  int64_t buffer_bytes = 0;
+  int64_t buffer_bytes = 0;   // behind handles
+  int64_t charged_bytes = 0;  // all memory charged to quotas (handles, plans, calls in flight)
   int64_t plans = 0;
   int64_t reclaimed = 0;  // resources freed for being idle, since start
 };
@@ -34,49 +52,61 @@ struct RegistryStats {
 // Safe for concurrent use.
 class ResourceRegistry {
  public:
-  explicit ResourceRegistry(RegistryLimits limits = {}) : limits_(limits) {}
+  explicit ResourceRegistry(RegistryLimits limits = {});
 
-  // RESOURCE_EXHAUSTED when the buffer or the owner's total would pass the limits; check before
-  // allocating with CheckBufferQuota to fail before touching device memory.
-  absl::Status CheckBufferQuota(const std::string& owner, int64_t bytes);
-  absl::StatusOr<std::string> AddBuffer(const std::string& owner, BufferView view);
-  absl::StatusOr<BufferView> GetBuffer(const std::string& owner, const std::string& handle);
-  absl::Status FreeBuffer(const std::string& owner, const std::string& handle);
+  // `bytes` of zeroed memory on `device`, charged to `who`'s quota until the storage is freed.
+  // RESOURCE_EXHAUSTED, naming the limit, before any device memory is touched.
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> Allocate(const Identity& who, Device& device,
+                                                         int64_t bytes);
 
-  absl::StatusOr<std::string> AddPlan(const std::string& owner,
-                                      std::shared_ptr<ExecutionPlan> plan);
-  absl::StatusOr<std::shared_ptr<ExecutionPlan>> GetPlan(const std::string& owner,
+  absl::StatusOr<std::string> AddBuffer(const Identity& who, BufferView view);
+  absl::StatusOr<BufferView> GetBuffer(const Identity& who, const std::string& handle);
+  absl::Status FreeBuffer(const Identity& who, const std::string& handle);
+
+  // `handles`: the buffer handles the plan was built with; they count as used when it runs.
+  absl::StatusOr<std::string> AddPlan(const Identity& who, std::shared_ptr<ExecutionPlan> plan,
+                                      std::vector<std::string> handles);
+  absl::StatusOr<std::shared_ptr<ExecutionPlan>> GetPlan(const Identity& who,
                                                          const std::string& id);
-  absl::Status ReleasePlan(const std::string& owner, const std::string& id);
+  absl::Status ReleasePlan(const Identity& who, const std::string& id);
 
-  // Frees what has been idle longer than the TTL at `now`; returns how many were freed. A plan
-  // keeps the buffers it uses alive (they outlive their handle if it is freed first).
+  // Frees what has been idle longer than the TTL at `now`; returns how many were freed.
   int ReapIdle(absl::Time now);
   RegistryStats stats() const;
+  // Bytes charged to `quota_key` now.
+  int64_t ChargedBytes(const std::string& quota_key) const;
 
  private:
+  // The quota accounts, shared with every allocation so a charge can outlive the registry.
+  struct Ledger {
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<std::string, int64_t> charged ABSL_GUARDED_BY(mu);
+    int64_t total ABSL_GUARDED_BY(mu) = 0;
+  };
   struct BufferEntry {
     std::string owner;
+    std::string quota_key;
     BufferView view;
     absl::Time last_used;
   };
   struct PlanEntry {
     std::string owner;
+    std::string quota_key;
     std::shared_ptr<ExecutionPlan> plan;
+    std::vector<std::string> handles;
     absl::Time last_used;
   };
-  struct OwnerUsage {
-    int64_t bytes = 0;
+  struct Counts {
     int64_t buffers = 0;
     int64_t plans = 0;
   };
-  static std::string NewHandle(absl::string_view prefix);
 
   const RegistryLimits limits_;
+  const std::shared_ptr<Ledger> ledger_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, BufferEntry> buffers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, PlanEntry> plans_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, OwnerUsage> usage_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Counts> counts_ ABSL_GUARDED_BY(mu_);  // by quota key
   int64_t reclaimed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

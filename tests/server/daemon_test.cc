@@ -337,7 +337,8 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
 }
 
 TEST(Daemon, CompilesSourceThatClientsRenderedThemselves) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("source"), {"--allow_client_source"});
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("source"),
+                       {"--allow_client_source", "--anonymous_rights=compile,run,client_source"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   v1::CompileRequest from_ast = CompileOf(ScaleKernel(16, 7.0));
@@ -366,7 +367,8 @@ TEST(Daemon, CompilesSourceThatClientsRenderedThemselves) {
 }
 
 TEST(Daemon, SharesCacheEntriesAndRefusesPutsUnlessAllowed) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cache-service"));
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cache-service"),
+                       {"--anonymous_rights=compile,run,cache_read,cache_write"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   auto compiled = client.Compile(CompileOf(ScaleKernel(8, 9.0)));

@@ -24,6 +24,8 @@ using testing::StatusIs;
 using v1::DType;
 
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+// Client source needs the daemon's permission and the caller's right.
+constexpr char kClientSourceRights[] = "--anonymous_rights=compile,run,client_source";
 
 // A Compile request carrying `src` as client-rendered source, with the metadata of the kernel
 // uopd rendered for `graph` (entry "scale").
@@ -82,10 +84,19 @@ TEST(Security, ClientSourceIsRefusedUnlessTheDaemonAllowsIt) {
   EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kPermissionDenied,
                        {"--allow_client_source"}));
   UOPD_EXPECT_OK(client.ListDevices());
+
+  // Allowed by the daemon, but not a right of this caller.
+  DaemonProcess allowing(UOPD_DAEMON_PATH, testing::TempDir("no-source-right"),
+                         {"--allow_client_source"});
+  ASSERT_TRUE(allowing.running());
+  Client caller(allowing.address());
+  EXPECT_TRUE(StatusIs(caller.Compile(request), absl::StatusCode::kPermissionDenied,
+                       {"anonymous callers", "client_source"}));
 }
 
 TEST(Security, InvalidAssemblyInClientSourceFailsTheCallNotTheDaemon) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("bad-asm"), {"--allow_client_source"});
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("bad-asm"),
+                       {"--allow_client_source", kClientSourceRights});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 5.0), "");
@@ -99,7 +110,8 @@ TEST(Security, InvalidAssemblyInClientSourceFailsTheCallNotTheDaemon) {
 }
 
 TEST(Security, CompilersCannotReadHostFilesEvenWithClientSourceAllowed) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("incbin"), {"--allow_client_source"});
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("incbin"),
+                       {"--allow_client_source", kClientSourceRights});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 6.0), "");
@@ -114,7 +126,7 @@ TEST(Security, CompilersCannotReadHostFilesEvenWithClientSourceAllowed) {
 
 TEST(Security, ACompilerCrashCostsOneCallAndTheDaemonServesOn) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("crash"),
-                       {"--allow_client_source", "--compile_workers=1"});
+                       {"--allow_client_source", kClientSourceRights, "--compile_workers=1"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 8.0), "");
@@ -138,8 +150,9 @@ TEST(Security, ACompilerCrashCostsOneCallAndTheDaemonServesOn) {
 }
 
 TEST(Security, AnObjectTooLargeOrACompileOutOfMemoryFailsTheCall) {
-  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("zero"),
-                       {"--allow_client_source", "--compile_memory_bytes=1073741824"});
+  DaemonProcess daemon(
+      UOPD_DAEMON_PATH, testing::TempDir("zero"),
+      {"--allow_client_source", kClientSourceRights, "--compile_memory_bytes=1073741824"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
   v1::CompileRequest valid = ClientSource(client, ScaleKernel(4, 9.0), "");

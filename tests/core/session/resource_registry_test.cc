@@ -1,5 +1,7 @@
-// Client-owned resources: ownership, quotas, idle reclamation.
+// Client-owned resources: ownership, quotas on memory, idle reclamation.
 #include "core/session/resource_registry.h"
+
+#include <set>
 
 #include "absl/time/clock.h"
 #include "backends/cpu/cpu_device.h"
@@ -11,6 +13,8 @@ namespace {
 
 using testing::StatusIs;
 
+Identity Named(const std::string& name) { return Identity{name, name, kAllRights, false}; }
+
 class ResourceRegistryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -18,55 +22,112 @@ class ResourceRegistryTest : public ::testing::Test {
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = std::move(*device);
   }
-  BufferView Bytes(size_t n) {
-    return *BufferView::Whole(*DeviceBuffer::Create(*device_, n), Scalar::kUint8);
+  // `n` bytes charged to `who`.
+  absl::StatusOr<BufferView> Bytes(ResourceRegistry& registry, const Identity& who, size_t n) {
+    auto storage = registry.Allocate(who, *device_, static_cast<int64_t>(n));
+    if (!storage.ok()) return storage.status();
+    return BufferView::Whole(*std::move(storage), Scalar::kUint8);
   }
   std::unique_ptr<Device> device_;
 };
 
 TEST_F(ResourceRegistryTest, HandlesBelongToTheirOwner) {
   ResourceRegistry registry;
-  auto handle = registry.AddBuffer("alice", Bytes(16));
+  const Identity alice = Named("alice"), bob = Named("bob");
+  auto handle = registry.AddBuffer(alice, *Bytes(registry, alice, 16));
   UOPD_ASSERT_OK(handle);
-  UOPD_EXPECT_OK(registry.GetBuffer("alice", *handle));
-  EXPECT_TRUE(StatusIs(registry.GetBuffer("bob", *handle), absl::StatusCode::kNotFound));
-  EXPECT_TRUE(StatusIs(registry.FreeBuffer("bob", *handle), absl::StatusCode::kNotFound));
-  UOPD_EXPECT_OK(registry.FreeBuffer("alice", *handle));
-  EXPECT_TRUE(StatusIs(registry.GetBuffer("alice", *handle), absl::StatusCode::kNotFound));
-  auto other = registry.AddBuffer("alice", Bytes(16));
+  UOPD_EXPECT_OK(registry.GetBuffer(alice, *handle));
+  EXPECT_TRUE(StatusIs(registry.GetBuffer(bob, *handle), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(registry.FreeBuffer(bob, *handle), absl::StatusCode::kNotFound));
+  UOPD_EXPECT_OK(registry.FreeBuffer(alice, *handle));
+  EXPECT_TRUE(StatusIs(registry.GetBuffer(alice, *handle), absl::StatusCode::kNotFound));
+  auto other = registry.AddBuffer(alice, *Bytes(registry, alice, 16));
   UOPD_ASSERT_OK(other);
   EXPECT_NE(*other, *handle) << "handles are not reused";
 }
 
-TEST_F(ResourceRegistryTest, EnforcesPerBufferAndPerClientLimits) {
+TEST_F(ResourceRegistryTest, HandlesAre128RandomBits) {
+  ResourceRegistry registry;
+  const Identity alice = Named("alice");
+  std::set<std::string> seen;
+  for (int i = 0; i < 200; ++i) {
+    auto handle = registry.AddBuffer(alice, *Bytes(registry, alice, 1));
+    UOPD_ASSERT_OK(handle);
+    ASSERT_EQ(handle->size(), 4 + 32) << *handle;  // "buf-" and 32 hex digits
+    seen.insert(handle->substr(4, 8));
+  }
+  // Consecutive handles share no structure (an mt19937_64 stream was predictable from 160).
+  EXPECT_EQ(seen.size(), 200u);
+}
+
+TEST_F(ResourceRegistryTest, QuotasCountMemoryUntilItIsReallyFreed) {
   RegistryLimits limits;
   limits.max_buffer_bytes = 100;
-  limits.max_client_bytes = 150;
+  limits.max_identity_bytes = 150;
+  limits.max_total_bytes = 250;
   ResourceRegistry registry(limits);
-  EXPECT_TRUE(StatusIs(registry.CheckBufferQuota("alice", 101),
-                       absl::StatusCode::kResourceExhausted, {"exceeds the limit of 100"}));
-  UOPD_ASSERT_OK(registry.AddBuffer("alice", Bytes(100)));
-  EXPECT_TRUE(StatusIs(registry.AddBuffer("alice", Bytes(60)), absl::StatusCode::kResourceExhausted,
-                       {"over the limit of 150"}));
-  UOPD_EXPECT_OK(registry.AddBuffer("bob", Bytes(60))) << "quotas are per client";
-  EXPECT_EQ(registry.stats().buffers, 2);
-  EXPECT_EQ(registry.stats().buffer_bytes, 160);
+  const Identity alice = Named("alice"), bob = Named("bob"), carol = Named("carol");
+  EXPECT_TRUE(StatusIs(Bytes(registry, alice, 101), absl::StatusCode::kResourceExhausted,
+                       {"exceeds the limit of 100"}));
+  auto held = Bytes(registry, alice, 100);
+  UOPD_ASSERT_OK(held);
+  // A buffer without a handle (an inline buffer of a call in flight) counts too.
+  EXPECT_TRUE(StatusIs(Bytes(registry, alice, 60), absl::StatusCode::kResourceExhausted,
+                       {"over its limit of 150"}));
+  auto handle = registry.AddBuffer(alice, *held);
+  UOPD_ASSERT_OK(handle);
+  UOPD_EXPECT_OK(Bytes(registry, bob, 100)) << "quotas are per identity";
+  // Held by a plan (here: a copy of the view), freeing the handle releases nothing.
+  BufferView kept_by_a_plan = *held;
+  held = absl::UnknownError("dropped");
+  UOPD_ASSERT_OK(registry.FreeBuffer(alice, *handle));
+  EXPECT_EQ(registry.ChargedBytes("alice"), 100);
+  EXPECT_TRUE(StatusIs(Bytes(registry, alice, 60), absl::StatusCode::kResourceExhausted));
+  kept_by_a_plan = BufferView{};
+  EXPECT_EQ(registry.ChargedBytes("alice"), 0) << "released with the last holder";
+  UOPD_EXPECT_OK(Bytes(registry, alice, 60));
+  // Everyone together: bob and carol hold 200 of the server-wide 250.
+  auto b1 = Bytes(registry, bob, 100);
+  auto c1 = Bytes(registry, carol, 100);
+  UOPD_ASSERT_OK(b1);
+  UOPD_ASSERT_OK(c1);
+  EXPECT_TRUE(StatusIs(Bytes(registry, alice, 100), absl::StatusCode::kResourceExhausted,
+                       {"server's client memory"}));
 }
 
 TEST_F(ResourceRegistryTest, ReclaimsWhatStaysIdlePastTheTtl) {
   RegistryLimits limits;
   limits.idle_ttl = absl::Minutes(1);
   ResourceRegistry registry(limits);
-  auto idle = registry.AddBuffer("alice", Bytes(8));
-  auto used = registry.AddBuffer("alice", Bytes(8));
+  const Identity alice = Named("alice");
+  auto idle = registry.AddBuffer(alice, *Bytes(registry, alice, 8));
+  auto used = registry.AddBuffer(alice, *Bytes(registry, alice, 8));
   UOPD_ASSERT_OK(idle);
   UOPD_ASSERT_OK(used);
   EXPECT_EQ(registry.ReapIdle(absl::Now() + absl::Seconds(30)), 0);
   EXPECT_EQ(registry.ReapIdle(absl::Now() + absl::Minutes(2)), 2);
-  EXPECT_TRUE(StatusIs(registry.GetBuffer("alice", *idle), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(registry.GetBuffer(alice, *idle), absl::StatusCode::kNotFound));
   EXPECT_EQ(registry.stats().reclaimed, 2);
   EXPECT_EQ(registry.stats().buffer_bytes, 0);
-  UOPD_EXPECT_OK(registry.AddBuffer("alice", Bytes(8))) << "reclaimed bytes no longer count";
+  EXPECT_EQ(registry.ChargedBytes("alice"), 0) << "reclaimed bytes no longer count";
+}
+
+TEST_F(ResourceRegistryTest, ABufferAPlanUsesIsNotIdleWhileThePlanRuns) {
+  RegistryLimits limits;
+  limits.idle_ttl = absl::Milliseconds(300);
+  ResourceRegistry registry(limits);
+  const Identity alice = Named("alice");
+  auto handle = registry.AddBuffer(alice, *Bytes(registry, alice, 8));
+  UOPD_ASSERT_OK(handle);
+  auto plan = registry.AddPlan(alice, nullptr, {*handle});
+  UOPD_ASSERT_OK(plan);
+  // The plan runs every 100 ms; the handle itself is never touched directly.
+  for (int i = 0; i < 6; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    UOPD_ASSERT_OK(registry.GetPlan(alice, *plan));
+    EXPECT_EQ(registry.ReapIdle(absl::Now()), 0);
+  }
+  UOPD_EXPECT_OK(registry.GetBuffer(alice, *handle));
 }
 
 }  // namespace

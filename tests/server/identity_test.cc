@@ -1,0 +1,280 @@
+// Identities, transport and quotas against a real daemon: bearer tokens, TLS with client
+// certificates, anonymous connections (over TCP and a unix socket), and quotas on memory.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/uopd_client.h"
+#include "core/util/sha256.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/daemon_requests.h"
+#include "tests/testing/sample_kernels.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::CompileOf;
+using testing::DaemonProcess;
+using testing::ScaleKernel;
+using testing::StatusIs;
+using v1::DType;
+
+constexpr char kAliceToken[] = "alice-token-5b1f0c9e7d";
+constexpr char kBobToken[] = "bob-token-8a2e44c1f0";
+constexpr char kCarolToken[] = "carol-token-c3d9e2a7b6";
+
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// alice may compile and run; bob only compile (his file entry is a digest, not the token);
+// carol may run too.
+std::string IdentitiesFile(const std::string& dir, const std::string& extra = "") {
+  const std::string path = dir + "/identities";
+  WriteFile(path,
+            absl::StrCat("# name  rights  credential\n", "alice compile,run token:", kAliceToken,
+                         "\n", "bob   compile     sha256:", DigestToHex(Sha256Of(kBobToken)), "\n",
+                         "carol compile,run token:", kCarolToken, "\n", extra));
+  return path;
+}
+
+ClientOptions WithToken(const std::string& token) {
+  ClientOptions options;
+  options.token = token;
+  return options;
+}
+
+TEST(Identity, TokensNameIdentitiesThatKeepTheirHandlesAcrossConnections) {
+  const std::string dir = testing::TempDir("tokens");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache", {"--identities=" + IdentitiesFile(dir)});
+  ASSERT_TRUE(daemon.running());
+
+  std::string handle;
+  {
+    Client alice(daemon.address(), WithToken(kAliceToken));
+    auto created = alice.CreateBuffer("CPU", DType::UINT8, 4, "abcd");
+    UOPD_ASSERT_OK(created);
+    handle = *created;
+  }
+  // A new connection with the same token is the same identity: the handle is still hers.
+  Client alice_again(daemon.address(), WithToken(kAliceToken));
+  auto mine = alice_again.ReadBuffer(handle);
+  UOPD_ASSERT_OK(mine);
+  EXPECT_EQ(*mine, "abcd");
+
+  Client carol(daemon.address(), WithToken(kCarolToken));
+  EXPECT_TRUE(StatusIs(carol.ReadBuffer(handle), absl::StatusCode::kNotFound));
+
+  Client bob(daemon.address(), WithToken(kBobToken));
+  UOPD_EXPECT_OK(bob.Compile(CompileOf(ScaleKernel(4, 1.5))));
+  EXPECT_TRUE(StatusIs(bob.CreateBuffer("CPU", DType::UINT8, 4),
+                       absl::StatusCode::kPermissionDenied, {"identity 'bob'", "'run' right"}));
+
+  // With an identity file, callers without a credential have no rights by default.
+  Client anonymous(daemon.address());
+  EXPECT_TRUE(StatusIs(anonymous.ListDevices(), absl::StatusCode::kUnauthenticated, {"Bearer"}));
+  Client forged(daemon.address(), WithToken("not-a-token-anyone-was-given"));
+  EXPECT_TRUE(StatusIs(forged.ListDevices(), absl::StatusCode::kUnauthenticated,
+                       {"not one this server knows"}));
+}
+
+TEST(Identity, EachAnonymousConnectionIsItsOwnIdentityEvenOverOneUnixSocket) {
+  const std::string dir = testing::TempDir("unix");
+  const std::string socket = "unix:" + dir + "/uopd.sock";
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache", {"--listen=" + socket});
+  ASSERT_TRUE(daemon.running());
+  ASSERT_EQ(daemon.address(), socket);
+  // Every connection over a unix socket has the same peer address ("unix:"): the identity of
+  // an anonymous caller must come from the connection itself.
+  Client first(socket), second(socket);
+  auto handle = first.CreateBuffer("CPU", DType::UINT8, 3, "xyz");
+  UOPD_ASSERT_OK(handle);
+  EXPECT_TRUE(StatusIs(second.ReadBuffer(*handle), absl::StatusCode::kNotFound));
+  auto again = first.ReadBuffer(*handle);
+  UOPD_ASSERT_OK(again);
+  EXPECT_EQ(*again, "xyz");
+  // A connection that comes after the first is gone owns nothing of it either.
+  Client later(socket);
+  EXPECT_TRUE(StatusIs(later.ReadBuffer(*handle), absl::StatusCode::kNotFound));
+}
+
+TEST(Identity, AnonymousConnectionsOfOneHostShareOneQuota) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("host-quota"),
+                       {"--max_client_bytes=1000000"});
+  ASSERT_TRUE(daemon.running());
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(std::make_unique<Client>(daemon.address()));
+  auto first = clients[0]->CreateBuffer("CPU", DType::UINT8, 600'000);
+  UOPD_ASSERT_OK(first);
+  // Six connections were six quotas.
+  for (int i = 1; i < 6; ++i) {
+    EXPECT_TRUE(StatusIs(clients[i]->CreateBuffer("CPU", DType::UINT8, 600'000),
+                         absl::StatusCode::kResourceExhausted, {"over its limit of 1000000"}));
+  }
+  UOPD_ASSERT_OK(clients[0]->FreeBuffer(*first));
+  UOPD_EXPECT_OK(clients[3]->CreateBuffer("CPU", DType::UINT8, 600'000));
+}
+
+v1::BufferRef* Inline(google::protobuf::RepeatedPtrField<v1::BufferRef>* buffers, int64_t n) {
+  v1::BufferRef* ref = buffers->Add();
+  ref->mutable_inline_()->set_dtype(DType::FLOAT32);
+  ref->mutable_inline_()->set_size(n);
+  return ref;
+}
+
+TEST(Identity, InlineBuffersAndPlansCountUntilTheirMemoryIsFreed) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("inline-quota"),
+                       {"--max_client_bytes=1000000"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  const int64_t n = 150'000;  // 600 kB of float32
+
+  // Two inline buffers of one Execute are summed (each alone was checked before).
+  v1::ExecuteRequest both;
+  Inline(both.mutable_buffers(), n);
+  Inline(both.mutable_buffers(), n);
+  *both.add_kernels()->mutable_ast() = ScaleKernel(n, 2.0);
+  both.mutable_kernels(0)->add_buffers(0);
+  both.mutable_kernels(0)->add_buffers(1);
+  EXPECT_TRUE(StatusIs(client.Execute(both), absl::StatusCode::kResourceExhausted,
+                       {"buffers[1]", "over its limit"}));
+
+  // An inline buffer a plan keeps counts while the plan lives.
+  auto input = client.CreateBuffer("CPU", DType::FLOAT32, 1000);
+  UOPD_ASSERT_OK(input);
+  v1::PrepareRequest prepare;
+  Inline(prepare.mutable_buffers(), 1000);
+  v1::BufferRef* big = Inline(prepare.mutable_buffers(), n);
+  (void)big;
+  prepare.add_buffers()->set_handle(*input);
+  *prepare.add_kernels()->mutable_ast() = ScaleKernel(1000, 3.0);
+  prepare.mutable_kernels(0)->add_buffers(0);
+  prepare.mutable_kernels(0)->add_buffers(2);
+  auto plan = client.Prepare(prepare);
+  UOPD_ASSERT_OK(plan);
+  EXPECT_TRUE(StatusIs(client.CreateBuffer("CPU", DType::FLOAT32, n),
+                       absl::StatusCode::kResourceExhausted));
+  UOPD_ASSERT_OK(client.ReleasePlan(plan->plan_id()));
+  auto after = client.CreateBuffer("CPU", DType::FLOAT32, n);
+  UOPD_ASSERT_OK(after);
+
+  // Freeing a handle a plan still holds frees no memory, so it releases no quota.
+  v1::PrepareRequest holding;
+  holding.add_buffers()->set_handle(*after);
+  holding.add_buffers()->set_handle(*input);
+  *holding.add_kernels()->mutable_ast() = ScaleKernel(1000, 4.0);
+  holding.mutable_kernels(0)->add_buffers(0);
+  holding.mutable_kernels(0)->add_buffers(1);
+  auto held = client.Prepare(holding);
+  UOPD_ASSERT_OK(held);
+  UOPD_ASSERT_OK(client.FreeBuffer(*after));
+  EXPECT_TRUE(StatusIs(client.CreateBuffer("CPU", DType::FLOAT32, n),
+                       absl::StatusCode::kResourceExhausted));
+  UOPD_ASSERT_OK(client.ReleasePlan(held->plan_id()));
+  UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, n));
+}
+
+TEST(Identity, ABufferAPlanKeepsUsingIsNotReclaimedAsIdle) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan-idle"), {"--idle_ttl=1s"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto out = client.CreateBuffer("CPU", DType::FLOAT32, 4);
+  auto in = client.CreateBuffer("CPU", DType::FLOAT32, 4, std::string(16, '\0'));
+  UOPD_ASSERT_OK(out);
+  UOPD_ASSERT_OK(in);
+  v1::PrepareRequest prepare;
+  prepare.add_buffers()->set_handle(*out);
+  prepare.add_buffers()->set_handle(*in);
+  *prepare.add_kernels()->mutable_ast() = ScaleKernel(4, 2.0);
+  prepare.mutable_kernels(0)->add_buffers(0);
+  prepare.mutable_kernels(0)->add_buffers(1);
+  auto plan = client.Prepare(prepare);
+  UOPD_ASSERT_OK(plan);
+  v1::RunPlanRequest run;
+  run.set_plan_id(plan->plan_id());
+  // The plan writes `out` every 300 ms for 3 s; nothing touches the handles directly.
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    UOPD_ASSERT_OK(client.RunPlan(run));
+  }
+  UOPD_EXPECT_OK(client.ReadBuffer(*out));
+  UOPD_EXPECT_OK(client.ReadBuffer(*in));
+}
+
+// A CA, a server certificate for localhost and 127.0.0.1, a client certificate for "node7"
+// from the CA, and a client certificate from another CA, made with the openssl command.
+struct Certificates {
+  std::string dir;
+  bool made = false;
+  explicit Certificates(const std::string& at) : dir(at) {
+    const std::string script = absl::StrCat(
+        "cd '", dir, "' && exec >openssl.log 2>&1 && ",
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=uopd-test-ca "
+        "-keyout ca.key -out ca.pem && ",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
+        "-out server.csr && ",
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext && ",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile san.ext -out server.pem && ",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=node7 -keyout client.key -out client.csr "
+        "&& openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-out client.pem && ",
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=node7 -keyout rogue.key "
+        "-out rogue.pem");
+    made = std::system(script.c_str()) == 0;
+  }
+  std::string Path(const std::string& name) const { return dir + "/" + name; }
+};
+
+TEST(Identity, TlsWithClientCertificatesNamesTheIdentity) {
+  const std::string dir = testing::TempDir("tls");
+  Certificates certs(dir);
+  ASSERT_TRUE(certs.made) << ReadFile(certs.Path("openssl.log"));
+  DaemonProcess daemon(
+      UOPD_DAEMON_PATH, dir + "/cache",
+      {"--tls_cert=" + certs.Path("server.pem"), "--tls_key=" + certs.Path("server.key"),
+       "--tls_client_ca=" + certs.Path("ca.pem"),
+       "--identities=" + IdentitiesFile(dir, "node7 compile,run x509:node7\n")});
+  ASSERT_TRUE(daemon.running());
+
+  ClientOptions tls;
+  tls.tls_root_certs = ReadFile(certs.Path("ca.pem"));
+  tls.tls_cert_chain = ReadFile(certs.Path("client.pem"));
+  tls.tls_private_key = ReadFile(certs.Path("client.key"));
+  tls.tls_server_name = "localhost";
+  Client node7(daemon.address(), tls);
+  auto handle = node7.CreateBuffer("CPU", DType::UINT8, 2, "ok");
+  UOPD_ASSERT_OK(handle) << "the certificate's common name is identity node7";
+
+  // A token over TLS is an identity of its own.
+  ClientOptions alice_tls = tls;
+  alice_tls.token = kAliceToken;
+  Client alice(daemon.address(), alice_tls);
+  EXPECT_TRUE(StatusIs(alice.ReadBuffer(*handle), absl::StatusCode::kNotFound));
+
+  // Plaintext, TLS without a client certificate, and a certificate of another CA: no
+  // connection at all.
+  Client plaintext(daemon.address());
+  EXPECT_TRUE(StatusIs(plaintext.ListDevices(), absl::StatusCode::kUnavailable));
+  ClientOptions no_cert = tls;
+  no_cert.tls_cert_chain.clear();
+  no_cert.tls_private_key.clear();
+  Client anonymous_tls(daemon.address(), no_cert);
+  EXPECT_FALSE(anonymous_tls.ListDevices().ok());
+  ClientOptions rogue = tls;
+  rogue.tls_cert_chain = ReadFile(certs.Path("rogue.pem"));
+  rogue.tls_private_key = ReadFile(certs.Path("rogue.key"));
+  Client impostor(daemon.address(), rogue);
+  EXPECT_FALSE(impostor.ListDevices().ok());
+}
+
+}  // namespace
+}  // namespace uopd
