@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/cache/entry_signature.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -68,7 +69,10 @@ grpc::Status CacheServiceImpl::Get(grpc::ServerContext* context, const v1::Cache
     UOPD_RETURN_IF_ERROR(CheckKey(request->key()));
     if (auto value = cache_.GetSerialized(request->key())) {
       response->set_found(true);
-      response->set_value(*value);
+      if (!cluster_key_.empty()) {
+        response->set_signature(SignEntry(cluster_key_, request->key(), *value));
+      }
+      response->set_value(*std::move(value));
     }
     return absl::OkStatus();
   });
@@ -77,12 +81,19 @@ grpc::Status CacheServiceImpl::Get(grpc::ServerContext* context, const v1::Cache
 grpc::Status CacheServiceImpl::Put(grpc::ServerContext* context, const v1::CachePutRequest* request,
                                    v1::CachePutResponse*) {
   return Serve("CachePut", *context, kRightCacheWrite, [&](const Identity&) -> absl::Status {
-    if (!accept_puts_) {
+    if (cluster_key_.empty()) {
       return absl::PermissionDeniedError(
-          "this server does not accept cache entries from clients (start it with "
-          "--cache_accept_puts)");
+          "this server accepts no cache entries: entries are code other clients run, so they "
+          "must be signed with a cluster key (start uopd with --cluster_key_file)");
     }
     UOPD_RETURN_IF_ERROR(CheckKey(request->key()));
+    if (!EntrySignatureValid(cluster_key_, request->key(), request->value(),
+                             request->signature())) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          request->signature().empty() ? "the entry is not signed"
+                                       : "the entry's signature is not valid for this cluster",
+          ": entries must be signed with the cluster key (HMAC-SHA256 over the key and value)"));
+    }
     return cache_.PutSerialized(request->key(), request->value());
   });
 }

@@ -11,10 +11,12 @@ namespace uopd {
 // Safe for concurrent use.
 class CacheServiceImpl final : public v1::CacheService::Service {
  public:
-  // Put is refused (PERMISSION_DENIED) unless `accept_puts`: a client that can put bytes into
-  // the cache chooses code other clients' kernels will run, so only trusted peers may.
-  CacheServiceImpl(KernelCache& cache, RpcEnv env, bool accept_puts)
-      : cache_(cache), env_(env), accept_puts_(accept_puts) {}
+  // A client that can put bytes into the cache chooses code other clients' kernels will run:
+  // Put needs the cache_write right and an entry signed with `cluster_key` (HMAC-SHA256, see
+  // entry_signature.h); without a cluster key ("") every Put is refused. Get returns the
+  // signature, so an entry can travel from one worker to another.
+  CacheServiceImpl(KernelCache& cache, RpcEnv env, std::string cluster_key)
+      : cache_(cache), env_(env), cluster_key_(std::move(cluster_key)) {}
 
   grpc::Status Stats(grpc::ServerContext* context, const v1::CacheStatsRequest* request,
                      v1::CacheStatsResponse* response) override;
@@ -34,7 +36,7 @@ class CacheServiceImpl final : public v1::CacheService::Service {
 
   KernelCache& cache_;
   const RpcEnv env_;
-  const bool accept_puts_;
+  const std::string cluster_key_;
 };
 
 }  // namespace uopd

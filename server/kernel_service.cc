@@ -156,7 +156,10 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(const Identity& w
       return absl::InvalidArgumentError(absl::StrCat("source: ", compiled.status().message()));
     }
     UOPD_RETURN_IF_ERROR(compiled.status());
-    return EncodeCachedKernel(decoded->spec, *compiled);
+    v1::CachedKernel entry = EncodeCachedKernel(decoded->spec, *compiled);
+    entry.set_key(result.key_hex);
+    entry.set_ast_hash(result.key.ast_hash);
+    return entry;
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup,
                         ctx_.programs.cache().GetOrCompile(result.key, compile, stop));

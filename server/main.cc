@@ -25,6 +25,7 @@
 #endif
 #include "core/cache/caching_program_source.h"
 #include "core/cache/disk_tier.h"
+#include "core/cache/entry_signature.h"
 #include "core/cache/memory_tier.h"
 #include "core/util/log.h"
 #include "core/worker/compile_worker_pool.h"
@@ -49,7 +50,9 @@ ABSL_FLAG(std::string, cache_dir, "",
 ABSL_FLAG(int64_t, memory_cache_bytes, int64_t{256} << 20, "memory cache tier bound, bytes");
 ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
           "disk cache tier bound, bytes (0 disables the tier)");
-ABSL_FLAG(bool, cache_accept_puts, false, "let clients store entries through CacheService.Put");
+ABSL_FLAG(std::string, cluster_key_file, "",
+          "the cluster's shared secret (32+ bytes, mode 600): signs cache entries shared between "
+          "workers; CacheService.Put accepts only entries signed with it");
 ABSL_FLAG(bool, allow_client_source, false,
           "compile client-rendered source (RenderedSource): lets clients run arbitrary code and "
           "read files on this host");
@@ -227,6 +230,15 @@ int Run() {
     Log(LogLevel::kError, "cannot load identities", {{"error", auth.status().ToString()}});
     return 2;
   }
+  std::string cluster_key;
+  if (!absl::GetFlag(FLAGS_cluster_key_file).empty()) {
+    auto key = ReadClusterKey(absl::GetFlag(FLAGS_cluster_key_file));
+    if (!key.ok()) {
+      Log(LogLevel::kError, "cannot use the cluster key", {{"error", key.status().ToString()}});
+      return 2;
+    }
+    cluster_key = *std::move(key);
+  }
   auto credentials =
       ServerCredentialsFor(TlsFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                                     absl::GetFlag(FLAGS_tls_client_ca)});
@@ -265,8 +277,7 @@ int Run() {
   KernelServiceImpl kernel_service(ServiceContext{
       devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog,
       &drain, absl::GetFlag(FLAGS_allow_client_source), auth->get()});
-  CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get()},
-                                 absl::GetFlag(FLAGS_cache_accept_puts));
+  CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get()}, cluster_key);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -22,6 +22,16 @@ struct TierStats {
   int64_t bytes = 0;
 };
 
+// Atomic counters behind TierStats, for implementations.
+struct TierCounters {
+  std::atomic<int64_t> hits{0}, misses{0}, corrupt{0}, evictions{0}, puts{0}, errors{0}, entries{0},
+      bytes{0};
+  TierStats Snapshot() const {
+    return TierStats{hits.load(), misses.load(), corrupt.load(), evictions.load(),
+                     puts.load(), errors.load(), entries.load(), bytes.load()};
+  }
+};
+
 // Implementations are safe for concurrent use.
 class CacheTier {
  public:
@@ -31,17 +41,18 @@ class CacheTier {
   // tier could not answer; callers treat it as a miss.
   virtual absl::StatusOr<std::optional<std::string>> Get(const std::string& key) = 0;
   virtual absl::Status Put(const std::string& key, const std::string& value) = 0;
-  virtual TierStats stats() const = 0;
-};
-
-// Atomic counters behind TierStats, for implementations.
-struct TierCounters {
-  std::atomic<int64_t> hits{0}, misses{0}, corrupt{0}, evictions{0}, puts{0}, errors{0}, entries{0},
-      bytes{0};
-  TierStats Snapshot() const {
-    return TierStats{hits.load(), misses.load(), corrupt.load(), evictions.load(),
-                     puts.load(), errors.load(), entries.load(), bytes.load()};
+  // Removes the entry if present (an entry found unusable after the tier's own checks).
+  virtual absl::Status Erase(const std::string& key) = 0;
+  virtual TierStats stats() const { return counters_.Snapshot(); }
+  // Counts an entry found unusable above the tier (a miss, like a damaged one).
+  void CountCorrupt() {
+    counters_.corrupt.fetch_add(1);
+    counters_.misses.fetch_add(1);
+    counters_.hits.fetch_sub(1);
   }
+
+ protected:
+  TierCounters counters_;
 };
 
 }  // namespace uopd

@@ -3,9 +3,35 @@
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
 #include "core/util/large_stack.h"
+#include "core/util/log.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace uopd {
+namespace {
+
+// Renders `ast` with `pair`'s renderer, on a stack deep enough for the IR's depth limit.
+absl::StatusOr<ProgramSpec> Render(const CompilerPair& pair,
+                                   const std::shared_ptr<const KernelAst>& ast) {
+  absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
+  RunOnLargeStack(kCompileStackBytes,
+                  [&] { spec = pair.renderer->Render(ast, ast->DefaultName()); });
+  return spec;
+}
+
+// The cache entry for `spec` compiled by `pair`, naming the key and AST it belongs to.
+absl::StatusOr<v1::CachedKernel> CompileEntry(const CompilerPair& pair, const ProgramSpec& spec,
+                                              const CacheKey& key, const std::string& key_hex,
+                                              const StopFlag* stop) {
+  UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled,
+                        pair.compiler->Compile(spec, CompileOptions{stop}));
+  v1::CachedKernel entry = EncodeCachedKernel(spec, compiled);
+  entry.set_key(key_hex);
+  entry.set_ast_hash(key.ast_hash);
+  return entry;
+}
+
+}  // namespace
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device,
                                                             std::shared_ptr<const KernelAst> ast,
@@ -20,17 +46,9 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& b
   CompileResult result;
   result.key = KeyFor(base_device, pair, ast->hash);
   result.key_hex = result.key.Hex();
-  auto compile = [&pair, &ast, stop]() -> absl::StatusOr<v1::CachedKernel> {
-    absl::StatusOr<v1::CachedKernel> result = absl::InternalError("not compiled");
-    RunOnLargeStack(kCompileStackBytes, [&] {
-      result = [&]() -> absl::StatusOr<v1::CachedKernel> {
-        UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, pair.renderer->Render(ast, ast->DefaultName()));
-        UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled,
-                              pair.compiler->Compile(spec, CompileOptions{stop}));
-        return EncodeCachedKernel(spec, compiled);
-      }();
-    });
-    return result;
+  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, ast));
+    return CompileEntry(pair, spec, result.key, result.key_hex, stop);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
   return result;
@@ -38,7 +56,10 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& b
 
 absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
     Device& device, std::shared_ptr<const KernelAst> ast, const StopFlag* stop) {
-  const std::string memo_key = absl::StrCat(device.name(), "/", KeyFor(device, ast->hash).Hex());
+  const CompilerPair& pair = device.compilers().front();
+  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash);
+  const std::string key_hex = key.Hex();
+  const std::string memo_key = absl::StrCat(device.name(), "/", key_hex);
   {
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(memo_key); it != index_.end()) {
@@ -46,14 +67,41 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
       return it->second->second;
     }
   }
-  UOPD_ASSIGN_OR_RETURN(CompileResult compiled, Compile(device, ast, stop));
-  UOPD_ASSIGN_OR_RETURN(DecodedKernel decoded, DecodeCachedKernel(*compiled.lookup.kernel));
-  decoded.spec.ast = ast;
-  UOPD_ASSIGN_OR_RETURN(std::shared_ptr<Program> program,
-                        device.runtime().Load(decoded.kernel, decoded.spec));
+  // Kernels run with the metadata of their own AST (buffer sizes, launch dimensions, variable
+  // bounds), never with what a cache entry says: an entry's bytes are the only thing taken
+  // from it, and an entry whose metadata disagrees with the AST is not used.
+  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, ast));
+  spec.ast = ast;
+  auto compile = [&]() { return CompileEntry(pair, spec, key, key_hex, stop); };
+  const v1::ProgramMetadata expected = EncodeProgramMetadata(spec);
+  std::shared_ptr<Program> program;
+  std::shared_ptr<const CompiledKernel> compiled;
+  for (int attempt = 0;; ++attempt) {
+    UOPD_ASSIGN_OR_RETURN(CacheLookup lookup, cache_.GetOrCompile(key, compile, stop));
+    absl::Status usable = absl::OkStatus();
+    if (!google::protobuf::util::MessageDifferencer::Equals(lookup.kernel->metadata(), expected)) {
+      usable = absl::DataLossError("its metadata does not match the kernel's AST");
+    } else {
+      auto bytes = std::make_shared<const CompiledKernel>(
+          CompiledKernel{lookup.kernel->binary(), lookup.kernel->entry(), lookup.kernel->ptx()});
+      absl::StatusOr<std::shared_ptr<Program>> loaded = device.runtime().Load(*bytes, spec);
+      if (loaded.ok()) {
+        program = *std::move(loaded);
+        compiled = std::move(bytes);
+        break;
+      }
+      usable = loaded.status();
+    }
+    if (lookup.answered_by == "compiled" || attempt > 0) return usable;
+    // A stored entry that cannot be used is dropped everywhere and compiled anew, so it cannot
+    // fail this kernel forever (across restarts, for the disk tier).
+    Log(LogLevel::kWarning, "dropping a cache entry that cannot be used",
+        {{"key", key_hex}, {"tier", lookup.answered_by}, {"why", usable.ToString()}});
+    cache_.Invalidate(key_hex);
+  }
   auto loaded = std::make_shared<LoadedProgram>();
-  loaded->spec = std::make_shared<const ProgramSpec>(std::move(decoded.spec));
-  loaded->compiled = std::make_shared<const CompiledKernel>(std::move(decoded.kernel));
+  loaded->spec = std::make_shared<const ProgramSpec>(std::move(spec));
+  loaded->compiled = std::move(compiled);
   loaded->program = std::move(program);
   absl::MutexLock lock(&mu_);
   if (auto it = index_.find(memo_key); it != index_.end())

@@ -135,6 +135,18 @@ absl::Status DiskTier::Put(const std::string& key, const std::string& value) {
   return absl::OkStatus();
 }
 
+absl::Status DiskTier::Erase(const std::string& key) {
+  if (!ValidKey(key)) return absl::InvalidArgumentError("cache keys are 64 lowercase hex digits");
+  const std::string path = PathOf(key);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && fs::remove(path, ec)) {
+    counters_.entries.fetch_sub(1);
+    counters_.bytes.fetch_sub(static_cast<int64_t>(size));
+  }
+  return absl::OkStatus();
+}
+
 void DiskTier::MaintenanceLoop() {
   Scan();
   while (true) {

@@ -28,7 +28,7 @@ class DiskTier : public CacheTier {
   const char* name() const override { return "disk"; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
   absl::Status Put(const std::string& key, const std::string& value) override;
-  TierStats stats() const override { return counters_.Snapshot(); }
+  absl::Status Erase(const std::string& key) override;
 
   // The file an entry lives in (for tests that damage entries on purpose).
   std::string PathOf(const std::string& key) const;
@@ -43,7 +43,6 @@ class DiskTier : public CacheTier {
 
   const std::string dir_;
   const int64_t capacity_;
-  TierCounters counters_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool evict_requested_ ABSL_GUARDED_BY(mu_) = false;

@@ -9,7 +9,7 @@ namespace uopd {
 KernelCache::KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers)
     : tiers_(std::move(tiers)) {}
 
-std::optional<CacheLookup> KernelCache::Lookup(const std::string& key_hex) {
+std::optional<CacheLookup> KernelCache::Lookup(const CacheKey& key, const std::string& key_hex) {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     auto value = tiers_[i]->Get(key_hex);
     if (!value.ok()) {
@@ -19,9 +19,15 @@ std::optional<CacheLookup> KernelCache::Lookup(const std::string& key_hex) {
     }
     if (!value->has_value()) continue;
     auto kernel = std::make_shared<v1::CachedKernel>();
-    if (!kernel->ParseFromString(**value)) {
-      // The bytes passed the tier's own check but are not an entry: treat as a miss.
-      Log(LogLevel::kWarning, "cache entry does not parse",
+    const bool parses = kernel->ParseFromString(**value);
+    if (!parses || kernel->key() != key_hex || kernel->ast_hash() != key.ast_hash) {
+      // Passed the tier's own check, but is not this key's entry (damaged, or another key's
+      // entry copied here): never used, dropped, and counted as corrupt.
+      (void)tiers_[i]->Erase(key_hex);
+      tiers_[i]->CountCorrupt();
+      Log(LogLevel::kWarning,
+          parses ? "cache entry belongs to another key or kernel: dropped"
+                 : "cache entry does not parse: dropped",
           {{"tier", tiers_[i]->name()}, {"key", key_hex}});
       continue;
     }
@@ -90,7 +96,7 @@ absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const
       return flight->result;
     }
     absl::StatusOr<CacheLookup> result = [&]() -> absl::StatusOr<CacheLookup> {
-      if (auto hit = Lookup(key_hex)) return *hit;
+      if (auto hit = Lookup(key, key_hex)) return *hit;
       return CompileAndStore(key, key_hex, compile);
     }();
     absl::MutexLock lock(&mu_);
@@ -115,11 +121,19 @@ absl::Status KernelCache::PutSerialized(const std::string& key_hex, const std::s
   if (!probe.ParseFromString(value)) {
     return absl::InvalidArgumentError("the value is not a serialized uopd.v1.CachedKernel");
   }
+  if (probe.key() != key_hex) {
+    return absl::InvalidArgumentError(absl::StrCat("the entry belongs under key '",
+                                                   probe.key().substr(0, 64), "', not ", key_hex));
+  }
   for (const auto& tier : tiers_) {
     absl::Status s = tier->Put(key_hex, value);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+void KernelCache::Invalidate(const std::string& key_hex) {
+  for (const auto& tier : tiers_) (void)tier->Erase(key_hex);
 }
 
 std::map<std::string, CompileStats> KernelCache::compile_stats() const {

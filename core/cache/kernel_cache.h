@@ -47,9 +47,14 @@ class KernelCache {
                                            const StopFlag* stop = nullptr);
 
   // Raw access by key hex (for sharing entries between workers): the serialized entry or
-  // nullopt, from the first tier that has it. Put checks the bytes parse as an entry.
+  // nullopt, from the first tier that has it. Put checks the bytes parse as an entry that
+  // names `key_hex` (whoever calls it has checked where the entry comes from).
   std::optional<std::string> GetSerialized(const std::string& key_hex);
   absl::Status PutSerialized(const std::string& key_hex, const std::string& value);
+
+  // Drops the entry from every tier: it passed the tiers' checks but could not be used (its
+  // bytes do not load, its metadata does not match its AST). The next lookup compiles anew.
+  void Invalidate(const std::string& key_hex);
 
   const std::vector<std::unique_ptr<CacheTier>>& tiers() const { return tiers_; }
   // Compilation counts and seconds by base device key ("CPU", "CUDA").
@@ -62,7 +67,8 @@ class KernelCache {
     absl::StatusOr<CacheLookup> result = absl::UnknownError("pending");
   };
   // Looks through the tiers; writes a hit through to the tiers above the one that answered.
-  std::optional<CacheLookup> Lookup(const std::string& key_hex);
+  // An entry that does not name `key` and its AST hash is dropped from its tier and skipped.
+  std::optional<CacheLookup> Lookup(const CacheKey& key, const std::string& key_hex);
   absl::StatusOr<CacheLookup> CompileAndStore(const CacheKey& key, const std::string& key_hex,
                                               const CompileFn& compile);
 

@@ -41,4 +41,16 @@ absl::Status MemoryTier::Put(const std::string& key, const std::string& value) {
   return absl::OkStatus();
 }
 
+absl::Status MemoryTier::Erase(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return absl::OkStatus();
+  counters_.bytes.fetch_sub(
+      static_cast<int64_t>(it->second->first.size() + it->second->second.size()));
+  lru_.erase(it->second);
+  index_.erase(it);
+  counters_.entries.fetch_sub(1);
+  return absl::OkStatus();
+}
+
 }  // namespace uopd

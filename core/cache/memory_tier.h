@@ -18,7 +18,7 @@ class MemoryTier : public CacheTier {
   const char* name() const override { return "memory"; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
   absl::Status Put(const std::string& key, const std::string& value) override;
-  TierStats stats() const override { return counters_.Snapshot(); }
+  absl::Status Erase(const std::string& key) override;
 
  private:
   using Lru = std::list<std::pair<std::string, std::string>>;  // most recent first
@@ -26,7 +26,6 @@ class MemoryTier : public CacheTier {
   absl::Mutex mu_;
   Lru lru_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
-  TierCounters counters_;
 };
 
 }  // namespace uopd

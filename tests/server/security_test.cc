@@ -1,12 +1,19 @@
 // Security probes against a real daemon: each is something an attacker with only network access
 // to the gRPC port tried, repeated as a test that must get a clean status while the daemon
 // serves on.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
+#include "core/cache/disk_tier.h"
+#include "core/cache/entry_signature.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/daemon_requests.h"
@@ -184,6 +191,169 @@ TEST(Security, ACallThatEndsStopsItsCompile) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 5.0) << "the abandoned compile kept its worker";
   EXPECT_EQ(daemon.Metric("uopd_compile_worker_events_total{event=\"cancelled\"}"), 1);
+}
+
+// The cache service of a daemon, as a peer worker uses it.
+class CachePeer {
+ public:
+  explicit CachePeer(const std::string& address)
+      : stub_(v1::CacheService::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+  v1::CacheGetResponse Get(const std::string& key) {
+    grpc::ClientContext context;
+    v1::CacheGetRequest request;
+    request.set_key(key);
+    v1::CacheGetResponse response;
+    EXPECT_TRUE(stub_->Get(&context, request, &response).ok());
+    return response;
+  }
+  grpc::Status Put(const std::string& key, const std::string& value, const std::string& signature) {
+    grpc::ClientContext context;
+    v1::CachePutRequest request;
+    request.set_key(key);
+    request.set_value(value);
+    request.set_signature(signature);
+    v1::CachePutResponse response;
+    return stub_->Put(&context, request, &response);
+  }
+
+ private:
+  std::unique_ptr<v1::CacheService::Stub> stub_;
+};
+
+std::string WriteClusterKey(const std::string& dir, const std::string& name,
+                            const std::string& secret) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << secret;
+  chmod(path.c_str(), 0600);
+  return path;
+}
+
+TEST(Security, PeersShareOnlyEntriesSignedWithTheClusterKey) {
+  const std::string dir = testing::TempDir("signed");
+  const std::string secret = "0123456789abcdef0123456789abcdef-cluster";
+  const std::string key_file = WriteClusterKey(dir, "cluster.key", secret);
+  const std::vector<std::string> flags = {"--cluster_key_file=" + key_file,
+                                          "--anonymous_rights=compile,run,cache_read,cache_write"};
+  DaemonProcess a(UOPD_DAEMON_PATH, dir + "/a", flags);
+  DaemonProcess b(UOPD_DAEMON_PATH, dir + "/b", flags);
+  ASSERT_TRUE(a.running() && b.running());
+  Client client_a(a.address());
+  auto k1 = client_a.Compile(CompileOf(ScaleKernel(8, 11.0)));
+  auto k2 = client_a.Compile(CompileOf(ScaleKernel(8, 12.0)));
+  UOPD_ASSERT_OK(k1);
+  UOPD_ASSERT_OK(k2);
+  CachePeer peer_a(a.address()), peer_b(b.address());
+  v1::CacheGetResponse e1 = peer_a.Get(k1->cache_key());
+  v1::CacheGetResponse e2 = peer_a.Get(k2->cache_key());
+  ASSERT_TRUE(e1.found() && e2.found());
+  EXPECT_EQ(e1.signature(), SignEntry(secret, k1->cache_key(), e1.value()));
+
+  // Unsigned, signed with another key, and K2's entry under K1's key (with K2's signature, or
+  // re-signed by an insider who has the key): all refused.
+  EXPECT_EQ(peer_b.Put(k1->cache_key(), e1.value(), "").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(peer_b
+                .Put(k1->cache_key(), e1.value(),
+                     SignEntry("another-cluster-key-0123456789abcdef", k1->cache_key(), e1.value()))
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(peer_b.Put(k1->cache_key(), e2.value(), e2.signature()).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  grpc::Status swapped =
+      peer_b.Put(k1->cache_key(), e2.value(), SignEntry(secret, k1->cache_key(), e2.value()));
+  EXPECT_EQ(swapped.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << swapped.error_message();
+  // Tampered after signing.
+  std::string tampered = e1.value();
+  tampered[tampered.size() / 2] ^= 1;
+  EXPECT_EQ(peer_b.Put(k1->cache_key(), tampered, e1.signature()).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // The real entry, signed: B stores it and compiles nothing for K1.
+  ASSERT_TRUE(peer_b.Put(k1->cache_key(), e1.value(), e1.signature()).ok());
+  Client client_b(b.address());
+  auto from_peer = client_b.Compile(CompileOf(ScaleKernel(8, 11.0)));
+  UOPD_ASSERT_OK(from_peer);
+  EXPECT_EQ(from_peer->cache_tier(), "memory");
+  EXPECT_EQ(b.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0);
+}
+
+// Runs out[i] = in[i] * factor through `client` and returns out[1].
+float RunScale(Client& client, double factor) {
+  v1::ExecuteRequest request;
+  for (int i = 0; i < 2; ++i) {
+    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(4);
+  }
+  const float in[4] = {1, 2, 3, 4};
+  request.mutable_buffers(1)->mutable_inline_()->set_data(
+      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
+  *request.add_kernels()->mutable_ast() = ScaleKernel(4, factor);
+  request.mutable_kernels(0)->add_buffers(0);
+  request.mutable_kernels(0)->add_buffers(1);
+  request.add_return_buffers(0);
+  auto response = client.Execute(request);
+  EXPECT_TRUE(response.ok()) << response.status();
+  if (!response.ok()) return -1;
+  float out[4];
+  std::memcpy(out, response->outputs(0).data().data(), sizeof(out));
+  return out[1];
+}
+
+TEST(Security, DiskEntriesAreBoundToTheirKeyTheirKernelAndTheirAst) {
+  const std::string dir = testing::TempDir("disk-poison");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir,
+                       {"--anonymous_rights=compile,run,cache_read,cache_write"});
+  ASSERT_TRUE(daemon.running());
+  std::string k1, k2, k3;
+  {
+    Client client(daemon.address());
+    EXPECT_EQ(RunScale(client, 2.0), 4.0f);
+    EXPECT_EQ(RunScale(client, 3.0), 6.0f);
+    EXPECT_EQ(RunScale(client, 5.0), 10.0f);
+    k1 = client.Compile(CompileOf(ScaleKernel(4, 2.0)))->cache_key();
+    k2 = client.Compile(CompileOf(ScaleKernel(4, 3.0)))->cache_key();
+    k3 = client.Compile(CompileOf(ScaleKernel(4, 5.0)))->cache_key();
+  }
+  daemon.Stop();
+  {
+    // What someone who can write the cache directory does, keeping each file's digest right.
+    auto disk = DiskTier::Open(dir, int64_t{1} << 30);
+    UOPD_ASSERT_OK(disk);
+    auto entry2 = (*disk)->Get(k2);
+    UOPD_ASSERT_OK(entry2);
+    ASSERT_TRUE(entry2->has_value());
+    // K2's entry under K1: Execute(K1) ran K2's code (wrong results).
+    UOPD_ASSERT_OK((*disk)->Put(k1, **entry2));
+    // K3's metadata rewritten to claim 1000 elements: its kernel wrote past a 1-element buffer.
+    v1::CachedKernel entry3;
+    ASSERT_TRUE(entry3.ParseFromString((*disk)->Get(k3)->value()));
+    entry3.mutable_metadata()->mutable_globals(0)->set_size(1000);
+    entry3.mutable_metadata()->mutable_global_size(0)->set_constant(1000);
+    UOPD_ASSERT_OK((*disk)->Put(k3, entry3.SerializeAsString()));
+    // K2's own entry emptied of its bytes, well formed otherwise: failed K2 forever.
+    v1::CachedKernel empty;
+    ASSERT_TRUE(empty.ParseFromString(**entry2));
+    empty.clear_binary();
+    UOPD_ASSERT_OK((*disk)->Put(k2, empty.SerializeAsString()));
+  }
+  for (int restart = 0; restart < 2; ++restart) {
+    daemon.Restart();
+    ASSERT_TRUE(daemon.running());
+    Client client(daemon.address());
+    EXPECT_EQ(RunScale(client, 2.0), 4.0f) << "K1 ran another kernel's code";
+    EXPECT_EQ(RunScale(client, 3.0), 6.0f) << "K2's empty entry failed it";
+    EXPECT_EQ(RunScale(client, 5.0), 10.0f);
+    if (restart == 0) {
+      EXPECT_GE(daemon.Metric("uopd_cache_requests_total{tier=\"disk\",result=\"corrupt\"}"), 1);
+      EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 3)
+          << "each bad entry dropped and its kernel compiled again";
+    } else {
+      EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0)
+          << "the rebuilt entries are good";
+    }
+  }
 }
 
 }  // namespace

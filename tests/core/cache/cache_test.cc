@@ -98,10 +98,13 @@ TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
   EXPECT_TRUE(std::filesystem::exists((*tier)->PathOf(Key('e'))));
 }
 
-v1::CachedKernel Kernel(const std::string& bytes) {
+// An entry for `key` holding `bytes`.
+v1::CachedKernel Kernel(const CacheKey& key, const std::string& bytes) {
   v1::CachedKernel kernel;
   kernel.set_binary(bytes);
   kernel.set_entry("k");
+  kernel.set_key(key.Hex());
+  kernel.set_ast_hash(key.ast_hash);
   return kernel;
 }
 
@@ -117,7 +120,7 @@ TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
   auto slow = [&]() -> absl::StatusOr<v1::CachedKernel> {
     compiles.fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return Kernel("object");
+    return Kernel(SomeKey("x"), "object");
   };
   std::vector<std::thread> threads;
   std::vector<std::string> answered(8);
@@ -144,7 +147,7 @@ TEST(KernelCache, DoesNotRememberFailures) {
   int calls = 0;
   auto flaky = [&]() -> absl::StatusOr<v1::CachedKernel> {
     if (++calls == 1) return absl::InternalError("first compile fails");
-    return Kernel("ok");
+    return Kernel(SomeKey("y"), "ok");
   };
   EXPECT_TRUE(
       testing::StatusIs(cache.GetOrCompile(SomeKey("y"), flaky), absl::StatusCode::kInternal));
@@ -160,8 +163,41 @@ TEST(KernelCache, RefusesPutsThatAreNotEntries) {
   KernelCache cache(std::move(tiers));
   EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), std::string("\xff\xff\xff", 3)),
                                 absl::StatusCode::kInvalidArgument));
-  UOPD_EXPECT_OK(cache.PutSerialized(Key('z'), Kernel("b").SerializeAsString()));
-  EXPECT_TRUE(cache.GetSerialized(Key('z')).has_value());
+  v1::CachedKernel entry = Kernel(SomeKey("b"), "b");
+  EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), entry.SerializeAsString()),
+                                absl::StatusCode::kInvalidArgument, {"belongs under key"}));
+  UOPD_EXPECT_OK(cache.PutSerialized(SomeKey("b").Hex(), entry.SerializeAsString()));
+  EXPECT_TRUE(cache.GetSerialized(SomeKey("b").Hex()).has_value());
+}
+
+TEST(KernelCache, AnEntryOfAnotherKeyOrAstIsDroppedAndCompiledAgain) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  CacheTier* memory = tiers.back().get();
+  KernelCache cache(std::move(tiers));
+  // Another key's entry stored under this one (as a copied file would be).
+  UOPD_ASSERT_OK(memory->Put(SomeKey("p").Hex(), Kernel(SomeKey("q"), "q").SerializeAsString()));
+  int compiles = 0;
+  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+    ++compiles;
+    return Kernel(SomeKey("p"), "p");
+  };
+  auto result = cache.GetOrCompile(SomeKey("p"), compile);
+  UOPD_ASSERT_OK(result);
+  EXPECT_EQ(result->kernel->binary(), "p");
+  EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(memory->stats().corrupt, 1);
+  // The right key, but another AST's hash.
+  v1::CachedKernel other_ast = Kernel(SomeKey("r"), "r");
+  other_ast.set_ast_hash("a different ast");
+  UOPD_ASSERT_OK(memory->Put(SomeKey("r").Hex(), other_ast.SerializeAsString()));
+  auto second = cache.GetOrCompile(SomeKey("r"), [&]() -> absl::StatusOr<v1::CachedKernel> {
+    ++compiles;
+    return Kernel(SomeKey("r"), "r");
+  });
+  UOPD_ASSERT_OK(second);
+  EXPECT_EQ(second->answered_by, "compiled");
+  EXPECT_EQ(compiles, 2);
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+// Signatures of cache entries that cross machines (CacheService.Put, a shared tier): an entry is
+// code every worker that finds it will run, so whoever can write to a shared store must not be
+// able to choose it. Entries are signed with the cluster's key and checked before they are
+// stored; an unsigned or badly signed entry is refused.
+#ifndef UOPD_CORE_CACHE_ENTRY_SIGNATURE_H_
+#define UOPD_CORE_CACHE_ENTRY_SIGNATURE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace uopd {
+
+// HMAC-SHA256 under `cluster_key` of the 64-bit little-endian length of `key_hex`, `key_hex`,
+// then `value` (the length keeps key and value from trading bytes).
+std::string SignEntry(absl::string_view cluster_key, absl::string_view key_hex,
+                      absl::string_view value);
+bool EntrySignatureValid(absl::string_view cluster_key, absl::string_view key_hex,
+                         absl::string_view value, absl::string_view signature);
+
+// The cluster key in `path`: at least 32 bytes (trailing whitespace ignored), and a file only
+// its owner can read. INVALID_ARGUMENT otherwise, naming why.
+absl::StatusOr<std::string> ReadClusterKey(const std::string& path);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CACHE_ENTRY_SIGNATURE_H_
