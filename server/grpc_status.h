@@ -8,11 +8,15 @@
 
 namespace uopd {
 
+// Never sends an error without a message (an empty INTERNAL is how gRPC itself reports a
+// request that does not parse; see malformed_request_interceptor.h).
 inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   auto code = static_cast<grpc::StatusCode>(status.code());
   if (status.code() == absl::StatusCode::kUnknown) code = grpc::StatusCode::INTERNAL;
-  return grpc::Status(code, std::string(status.message()));
+  std::string message(status.message());
+  if (message.empty()) message = absl::StatusCodeToString(status.code());
+  return grpc::Status(code, message);
 }
 
 }  // namespace uopd

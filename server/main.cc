@@ -38,6 +38,7 @@
 #include "server/cache_service.h"
 #include "server/compile_worker_main.h"
 #include "server/kernel_service.h"
+#include "server/malformed_request_interceptor.h"
 #include "server/metrics.h"
 #include "server/transport_credentials.h"
 
@@ -197,12 +198,14 @@ int Run() {
     std::string dir = absl::GetFlag(FLAGS_cache_dir);
     if (dir.empty()) dir = DefaultCacheDir();
     auto disk = DiskTier::Open(dir, absl::GetFlag(FLAGS_disk_cache_bytes));
-    if (!disk.ok()) {
-      Log(LogLevel::kError, "cannot open the disk cache", {{"error", disk.status().ToString()}});
-      return 1;
+    if (disk.ok()) {
+      Log(LogLevel::kInfo, "disk cache", {{"dir", dir}});
+      tiers.push_back(std::move(*disk));
+    } else {
+      // A cache is an optimization: serve from memory rather than not at all.
+      Log(LogLevel::kWarning, "no disk cache: serving with the memory tier only",
+          {{"dir", dir}, {"error", disk.status().ToString()}});
     }
-    Log(LogLevel::kInfo, "disk cache", {{"dir", dir}});
-    tiers.push_back(std::move(*disk));
   }
   KernelCache cache(std::move(tiers));
   CachingProgramSource programs(cache);
@@ -288,6 +291,7 @@ int Run() {
   // Idle request threads poll with this timeout; the default (10 s) is how long a drain can
   // wait on them.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 250);
+  builder.experimental().SetInterceptorCreators(MalformedRequestInterceptors());
   builder.RegisterService(&kernel_service);
   builder.RegisterService(&cache_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

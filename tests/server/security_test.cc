@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "core/cache/disk_tier.h"
 #include "core/cache/entry_signature.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/daemon_requests.h"
@@ -354,6 +356,51 @@ TEST(Security, DiskEntriesAreBoundToTheirKeyTheirKernelAndTheirAst) {
           << "the rebuilt entries are good";
     }
   }
+}
+
+// Sends `bytes` as the request of `method` and returns the status.
+grpc::Status RawCall(const std::string& address, const std::string& method,
+                     const std::string& bytes) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(status); });
+  return done.get_future().get();
+}
+
+TEST(Security, AMalformedRequestIsInvalidArgumentNotInternal) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("malformed"));
+  ASSERT_TRUE(daemon.running());
+  // Field 1 (the kernels of an ExecuteRequest) as a length-delimited field running past the end.
+  const std::string garbage("\x0a\xff\xff\xff\x0f\x01\x02", 7);
+  for (const char* method : {"/uopd.v1.KernelService/Execute", "/uopd.v1.KernelService/Compile",
+                             "/uopd.v1.KernelService/ReadBuffer", "/uopd.v1.CacheService/Get"}) {
+    grpc::Status status = RawCall(daemon.address(), method, garbage);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_NE(status.error_message().find("does not parse"), std::string::npos)
+        << method << ": " << status.error_message();
+  }
+  Client client(daemon.address());
+  UOPD_EXPECT_OK(client.ListDevices());
+}
+
+TEST(Security, ACacheDirectoryThatCannotBeWrittenLeavesTheMemoryTier) {
+  const std::string dir = testing::TempDir("unwritable");
+  // A regular file where a directory should be: no one, root included, can create the cache.
+  std::ofstream(dir + "/not-a-directory") << "x";
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/state",
+                       {"--cache_dir=" + dir + "/not-a-directory/cache"});
+  ASSERT_TRUE(daemon.running()) << "the daemon must start without its disk cache";
+  Client client(daemon.address());
+  auto compiled = client.Compile(CompileOf(ScaleKernel(4, 13.0)));
+  UOPD_ASSERT_OK(compiled);
+  auto again = client.Compile(CompileOf(ScaleKernel(4, 13.0)));
+  UOPD_ASSERT_OK(again);
+  EXPECT_EQ(again->cache_tier(), "memory");
 }
 
 }  // namespace
