@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev llvm-19-dev clang-19 clang-format prometheus-cpp-dev
+  libabsl-dev llvm-19-dev clang-19 libclang-rt-19-dev clang-format prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libseccomp-dev
   python3 python3-venv
 )

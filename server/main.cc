@@ -30,6 +30,7 @@
 #include "core/util/log.h"
 #include "core/worker/compile_worker_pool.h"
 #include "core/worker/sandboxed_compiler.h"
+#include "google/protobuf/stubs/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
@@ -117,7 +118,16 @@ int64_t DefaultCompileMemory() {
   return std::clamp(host / 4, int64_t{1} << 30, int64_t{8} << 30);
 }
 
+// Protobuf logs a line for every client message with a malformed string: client input, not a
+// server event, and one a client could flood the log with. Kept, at debug level, as JSON.
+void LogProtobufMessage(google::protobuf::LogLevel level, const char* file, int line,
+                        const std::string& message) {
+  Log(level >= google::protobuf::LOGLEVEL_FATAL ? LogLevel::kError : LogLevel::kDebug, "protobuf",
+      {{"message", message}, {"at", absl::StrCat(file, ":", line)}});
+}
+
 int Run() {
+  google::protobuf::SetLogHandler(LogProtobufMessage);
   LogLevel level;
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
     std::fprintf(stderr, "uopd: --log_level must be debug, info, warning or error\n");

@@ -244,7 +244,7 @@ class CudaWriter {
                      : "__longlong_as_double(0xfff0000000000000ULL)";
       return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
     }
-    return absl::StrFormat(is_double ? "%a" : "%af", v);
+    return is_double ? absl::StrFormat("%a", v) : absl::StrFormat("%af", v);
   }
 
   std::string IntLiteral(Int128 v, const DType& d) const {
