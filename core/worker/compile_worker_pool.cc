@@ -179,10 +179,12 @@ void CompileWorkerPool::KeeperLoop() {
 
 absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const StopFlag* stop) {
   absl::MutexLock lock(&mu_);
-  while (idle_.empty()) {
+  while (true) {
+    // A call that is over starts no compile, even with a worker free.
     if (stop != nullptr && stop->stopped()) {
       return absl::CancelledError("the call ended while waiting for a compile worker");
     }
+    if (!idle_.empty()) break;
     if (alive_ == 0 && !spawn_error_.empty()) {
       return absl::UnavailableError(
           absl::StrCat("no compile worker can be started: ", spawn_error_));

@@ -280,6 +280,26 @@ TEST(Security, PeersShareOnlyEntriesSignedWithTheClusterKey) {
   EXPECT_EQ(b.Metric("uopd_compilations_total{backend=\"CPU\"}"), 0);
 }
 
+TEST(Security, CacheEntriesAreNotReadableWithoutTheRight) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cache-read"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto compiled = client.Compile(CompileOf(ScaleKernel(8, 14.0)));
+  UOPD_ASSERT_OK(compiled);
+  // Entries hold another tenant's source text and code: any client could read them.
+  auto stub = v1::CacheService::NewStub(
+      grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::CacheGetRequest request;
+  request.set_key(compiled->cache_key());
+  v1::CacheGetResponse response;
+  grpc::Status status = stub->Get(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(status.error_message().find("cache_read"), std::string::npos) << status.error_message();
+  EXPECT_FALSE(response.found());
+  UOPD_EXPECT_OK(client.CacheStats()) << "counters are for everyone";
+}
+
 // Runs out[i] = in[i] * factor through `client` and returns out[1].
 float RunScale(Client& client, double factor) {
   v1::ExecuteRequest request;

@@ -34,6 +34,7 @@ class DaemonProcess {
   ~DaemonProcess() { Stop(); }
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   const std::string& address() const { return address_; }
   const std::string& metrics_address() const { return metrics_; }
 

@@ -1,0 +1,89 @@
+// The compile worker pool with real workers (the uopd binary as `uopd compile-worker`): jobs
+// for both backends, what the sandbox refuses them, and workers lost to crashes and stops.
+#include "core/worker/compile_worker_pool.h"
+
+#include <chrono>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::StatusIs;
+
+// A CPU target every x86-64 machine runs: the generic CPU, no optional features.
+constexpr char kCpuTarget[] = "x86_64-pc-linux-gnu;x86-64;";
+
+class CompileWorkerPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CompileWorkerPoolOptions options;
+    options.executable = UOPD_DAEMON_PATH;
+    options.argv = {UOPD_DAEMON_PATH, "compile-worker"};
+    options.workers = 1;
+    options.compile_timeout = absl::Seconds(60);
+    auto pool = CompileWorkerPool::Start(options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *std::move(pool);
+  }
+  ProgramSpec Spec(const std::string& name, const std::string& src) {
+    ProgramSpec spec;
+    spec.name = name;
+    spec.src = src;
+    return spec;
+  }
+  std::unique_ptr<CompileWorkerPool> pool_;
+};
+
+TEST_F(CompileWorkerPoolTest, ReportsItsSandbox) {
+  EXPECT_NE(pool_->sandbox().find("seccomp"), std::string::npos) << pool_->sandbox();
+}
+
+#ifdef UOPD_WITH_CUDA
+TEST_F(CompileWorkerPoolTest, NvrtcReadsTheCudaHeadersButNoOtherFile) {
+  auto fp16 = pool_->Compile("CUDA", "sm_90",
+                             Spec("k",
+                                  "#include <cuda_fp16.h>\n"
+                                  "extern \"C\" __global__ void k(__half* x) { x[0] = x[1]; }\n"),
+                             nullptr);
+  UOPD_ASSERT_OK(fp16);
+  EXPECT_NE(fp16->ptx.find(".entry k"), std::string::npos);
+  // Client CUDA C that includes a host file: NVRTC cannot open it inside the sandbox.
+  auto passwd = pool_->Compile(
+      "CUDA", "sm_90", Spec("k", "#include \"/etc/passwd\"\nextern \"C\" __global__ void k() {}\n"),
+      nullptr);
+  EXPECT_FALSE(passwd.ok());
+  EXPECT_EQ(passwd.status().message().find("root:"), std::string::npos) << passwd.status();
+  UOPD_EXPECT_OK(pool_->Compile(
+      "CUDA", "sm_80", Spec("k", "extern \"C\" __global__ void k(int* x) { *x = 1; }\n"), nullptr))
+      << "a target the worker had not warmed up";
+}
+#endif
+
+TEST_F(CompileWorkerPoolTest, ACrashOrAStopCostsTheWorkerAndTheNextJobGetsAFreshOne) {
+  const std::string ok = "define i32 @k(ptr %b, ptr %v) {\n  ret i32 0\n}\n";
+  auto parsed = pool_->Compile("CPU", kCpuTarget, Spec("k", ok), nullptr);
+  UOPD_ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->bytes.substr(1, 3), "ELF");
+  const std::string select =
+      "declare i64 @llvm.aarch64.get.fpcr()\n"
+      "define i32 @k(ptr %b, ptr %v) {\n  %x = call i64 @llvm.aarch64.get.fpcr()\n"
+      "  %t = trunc i64 %x to i32\n  ret i32 %t\n}\n";
+  EXPECT_TRUE(StatusIs(pool_->Compile("CPU", kCpuTarget, Spec("k", select), nullptr),
+                       absl::StatusCode::kInternal, {"Cannot select"}));
+  UOPD_EXPECT_OK(pool_->Compile("CPU", kCpuTarget, Spec("k", ok), nullptr));
+  StopFlag stop;
+  stop.Stop();
+  EXPECT_TRUE(StatusIs(pool_->Compile("CPU", kCpuTarget, Spec("k", ok), &stop),
+                       absl::StatusCode::kCancelled));
+  EXPECT_TRUE(StatusIs(pool_->Compile("CPU", "nonsense", Spec("k", ok), nullptr),
+                       absl::StatusCode::kInvalidArgument, {"not a CPU target"}));
+  CompileWorkerStats stats = pool_->stats();
+  EXPECT_EQ(stats.crashes, 1);
+  EXPECT_GE(stats.started, 2);
+}
+
+}  // namespace
+}  // namespace uopd
