@@ -1,0 +1,91 @@
+// Scheduler: applies Opts to a kernel AST the way tinygrad 0.12's Scheduler does
+// (tinygrad/codegen/opt/postrange.py; docs/OPTIMIZER.md sections 3-5): same axis numbering,
+// same range splits and substitutions, same checks. Applying a case's opts to its pre-opt AST
+// gives tinygrad's optimized AST node for node (same AST hash).
+//
+// An optimized AST is still a kernel AST: its RANGEs carry the AxisTypes the opts chose
+// (UPCAST, UNROLL, THREAD, LOCAL, ...), which code generation honours for speed and which never
+// change what the kernel computes.
+#ifndef UOPD_CORE_OPT_SCHEDULER_H_
+#define UOPD_CORE_OPT_SCHEDULER_H_
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/ir/graph.h"
+#include "core/ir/kernel_ast.h"
+#include "core/opt/opt.h"
+
+namespace uopd {
+
+// What a device offers the optimizer (tinygrad's Renderer fields).
+struct OptTarget {
+  std::string device = "CPU";
+  bool has_local = false;    // workgroups: LOCAL, GROUP, GROUPTOP
+  bool has_shared = false;   // shared memory (GROUP reductions)
+  bool has_threads = false;  // THREAD
+  int64_t max_threads = 0;   // THREAD's limit (tinygrad's global_max[0] on the CPU)
+  std::array<int64_t, 3> local_max = {1024, 1024, 64};
+  int64_t shared_max = 48 << 10;
+
+  // uopd's CPU: threads up to the core count (at least 8, as tinygrad's corpus was captured).
+  static OptTarget Cpu(int cores);
+  // A CUDA GPU of architecture `arch` ("sm_80"): locals, 48 KiB of shared memory.
+  static OptTarget Cuda(const std::string& arch);
+};
+
+// AxisType order of tinygrad's axis list (axis_to_pos).
+int AxisPosition(AxisType type);
+
+class Scheduler {
+ public:
+  // Copies `ast` (a kernel SINK after the pre-opt passes). On targets with locals, output LOOP
+  // ranges become GLOBAL first, as tinygrad's convert_loop_to_global does.
+  Scheduler(const KernelAst& ast, OptTarget target);
+
+  // The axes opts refer to: every RANGE of size > 1, sorted by (position of its type, ids).
+  std::vector<const UOp*> Axes() const;
+  // Applies `opt`: INVALID_ARGUMENT with tinygrad's reason when the opt is not valid here
+  // ("4 can't divide 13", "don't upcast more than 16", ...). The AST is unchanged then.
+  absl::Status Apply(const Opt& opt);
+
+  const std::vector<Opt>& applied() const { return applied_; }
+  bool dont_use_locals() const { return dont_use_locals_; }
+  const OptTarget& target() const { return target_; }
+  // The current AST (range lists may still hold the expressions that replaced split ranges).
+  const UOp* root() const { return root_; }
+
+  // The optimized AST: END/REDUCE range lists rewritten to the plain ranges they now hold,
+  // hashed, in a graph of its own.
+  std::shared_ptr<const KernelAst> Finish() const;
+
+ private:
+  // The axis `opt` names (tinygrad's real_axis), or INVALID_ARGUMENT.
+  absl::StatusOr<const UOp*> RealAxis(const Opt& opt) const;
+  // Splits `range` by `amount` into itself (size / amount) and a new range of `type`:
+  // every use becomes old * amount + new (new * (size / amount) + old when `top`).
+  absl::Status ShiftTo(const UOp* range, int64_t amount, AxisType type, bool top);
+  absl::Status PadTo(const UOp* range, int64_t multiple);
+  absl::Status Swap(const UOp* a, const UOp* b);
+  // Output LOOP ranges closed by a top-level END: what GLOBAL/THREAD may be made of.
+  std::vector<const UOp*> GlobalizableRanges() const;
+  const UOp* Substitute(const UOp* root, const std::vector<std::pair<const UOp*, const UOp*>>& map);
+  const UOp* IndexConst(int64_t v) { return graph_->ConstInt(Scalar::kIndex, v); }
+
+  std::unique_ptr<Graph> graph_;
+  const UOp* root_ = nullptr;
+  OptTarget target_;
+  std::vector<Opt> applied_;
+  bool dont_use_locals_ = false;
+  int64_t next_range_id_ = 0;
+};
+
+// Copies the nodes of `root` (from any graph) into `graph`; returns the copy of `root`.
+const UOp* CopyInto(Graph& graph, const UOp* root);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_OPT_SCHEDULER_H_

@@ -1,0 +1,77 @@
+// The Scheduler against tinygrad: every case of the optimized corpus (tests/corpus_opt) replayed
+// from its pre-opt AST with its opts must give tinygrad's optimized AST, node for node.
+#include "core/opt/scheduler.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "core/corpus/corpus_file.h"
+#include "core/ir/printer.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+absl::StatusOr<Opt> OptOf(const v1::CorpusOpt& wire) {
+  Opt opt;
+  auto op = ParseOptOp(wire.op());
+  if (!op.ok()) return op.status();
+  opt.op = *op;
+  if (wire.axis().kind_case() == google::protobuf::Value::kNumberValue) {
+    opt.axis = static_cast<int>(wire.axis().number_value());
+  }
+  if (wire.arg().kind_case() == google::protobuf::Value::kNumberValue) {
+    opt.arg = static_cast<int>(wire.arg().number_value());
+  } else if (wire.arg().kind_case() == google::protobuf::Value::kListValue) {
+    for (int i = 0; i < 3 && i < wire.arg().list_value().values_size(); ++i) {
+      opt.tc[i] = static_cast<int>(wire.arg().list_value().values(i).number_value());
+    }
+  }
+  return opt;
+}
+
+TEST(Scheduler, ReplaysTinygradsOptsToTheSameAst) {
+  auto files = ListCorpusFiles({std::string(UOPD_CORPUS_OPT_DIR) + "/cases"});
+  UOPD_ASSERT_OK(files);
+  int matched = 0, skipped = 0;
+  for (const std::string& file : *files) {
+    auto entry = LoadCorpusFile(file);
+    UOPD_ASSERT_OK(entry);
+    const v1::CorpusCase& kase = entry->kase;
+    SCOPED_TRACE(kase.name());
+    auto preopt = DecodeKernelAst(kase.ast_preopt());
+    auto expected = DecodeKernelAst(kase.ast());
+    UOPD_ASSERT_OK(preopt);
+    UOPD_ASSERT_OK(expected);
+    Scheduler scheduler(**preopt,
+                        kase.target() == "CPU" ? OptTarget::Cpu(8) : OptTarget::Cuda("sm_80"));
+    bool unsupported = false;
+    for (const v1::CorpusOpt& wire : kase.opts()) {
+      auto opt = OptOf(wire);
+      UOPD_ASSERT_OK(opt);
+      absl::Status applied = scheduler.Apply(*opt);
+      if (applied.code() == absl::StatusCode::kUnimplemented) {
+        unsupported = true;
+        break;
+      }
+      UOPD_ASSERT_OK(applied) << opt->ToString();
+    }
+    if (unsupported) {
+      ++skipped;
+      std::printf("[  NOTE    ] %s: not replayed (%s)\n", kase.name().c_str(), "TC");
+      continue;
+    }
+    auto optimized = scheduler.Finish();
+    EXPECT_EQ(optimized->hash, (*expected)->hash)
+        << "ours:\n"
+        << PrintGraph(optimized->root) << "\ntinygrad's:\n"
+        << PrintGraph((*expected)->root);
+    matched += optimized->hash == (*expected)->hash;
+  }
+  std::printf("[  NOTE    ] %d cases replayed to tinygrad's AST, %d skipped\n", matched, skipped);
+  EXPECT_LE(skipped, 1);
+}
+
+}  // namespace
+}  // namespace uopd
