@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/codegen/expand.h"
 #include "core/codegen/program_spec_builder.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
@@ -843,8 +844,10 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   LowerOptions lower_options;
   lower_options.min_parallel_work = options_.gpu_lowering ? 0 : options_.min_parallel_work;
   lower_options.gpu_grid = options_.gpu_lowering;
+  // UPCAST and UNROLL ranges written out: register tiles, unrolled reductions.
+  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast);
   UOPD_ASSIGN_OR_RETURN(LinearProgram program,
-                        LowerKernel(*ast, SanitizeKernelName(name), lower_options));
+                        LowerKernel(*expanded, SanitizeKernelName(name), lower_options));
   if (options_.gpu_lowering) {
     // The CPU runtime passes core_id and core_count after the client's variables.
     program.var_names.push_back(kCoreIdVar);
@@ -854,13 +857,13 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   spec.src = RenderLlvmIr(program);
   if (program.parallel) {
     spec.global_size[0] = program.parallel_extent;
-    spec.global_size[0].owner = ast;  // the extent's expression lives in the AST's graph
+    spec.global_size[0].owner = expanded;  // the extent's expression lives in that graph
   }
   return spec;
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v2;split=", options_.min_parallel_work,
+  return absl::StrCat("llvm-ir/v3;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/codegen/expand.h"
 #include "core/codegen/lower.h"
 #include "core/codegen/program_spec_builder.h"
 #include "core/ir/copy_expression.h"
@@ -618,8 +619,9 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
                                                  const std::string& name) const {
   LowerOptions options;
   options.gpu_grid = true;
+  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast);
   UOPD_ASSIGN_OR_RETURN(LinearProgram program,
-                        LowerKernel(*ast, SanitizeKernelName(name), options));
+                        LowerKernel(*expanded, SanitizeKernelName(name), options));
   ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
   WarpReductionPlan warps = PlanWarpReductions(program);
   spec.src = RenderCudaC(program, warps);
@@ -635,7 +637,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v5;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v6;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -33,12 +33,20 @@ Arg ReduceIdentity(Op op, const DType& dtype) {
   return Arg::I64(static_cast<int64_t>(range.min));
 }
 
-// Ranges opened together (by one END or REDUCE) run outermost-first in axis order, which is
-// the memory order tinygrad's scheduler numbers them in.
+// Ranges opened together (by one END or REDUCE) run outermost-first in tinygrad's axis order:
+// by type (LOOP, GLOBAL, LOCAL, ..., REDUCE), then by axis id, the memory order the scheduler
+// numbers them in. A THREAD range goes outermost: it is the loop CPU threads split.
 std::vector<const UOp*> SortedRanges(absl::Span<const UOp* const> ranges) {
   std::vector<const UOp*> sorted(ranges.begin(), ranges.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const UOp* a, const UOp* b) { return a->arg().axis < b->arg().axis; });
+  auto key = [](const UOp* r) {
+    AxisType type = r->arg().axis_type;
+    return std::make_pair(type == AxisType::kThread ? -10 : AxisPosition(type), &r->arg().axis);
+  };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const UOp* a, const UOp* b) {
+    auto ka = key(a), kb = key(b);
+    if (ka.first != kb.first) return ka.first < kb.first;
+    return *ka.second < *kb.second;
+  });
   return sorted;
 }
 
@@ -152,14 +160,16 @@ class Lowerer {
     if (end->op() != Op::kEnd) return;
     const UOp* outer = SortedRanges(end->src().subspan(1)).front();
     AxisType type = outer->arg().axis_type;
-    if (type != AxisType::kLoop && type != AxisType::kGlobal) return;
+    if (type != AxisType::kLoop && type != AxisType::kGlobal && type != AxisType::kThread) return;
+    // A THREAD range is the optimizer's choice of what threads split; otherwise the outermost
+    // loop, when the kernel has enough work.
     Int128 work = 1;
     for (const UOp* node : topo_) {
       if (node->op() != Op::kRange) continue;
       work *= std::max<Int128>(1, ranges_.Get(node->src(0)).max);
       if (work >= options_.min_parallel_work) break;
     }
-    if (work < options_.min_parallel_work) return;
+    if (type != AxisType::kThread && work < options_.min_parallel_work) return;
     Interval extent = ranges_.Get(outer->src(0));
     if (extent.max < 2) return;
     // core_id * chunk must not overflow the index width.
@@ -486,12 +496,21 @@ class Lowerer {
     std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
     UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
     for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
-    UOPD_ASSIGN_OR_RETURN(int value, Value(node->src(0)));
-    Emit(Instr{.kind = InstrKind::kAccUpdate,
-               .op = op,
-               .dtype = node->dtype(),
-               .src = {acc, value},
-               .origin = node});
+    // An expanded reduction (core/codegen/expand.h) folds its lanes in order:
+    // acc = ((acc op v0) op v1) ...
+    const UOp* value_node = node->src(0);
+    std::vector<const UOp*> lanes = {value_node};
+    if (value_node->op() == Op::kContract) {
+      lanes.assign(value_node->src().begin(), value_node->src().end());
+    }
+    for (const UOp* lane : lanes) {
+      UOPD_ASSIGN_OR_RETURN(int value, Value(lane));
+      Emit(Instr{.kind = InstrKind::kAccUpdate,
+                 .op = op,
+                 .dtype = node->dtype(),
+                 .src = {acc, value},
+                 .origin = node});
+    }
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
     return Emit(
         Instr{.kind = InstrKind::kAccRead, .dtype = node->dtype(), .src = {acc}, .origin = node});

@@ -8,6 +8,32 @@
 
 namespace uopd {
 
+int AxisPosition(AxisType type) {
+  switch (type) {
+    case AxisType::kOuter:
+      return -2;
+    case AxisType::kLoop:
+      return -1;
+    case AxisType::kGlobal:
+    case AxisType::kThread:
+      return 0;
+    case AxisType::kWarp:
+      return 1;
+    case AxisType::kLocal:
+    case AxisType::kGroupReduce:
+      return 2;
+    case AxisType::kUpcast:
+      return 3;
+    case AxisType::kReduce:
+      return 4;
+    case AxisType::kUnroll:
+      return 5;
+    case AxisType::kPlaceholder:
+      return 6;
+  }
+  return 6;
+}
+
 absl::string_view AxisTypeName(AxisType type) {
   static constexpr std::array<absl::string_view, kMaxAxisType + 1> kNames = {
       "?",      "GLOBAL", "WARP",   "LOCAL",  "LOOP",  "GROUP_REDUCE",

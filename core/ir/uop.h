@@ -34,6 +34,9 @@ enum class AxisType : uint8_t {
 };
 inline constexpr int kMaxAxisType = 11;
 absl::string_view AxisTypeName(AxisType type);
+// Where ranges of this type sort in tinygrad's axis order (axis_to_pos): OUTER, LOOP, then
+// GLOBAL and THREAD, WARP, LOCAL and GROUP_REDUCE, UPCAST, REDUCE, UNROLL.
+int AxisPosition(AxisType type);
 
 // Which field of Arg is set; mirrors the oneof of uopd.v1.Arg.
 enum class ArgKind : uint8_t {

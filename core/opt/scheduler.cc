@@ -77,32 +77,6 @@ OptTarget OptTarget::Cuda(const std::string& arch) {
   return t;
 }
 
-int AxisPosition(AxisType type) {
-  switch (type) {
-    case AxisType::kOuter:
-      return -2;
-    case AxisType::kLoop:
-      return -1;
-    case AxisType::kGlobal:
-    case AxisType::kThread:
-      return 0;
-    case AxisType::kWarp:
-      return 1;
-    case AxisType::kLocal:
-    case AxisType::kGroupReduce:
-      return 2;
-    case AxisType::kUpcast:
-      return 3;
-    case AxisType::kReduce:
-      return 4;
-    case AxisType::kUnroll:
-      return 5;
-    case AxisType::kPlaceholder:
-      return 6;
-  }
-  return 6;
-}
-
 const UOp* CopyInto(Graph& graph, const UOp* root) {
   absl::flat_hash_map<const UOp*, const UOp*> copied;
   for (const UOp* node : Toposort(root)) {

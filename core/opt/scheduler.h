@@ -37,9 +37,6 @@ struct OptTarget {
   static OptTarget Cuda(const std::string& arch);
 };
 
-// AxisType order of tinygrad's axis list (axis_to_pos).
-int AxisPosition(AxisType type);
-
 class Scheduler {
  public:
   // Copies `ast` (a kernel SINK after the pre-opt passes). On targets with locals, output LOOP
