@@ -120,7 +120,9 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::Comp
   UOPD_ASSIGN_OR_RETURN(CompilerPair pair,
                         ctx_.target_compilers(spec.base_device_key(), request.target()));
   UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request.ast(), ctx_.limits));
-  return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast), stop);
+  UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
+                        OptimizationOf(request.optimization(), request.ast()));
+  return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast), optimization, stop);
 }
 
 absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(const Identity& who, Device& device,
@@ -179,7 +181,10 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
       UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
       if (request->has_ast()) {
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
-        UOPD_ASSIGN_OR_RETURN(result, ctx_.programs.Compile(*device, std::move(ast), watch.flag()));
+        UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
+                              OptimizationOf(request->optimization(), request->ast()));
+        UOPD_ASSIGN_OR_RETURN(
+            result, ctx_.programs.Compile(*device, std::move(ast), optimization, watch.flag()));
       } else if (request->has_source()) {
         UOPD_ASSIGN_OR_RETURN(result, CompileSource(who, *device, request->source(), watch.flag()));
       } else {
@@ -190,6 +195,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
     response->set_cache_key(result.key_hex);
     response->set_cache_tier(result.lookup.answered_by);
     response->set_target(result.key.target);
+    for (const Opt& opt : result.applied) *response->add_applied_opts() = WireOpt(opt);
     *response->mutable_metadata() = kernel.metadata();
     response->set_entry(kernel.entry());
     if (request->want_source()) response->set_source(kernel.source());
@@ -330,7 +336,8 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
     for (const PreparedKernel& k : plan->kernels()) {
       v1::PreparedKernelInfo* info = response->add_kernels();
       info->set_name(k.program->spec->name);
-      info->set_cache_key(KeyFor(*k.device, k.ast->hash).Hex());
+      info->set_cache_key(k.program->key_hex);
+      for (const Opt& opt : k.program->applied) *info->add_applied_opts() = WireOpt(opt);
       for (int dep : k.dependencies) info->add_dependencies(dep);
     }
     UOPD_ASSIGN_OR_RETURN(std::string id,

@@ -32,6 +32,85 @@ absl::StatusOr<int64_t> BufferBytes(Scalar dtype, int64_t size) {
 
 namespace {
 
+absl::StatusOr<std::vector<Opt>> OptsOf(const google::protobuf::RepeatedPtrField<v1::Opt>& wire,
+                                        absl::string_view where) {
+  std::vector<Opt> opts;
+  for (int i = 0; i < wire.size(); ++i) {
+    const v1::Opt& w = wire[i];
+    absl::StatusOr<OptOp> op = ParseOptOp(w.op());
+    if (!op.ok()) return WithContext(op.status(), absl::StrCat(where, "[", i, "]"));
+    Opt opt;
+    opt.op = *op;
+    if (w.has_axis()) opt.axis = w.axis();
+    opt.arg = w.arg();
+    if (opt.op == OptOp::kTc) {
+      if (w.tc_size() != 3) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "[", i, "]: TC needs tc = [tc_select, tc_opt, use_tensor_cores]"));
+      }
+      opt.tc = {w.tc(0), w.tc(1), w.tc(2)};
+    }
+    if (!opt.axis.has_value() && opt.op != OptOp::kNoLocals) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "[", i, "]: ", w.op(), " needs an axis"));
+    }
+    opts.push_back(opt);
+  }
+  return opts;
+}
+
+}  // namespace
+
+absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
+                                               const v1::Graph& graph) {
+  OptimizeRequest request;
+  switch (wire.mode()) {
+    case v1::Optimization::HEURISTIC:
+      request.mode = OptMode::kHeuristic;
+      break;
+    case v1::Optimization::NONE:
+      request.mode = OptMode::kNone;
+      break;
+    case v1::Optimization::SEARCH:
+      request.mode = OptMode::kSearch;
+      break;
+    case v1::Optimization::OPTS: {
+      request.mode = OptMode::kOpts;
+      UOPD_ASSIGN_OR_RETURN(request.opts, OptsOf(wire.opts(), "optimization.opts"));
+      break;
+    }
+    default: {
+      // tinygrad's KernelInfo(opts_to_apply=...) on the SINK.
+      if (graph.nodes_size() > 0) {
+        const v1::Arg& arg = graph.nodes(graph.nodes_size() - 1).arg();
+        if (arg.has_kernel() && arg.kernel().has_opts_to_apply()) {
+          request.mode = OptMode::kOpts;
+          UOPD_ASSIGN_OR_RETURN(request.opts,
+                                OptsOf(arg.kernel().opts_to_apply().opts(), "opts_to_apply"));
+        }
+      }
+      if (!wire.opts().empty()) {
+        return absl::InvalidArgumentError("optimization.opts needs mode OPTS");
+      }
+      break;
+    }
+  }
+  return request;
+}
+
+v1::Opt WireOpt(const Opt& opt) {
+  v1::Opt w;
+  w.set_op(std::string(OptOpName(opt.op)));
+  if (opt.axis.has_value()) w.set_axis(*opt.axis);
+  w.set_arg(opt.arg);
+  if (opt.op == OptOp::kTc) {
+    for (int v : opt.tc) w.add_tc(v);
+  }
+  return w;
+}
+
+namespace {
+
 absl::StatusOr<BufferView> BuildInline(const RequestContext& ctx, const v1::InlineBuffer& wire) {
   UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(wire.dtype()));
   UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, wire.size()));
@@ -100,6 +179,11 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     binding.device = *device;
     binding.buffers.assign(wire.buffers().begin(), wire.buffers().end());
     binding.fixedvars.insert(wire.fixedvars().begin(), wire.fixedvars().end());
+    auto optimization = OptimizationOf(wire.optimization(), wire.ast());
+    if (!optimization.ok()) {
+      return WithContext(optimization.status(), absl::StrCat("kernels[", k, "]"));
+    }
+    binding.optimization = *std::move(optimization);
     built.kernels.push_back(std::move(binding));
   }
   return built;

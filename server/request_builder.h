@@ -33,6 +33,13 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     const RequestContext& ctx, const google::protobuf::RepeatedPtrField<v1::BufferRef>& buffers,
     const google::protobuf::RepeatedPtrField<v1::KernelInvocation>& kernels);
 
+// How a kernel is to be optimized: the request's `optimization`, or when it says DEFAULT, the
+// AST's KernelInfo.opts_to_apply, or else the server's default. INVALID_ARGUMENT naming the
+// opt ("optimization.opts[1]: unknown opt op 'UPCASTT'").
+absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
+                                               const v1::Graph& graph);
+v1::Opt WireOpt(const Opt& opt);
+
 // `name`, or else `fallback`, or else "CPU": how requests default their device.
 std::string DeviceOrDefault(const std::string& name, const std::string& fallback = "");
 

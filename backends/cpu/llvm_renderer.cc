@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/codegen/devectorize.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/program_spec_builder.h"
+#include "core/codegen/vector_range.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
 #include "core/util/status_macros.h"
@@ -180,6 +182,10 @@ class IrWriter {
   void EmitInstr(int i) {
     const Instr& in = p_.instrs[i];
     const std::string self = absl::StrCat("%v", i);
+    if (IsVectorInstr(in)) {
+      EmitVector(i, self);
+      return;
+    }
     switch (in.kind) {
       case InstrKind::kConst:
         operand_[i] = ConstLiteral(in);
@@ -238,6 +244,311 @@ class IrWriter {
       case InstrKind::kLoopEnd:
         EndLoop(in.src[0]);
         return;
+    }
+  }
+
+  // ---- Vectors ---------------------------------------------------------------------------------
+  // The vector instructions LlvmKeepsVector lets through (Devectorize rewrote the others).
+
+  static bool IsVectorInstr(const Instr& in) {
+    return in.dtype.count > 1 || in.kind == InstrKind::kHReduce || in.kind == InstrKind::kExtract;
+  }
+  std::string ScalarType(DType d) const {
+    d.count = 1;
+    return RegType(d);
+  }
+  std::string VecType(const DType& d) const {
+    return absl::StrCat("<", d.count, " x ", ScalarType(d), ">");
+  }
+  std::string BoolVec(int width) const { return absl::StrCat("<", width, " x i1>"); }
+  // Vector accesses are aligned to their element only.
+  static std::string ElementAlign(const DType& d) {
+    return absl::StrCat(std::max(1, ScalarItemSize(d.scalar)));
+  }
+  // "<4 x i32> <i32 0, i32 1, ...>"-style lane list of a mask for shufflevector.
+  static std::string LaneMask(int from, int count) {
+    std::string out = absl::StrCat("<", count, " x i32> <");
+    for (int k = 0; k < count; ++k) absl::StrAppend(&out, k ? ", " : "", "i32 ", from + k);
+    return out + ">";
+  }
+  // A scalar operand repeated in every lane.
+  std::string Splat(const std::string& scalar, const DType& vector_type) {
+    const std::string vt = VecType(vector_type);
+    std::string one = Fresh("ins");
+    Line(absl::StrCat(one, " = insertelement ", vt, " poison, ", ScalarType(vector_type), " ",
+                      scalar, ", i64 0"));
+    std::string all = Fresh("spl");
+    Line(absl::StrCat(all, " = shufflevector ", vt, " ", one, ", ", vt, " poison, <",
+                      vector_type.count, " x i32> zeroinitializer"));
+    return all;
+  }
+  // a op b on vectors of `d` (ADD, SUB, MUL, MAX, AND, OR, XOR, FDIV).
+  std::string VectorCombine(uopd::Op op, const std::string& a, const std::string& b, const DType& d,
+                            bool reassoc) {
+    const std::string t = VecType(d);
+    const bool fl = IsFloat(d.scalar);
+    const bool is_bool = d.scalar == Scalar::kBool;
+    const std::string fm = reassoc ? "reassoc " : "";
+    std::string r = Fresh("vr");
+    switch (op) {
+      case Op::kAdd:
+        Line(absl::StrCat(r, " = ",
+                          is_bool ? "or "
+                          : fl    ? "fadd " + fm
+                                  : "add ",
+                          t, " ", a, ", ", b));
+        break;
+      case Op::kSub:
+        Line(absl::StrCat(r, " = ", fl ? "fsub " : "sub ", t, " ", a, ", ", b));
+        break;
+      case Op::kMul:
+        Line(absl::StrCat(r, " = ",
+                          is_bool ? "and "
+                          : fl    ? "fmul " + fm
+                                  : "mul ",
+                          t, " ", a, ", ", b));
+        break;
+      case Op::kFdiv:
+        Line(absl::StrCat(r, " = fdiv ", t, " ", a, ", ", b));
+        break;
+      case Op::kMax: {
+        std::string c = Fresh("vc");
+        if (fl)
+          Line(absl::StrCat(c, " = fcmp ogt ", t, " ", a, ", ", b));
+        else if (is_bool)
+          Line(absl::StrCat(c, " = icmp ugt ", t, " ", a, ", ", b));
+        else
+          Line(absl::StrCat(c, " = icmp ", IsSigned(d) ? "sgt " : "ugt ", t, " ", a, ", ", b));
+        Line(absl::StrCat(r, " = select ", BoolVec(d.count), " ", c, ", ", t, " ", a, ", ", t, " ",
+                          b));
+        break;
+      }
+      case Op::kAnd:
+      case Op::kOr:
+      case Op::kXor:
+        Line(absl::StrCat(r, " = ",
+                          op == Op::kAnd  ? "and "
+                          : op == Op::kOr ? "or "
+                                          : "xor ",
+                          t, " ", a, ", ", b));
+        break;
+      default:
+        break;
+    }
+    return r;
+  }
+
+  void EmitVector(int i, const std::string& self) {
+    const Instr& in = p_.instrs[i];
+    const DType& d = in.dtype;
+    auto src = [&](int k) { return Op(in.src[k]); };
+    switch (in.kind) {
+      case InstrKind::kConst: {
+        std::string lanes;
+        for (int k = 0; k < d.count; ++k) {
+          Instr lane = in;
+          lane.dtype.count = 1;
+          if (!in.arg.ints.empty()) lane.arg = Arg::I64(in.arg.ints[k]);
+          absl::StrAppend(&lanes, k ? ", " : "", ScalarType(d), " ", ConstLiteral(lane));
+        }
+        operand_[i] = absl::StrCat("<", lanes, ">");
+        return;
+      }
+      case InstrKind::kBroadcast:
+        operand_[i] = Splat(src(0), d);
+        return;
+      case InstrKind::kBuild: {
+        std::string v = "poison";
+        for (size_t k = 0; k < in.src.size(); ++k) {
+          std::string next = k + 1 == in.src.size() ? self : Fresh("bld");
+          Line(absl::StrCat(next, " = insertelement ", VecType(d), " ", v, ", ", ScalarType(d), " ",
+                            src(k), ", i64 ", k));
+          v = next;
+        }
+        operand_[i] = v;
+        return;
+      }
+      case InstrKind::kExtract:
+        Line(absl::StrCat(self, " = extractelement ", VecType(TypeOf(in.src[0])), " ", src(0),
+                          ", i64 ", in.lane));
+        operand_[i] = self;
+        return;
+      case InstrKind::kHReduce: {
+        // Halving: lanes [0, w/2) op lanes [w/2, w), until one is left.
+        DType v = TypeOf(in.src[0]);
+        std::string value = src(0);
+        while (v.count > 1) {
+          const int half = v.count / 2;
+          const std::string vt = VecType(v);
+          std::string lo = Fresh("lo"), hi = Fresh("hi");
+          Line(absl::StrCat(lo, " = shufflevector ", vt, " ", value, ", ", vt, " poison, ",
+                            LaneMask(0, half)));
+          Line(absl::StrCat(hi, " = shufflevector ", vt, " ", value, ", ", vt, " poison, ",
+                            LaneMask(half, half)));
+          v.count = half;
+          if (half == 1) {
+            DType scalar = v;
+            std::string a = Fresh("e"), b = Fresh("e");
+            Line(absl::StrCat(a, " = extractelement <1 x ", ScalarType(v), "> ", lo, ", i64 0"));
+            Line(absl::StrCat(b, " = extractelement <1 x ", ScalarType(v), "> ", hi, ", i64 0"));
+            value = Combine(in.op, a, b, scalar, /*reassoc=*/true);
+          } else {
+            value = VectorCombine(in.op, lo, hi, v, /*reassoc=*/true);
+          }
+        }
+        operand_[i] = value;
+        return;
+      }
+      case InstrKind::kAlu:
+        operand_[i] = EmitVectorAlu(in, self);
+        return;
+      case InstrKind::kCast:
+        operand_[i] = EmitVectorCast(in, self);
+        return;
+      case InstrKind::kLoad:
+        operand_[i] = EmitVectorLoad(in, self);
+        return;
+      case InstrKind::kStore:
+        EmitVectorStore(in);
+        return;
+      case InstrKind::kAccDefine: {
+        absl::StrAppend(&allocas_, "  %acc", i, " = alloca ", VecType(d), "\n");
+        Line(absl::StrCat("store ", VecType(d), " ", src(0), ", ptr %acc", i));
+        operand_[i] = absl::StrCat("%acc", i);
+        return;
+      }
+      case InstrKind::kAccUpdate: {
+        std::string old = Fresh("vacc");
+        Line(absl::StrCat(old, " = load ", VecType(d), ", ptr ", src(0)));
+        std::string value = src(1);
+        if (IsFloat(d.scalar) && in.op == Op::kMul) {
+          // As for scalars: a product's values pass an arithmetic fence (see EmitAccUpdate).
+          const std::string vt = VecType(d);
+          const std::string name =
+              absl::StrCat("llvm.arithmetic.fence.v", d.count, IntrinsicSuffix(ScalarType(d)));
+          Declare(vt, name, vt);
+          std::string fenced = Fresh("fence");
+          Line(absl::StrCat(fenced, " = call ", vt, " @", name, "(", vt, " ", value, ")"));
+          value = fenced;
+        }
+        std::string updated = VectorCombine(in.op, old, value, d, /*reassoc=*/true);
+        Line(absl::StrCat("store ", VecType(d), " ", updated, ", ptr ", src(0)));
+        return;
+      }
+      case InstrKind::kAccRead:
+        Line(absl::StrCat(self, " = load ", VecType(d), ", ptr ", src(0)));
+        operand_[i] = self;
+        return;
+      default:
+        operand_[i] = "poison";  // LlvmKeepsVector keeps no other kind
+        return;
+    }
+  }
+
+  std::string EmitVectorAlu(const Instr& in, const std::string& self) {
+    const DType& d = in.dtype;
+    auto src = [&](int k) { return Op(in.src[k]); };
+    const uopd::Op op = in.op;
+    if (IsComparison(op)) {
+      const DType& od = TypeOf(in.src[0]);
+      const std::string t = VecType(od);
+      std::string pred;
+      if (IsFloat(od.scalar)) {
+        pred = op == Op::kCmplt ? "fcmp olt" : op == Op::kCmpne ? "fcmp une" : "fcmp oeq";
+      } else {
+        bool s = IsSigned(od);
+        pred = op == Op::kCmplt   ? (s ? "icmp slt" : "icmp ult")
+               : op == Op::kCmpne ? "icmp ne"
+                                  : "icmp eq";
+      }
+      Line(absl::StrCat(self, " = ", pred, " ", t, " ", src(0), ", ", src(1)));
+      return self;
+    }
+    if (op == Op::kWhere) {
+      const std::string t = VecType(d);
+      Line(absl::StrCat(self, " = select ", BoolVec(d.count), " ", src(0), ", ", t, " ", src(1),
+                        ", ", t, " ", src(2)));
+      return self;
+    }
+    if (op == Op::kNeg) {
+      if (IsFloat(d.scalar)) {
+        Line(absl::StrCat(self, " = fneg ", VecType(d), " ", src(0)));
+      } else if (d.scalar == Scalar::kBool) {
+        Line(absl::StrCat(self, " = xor ", VecType(d), " ", src(0), ", ", Splat("true", d)));
+      } else {
+        Line(absl::StrCat(self, " = sub ", VecType(d), " zeroinitializer, ", src(0)));
+      }
+      return self;
+    }
+    if (op == Op::kReciprocal) {
+      Line(absl::StrCat(self, " = fdiv ", VecType(d), " ",
+                        Splat(FloatLiteral(1.0, d.scalar == Scalar::kFloat64), d), ", ", src(0)));
+      return self;
+    }
+    return VectorCombine(op, src(0), src(1), d, /*reassoc=*/false);
+  }
+
+  std::string EmitVectorCast(const Instr& in, const std::string& self) {
+    const DType& to = in.dtype;
+    const DType& from = TypeOf(in.src[0]);
+    const std::string v = Op(in.src[0]);
+    if (RegType(from) == RegType(to)) return v;
+    std::string inst;
+    if (IsFloat(from.scalar) && IsFloat(to.scalar)) {
+      inst = from.scalar == Scalar::kFloat64 ? "fptrunc" : "fpext";
+    } else if (IsFloat(to.scalar)) {
+      inst = "sitofp";
+    } else {
+      inst = Bits(from) > Bits(to) ? "trunc" : (IsSigned(from) ? "sext" : "zext");
+    }
+    Line(absl::StrCat(self, " = ", inst, " ", VecType(from), " ", v, " to ", VecType(to)));
+    return self;
+  }
+
+  // A vector mask from a vector or scalar bool operand.
+  std::string MaskOf(int instr, int width) {
+    if (TypeOf(instr).count > 1) return Op(instr);
+    DType b = DType::Of(Scalar::kBool);
+    b.count = width;
+    return Splat(Op(instr), b);
+  }
+
+  std::string MaskedIntrinsic(const char* what, const DType& d) {
+    const std::string suffix =
+        IsFloat(d.scalar) ? IntrinsicSuffix(ScalarType(d)) : absl::StrCat("i", Bits(d));
+    return absl::StrCat("llvm.masked.", what, ".v", d.count, suffix, ".p0");
+  }
+
+  std::string EmitVectorLoad(const Instr& in, const std::string& self) {
+    const DType& d = in.dtype;
+    const std::string vt = VecType(d);
+    if (p_.Global(in.slot).size == 0) return "zeroinitializer";  // never valid
+    std::string addr = Address(in.slot, d, Op(in.src[0]));
+    if (in.src.size() > 1) {
+      const std::string name = MaskedIntrinsic("load", d);
+      Declare(vt, name, absl::StrCat("ptr, i32, ", BoolVec(d.count), ", ", vt));
+      Line(absl::StrCat(self, " = call ", vt, " @", name, "(ptr ", addr, ", i32 ", ElementAlign(d),
+                        ", ", BoolVec(d.count), " ", MaskOf(in.src[1], d.count), ", ", vt,
+                        " zeroinitializer)"));
+    } else {
+      Line(absl::StrCat(self, " = load ", vt, ", ptr ", addr, ", align ", ElementAlign(d)));
+    }
+    return self;
+  }
+
+  void EmitVectorStore(const Instr& in) {
+    const DType& d = in.dtype;
+    const std::string vt = VecType(d);
+    std::string addr = Address(in.slot, d, Op(in.src[0]));
+    if (in.src.size() > 2) {
+      const std::string name = MaskedIntrinsic("store", d);
+      Declare("void", name, absl::StrCat(vt, ", ptr, i32, ", BoolVec(d.count)));
+      Line(absl::StrCat("call void @", name, "(", vt, " ", Op(in.src[1]), ", ptr ", addr, ", i32 ",
+                        ElementAlign(d), ", ", BoolVec(d.count), " ", MaskOf(in.src[2], d.count),
+                        ")"));
+    } else {
+      Line(absl::StrCat("store ", vt, " ", Op(in.src[1]), ", ptr ", addr, ", align ",
+                        ElementAlign(d)));
     }
   }
 
@@ -839,15 +1150,73 @@ class IrWriter {
 
 std::string RenderLlvmIr(const LinearProgram& program) { return IrWriter(program).Render(); }
 
+bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
+  // Types LLVM vectors compute in directly: not the emulated small floats, not bools in memory.
+  auto plain = [](const DType& d) { return !IsNarrowFloat(d.scalar) && d.scalar != Scalar::kVoid; };
+  const DType& d = in.dtype;
+  switch (in.kind) {
+    case InstrKind::kConst:
+    case InstrKind::kBroadcast:
+    case InstrKind::kBuild:
+      return true;
+    case InstrKind::kHReduce:
+      return plain(d) && d.scalar != Scalar::kBool;
+    case InstrKind::kLoad:
+    case InstrKind::kStore:
+      return d.scalar != Scalar::kBool;
+    case InstrKind::kAccDefine:
+      return plain(d) && d.scalar != Scalar::kBool;
+    case InstrKind::kCast: {
+      const DType& from = program.instrs[in.src[0]].dtype;
+      if (!plain(d) || !plain(from) || d.scalar == Scalar::kBool || from.scalar == Scalar::kBool) {
+        return false;
+      }
+      if (IsFloat(from.scalar)) return IsFloat(d.scalar);     // float to int saturates: scalar
+      return !IsFloat(d.scalar) || !IsUnsigned(from.scalar);  // no vector uitofp (see above)
+    }
+    case InstrKind::kAlu: {
+      const DType& operand = program.instrs[in.src[0]].dtype;
+      if (!plain(d) || !plain(operand)) return false;
+      switch (in.op) {
+        case Op::kAdd:
+        case Op::kSub:
+        case Op::kMul:
+        case Op::kMax:
+        case Op::kAnd:
+        case Op::kOr:
+        case Op::kXor:
+        case Op::kNeg:
+        case Op::kCmplt:
+        case Op::kCmpne:
+        case Op::kCmpeq:
+        case Op::kWhere:
+          return true;
+        case Op::kFdiv:
+        case Op::kReciprocal:
+          return IsFloat(d.scalar);
+        default:
+          return false;
+      }
+    }
+    default:
+      return false;
+  }
+}
+
 absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst> ast,
                                                  const std::string& name) const {
   LowerOptions lower_options;
   lower_options.min_parallel_work = options_.gpu_lowering ? 0 : options_.min_parallel_work;
   lower_options.gpu_grid = options_.gpu_lowering;
-  // UPCAST and UNROLL ranges written out: register tiles, unrolled reductions.
-  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast);
-  UOPD_ASSIGN_OR_RETURN(LinearProgram program,
+  // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are
+  // written out (register tiles, unrolled reductions).
+  ExpandOptions expand;
+  if (!options_.gpu_lowering) expand.keep = ChooseVectorRange(*ast, kMaxVectorLanes);
+  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast, expand);
+  if (expand.keep != nullptr) lower_options.vector_range = FindRange(*expanded, expand.keep->arg());
+  UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
                         LowerKernel(*expanded, SanitizeKernelName(name), lower_options));
+  LinearProgram program = Devectorize(lowered, LlvmKeepsVector);
   if (options_.gpu_lowering) {
     // The CPU runtime passes core_id and core_count after the client's variables.
     program.var_names.push_back(kCoreIdVar);

@@ -41,8 +41,18 @@ class LlvmRenderer : public Renderer {
   LlvmRendererOptions options_;
 };
 
-// The LLVM IR of a lowered kernel (exposed for golden tests and benchmarks).
+// The LLVM IR of a lowered kernel (exposed for golden tests and benchmarks). Vector
+// instructions must be ones LlvmKeepsVector keeps.
 std::string RenderLlvmIr(const LinearProgram& program);
+
+// Whether the LLVM renderer spells vector instruction `instr` as a vector (Devectorize writes
+// the others lane by lane): arithmetic, comparisons, selects, casts between plain types, loads
+// and stores, accumulators and horizontal reductions, except on bools in memory and emulated
+// small floats.
+bool LlvmKeepsVector(const LinearProgram& program, const Instr& instr);
+
+// The most lanes a vector value gets (LLVM splits wider vectors into registers).
+inline constexpr int64_t kMaxVectorLanes = 64;
 
 }  // namespace uopd
 

@@ -7,8 +7,8 @@ namespace uopd {
 
 std::string CacheKey::Hex() const {
   Sha256 sha;
-  sha.UpdateFramed("uopd-cache-key-v1");
-  for (const auto* part : {&base_device, &target, &compiler, &renderer, &ast_hash}) {
+  sha.UpdateFramed("uopd-cache-key-v2");
+  for (const auto* part : {&base_device, &target, &compiler, &renderer, &ast_hash, &opts}) {
     sha.UpdateFramed(*part);
   }
   return DigestToHex(sha.Finish());
@@ -16,17 +16,21 @@ std::string CacheKey::Hex() const {
 
 std::string CacheKey::Describe() const {
   return absl::StrCat("device=", base_device, " target=", target, " compiler=", compiler,
-                      " renderer=", renderer, " ast=", ast_hash);
+                      " renderer=", renderer, " ast=", ast_hash, " opts=", opts);
 }
 
-CacheKey KeyFor(const Device& device, const std::string& ast_hash) {
-  return KeyFor(device.spec().base_device_key(), device.compilers().front(), ast_hash);
+CacheKey KeyFor(const Device& device, const std::string& ast_hash, const std::string& opts) {
+  return KeyFor(device.spec().base_device_key(), device.compilers().front(), ast_hash, opts);
 }
 
 CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair,
-                const std::string& ast_hash) {
-  return CacheKey{base_device, pair.compiler->Target(), pair.compiler->Identity(),
-                  pair.renderer->Identity(), ast_hash};
+                const std::string& ast_hash, const std::string& opts) {
+  return CacheKey{base_device,
+                  pair.compiler->Target(),
+                  pair.compiler->Identity(),
+                  pair.renderer->Identity(),
+                  ast_hash,
+                  opts};
 }
 
 }  // namespace uopd

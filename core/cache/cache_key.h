@@ -15,7 +15,8 @@ struct CacheKey {
   std::string target;       // Compiler::Target(): triple;cpu;features or sm_XX
   std::string compiler;     // Compiler::Identity(): backend, versions, options
   std::string renderer;     // Renderer::Identity(): options that change the source
-  std::string ast_hash;     // IR.md's AST hash
+  std::string ast_hash;     // IR.md's AST hash (of the kernel as the client sent it)
+  std::string opts;         // the opts applied to it (OptsToString; "" when none)
 
   // SHA-256 over the framed components, as 64 hex digits: the entry's name in every tier.
   std::string Hex() const;
@@ -23,11 +24,12 @@ struct CacheKey {
   std::string Describe() const;
 };
 
-// The key of `ast_hash` compiled by `device`'s default renderer and compiler.
-CacheKey KeyFor(const Device& device, const std::string& ast_hash);
-// The key of `ast_hash` compiled by `pair` for the backend `base_device`.
+// The key of `ast_hash` with `opts` applied, compiled by `device`'s default renderer and
+// compiler.
+CacheKey KeyFor(const Device& device, const std::string& ast_hash, const std::string& opts = "");
+// The same compiled by `pair` for the backend `base_device`.
 CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair,
-                const std::string& ast_hash);
+                const std::string& ast_hash, const std::string& opts = "");
 
 }  // namespace uopd
 

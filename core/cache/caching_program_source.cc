@@ -33,21 +33,46 @@ absl::StatusOr<v1::CachedKernel> CompileEntry(const CompilerPair& pair, const Pr
 
 }  // namespace
 
+OptimizeRequest CachingProgramSource::Resolve(const OptimizeRequest& request) const {
+  OptimizeRequest resolved = request;
+  if (resolved.mode == OptMode::kDefault) resolved.mode = default_mode_;
+  // A search needs the device to time candidates on: until it runs, the heuristics stand in.
+  if (resolved.mode == OptMode::kSearch) resolved.mode = OptMode::kHeuristic;
+  return resolved;
+}
+
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device,
                                                             std::shared_ptr<const KernelAst> ast,
+                                                            const OptimizeRequest& optimization,
                                                             const StopFlag* stop) {
-  return Compile(device.spec().base_device_key(), device.compilers().front(), std::move(ast), stop);
+  return CompileFor(device.spec().base_device_key(), device.compilers().front(), device.threads(),
+                    std::move(ast), optimization, stop);
 }
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& base_device,
                                                             const CompilerPair& pair,
                                                             std::shared_ptr<const KernelAst> ast,
+                                                            const OptimizeRequest& optimization,
                                                             const StopFlag* stop) {
+  return CompileFor(base_device, pair, 1, std::move(ast), optimization, stop);
+}
+
+absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string& base_device,
+                                                               const CompilerPair& pair,
+                                                               int threads,
+                                                               std::shared_ptr<const KernelAst> ast,
+                                                               const OptimizeRequest& optimization,
+                                                               const StopFlag* stop) {
+  UOPD_ASSIGN_OR_RETURN(
+      OptimizedKernel optimized,
+      OptimizeKernel(ast, OptTargetFor(base_device, pair.compiler->Target(), threads),
+                     Resolve(optimization)));
   CompileResult result;
-  result.key = KeyFor(base_device, pair, ast->hash);
+  result.applied = optimized.applied;
+  result.key = KeyFor(base_device, pair, ast->hash, OptsToString(optimized.applied));
   result.key_hex = result.key.Hex();
   auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
-    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, ast));
+    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast));
     return CompileEntry(pair, spec, result.key, result.key_hex, stop);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
@@ -55,11 +80,10 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& b
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
-    Device& device, std::shared_ptr<const KernelAst> ast, const StopFlag* stop) {
-  const CompilerPair& pair = device.compilers().front();
-  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash);
-  const std::string key_hex = key.Hex();
-  const std::string memo_key = absl::StrCat(device.name(), "/", key_hex);
+    Device& device, std::shared_ptr<const KernelAst> ast, const OptimizeRequest& optimization,
+    const StopFlag* stop) {
+  const OptimizeRequest request = Resolve(optimization);
+  const std::string memo_key = absl::StrCat(device.name(), "/", ast->hash, "/", request.Key());
   {
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(memo_key); it != index_.end()) {
@@ -67,11 +91,20 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
       return it->second->second;
     }
   }
+  const CompilerPair& pair = device.compilers().front();
+  UOPD_ASSIGN_OR_RETURN(OptimizedKernel optimized,
+                        OptimizeKernel(ast,
+                                       OptTargetFor(device.spec().base_device_key(),
+                                                    pair.compiler->Target(), device.threads()),
+                                       request));
+  const CacheKey key =
+      KeyFor(device.spec().base_device_key(), pair, ast->hash, OptsToString(optimized.applied));
+  const std::string key_hex = key.Hex();
   // Kernels run with the metadata of their own AST (buffer sizes, launch dimensions, variable
   // bounds), never with what a cache entry says: an entry's bytes are the only thing taken
   // from it, and an entry whose metadata disagrees with the AST is not used.
-  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, ast));
-  spec.ast = ast;
+  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast));
+  spec.ast = optimized.ast;
   auto compile = [&]() { return CompileEntry(pair, spec, key, key_hex, stop); };
   const v1::ProgramMetadata expected = EncodeProgramMetadata(spec);
   std::shared_ptr<Program> program;
@@ -100,6 +133,8 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
     cache_.Invalidate(key_hex);
   }
   auto loaded = std::make_shared<LoadedProgram>();
+  loaded->key_hex = key_hex;
+  loaded->applied = std::move(optimized.applied);
   loaded->spec = std::make_shared<const ProgramSpec>(std::move(spec));
   loaded->compiled = std::move(compiled);
   loaded->program = std::move(program);

@@ -19,33 +19,49 @@ struct CompileResult {
   CacheKey key;
   std::string key_hex;
   CacheLookup lookup;
+  std::vector<Opt> applied;  // the opts the kernel was optimized with
 };
 
 // Safe for concurrent use. `cache` must outlive it.
 class CachingProgramSource : public ProgramSource {
  public:
-  explicit CachingProgramSource(KernelCache& cache, size_t max_loaded_programs = 4096)
-      : cache_(cache), max_loaded_(max_loaded_programs) {}
+  // `default_mode` is what OptMode::kDefault requests get (the heuristics, unless the server
+  // is set to search).
+  explicit CachingProgramSource(KernelCache& cache, size_t max_loaded_programs = 4096,
+                                OptMode default_mode = OptMode::kHeuristic)
+      : cache_(cache), max_loaded_(max_loaded_programs), default_mode_(default_mode) {}
 
-  // The compiled entry for `ast` on `device`, from the cache or compiled now. A compile is
-  // abandoned (CANCELLED) once `stop` is set.
+  // The compiled entry for `ast`, optimized as `optimization` asks, on `device`, from the cache
+  // or compiled now. A compile is abandoned (CANCELLED) once `stop` is set.
   absl::StatusOr<CompileResult> Compile(const Device& device, std::shared_ptr<const KernelAst> ast,
+                                        const OptimizeRequest& optimization = {},
                                         const StopFlag* stop = nullptr);
   // The same for a renderer and compiler not bound to a device (compiling for a target).
   absl::StatusOr<CompileResult> Compile(const std::string& base_device, const CompilerPair& pair,
                                         std::shared_ptr<const KernelAst> ast,
+                                        const OptimizeRequest& optimization = {},
                                         const StopFlag* stop = nullptr);
 
   absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(Device& device,
                                                            std::shared_ptr<const KernelAst> ast,
+                                                           const OptimizeRequest& optimization,
                                                            const StopFlag* stop) override;
+
+  // kDefault made concrete.
+  OptimizeRequest Resolve(const OptimizeRequest& request) const;
 
   KernelCache& cache() { return cache_; }
 
  private:
+  absl::StatusOr<CompileResult> CompileFor(const std::string& base_device, const CompilerPair& pair,
+                                           int threads, std::shared_ptr<const KernelAst> ast,
+                                           const OptimizeRequest& optimization,
+                                           const StopFlag* stop);
+
   using Lru = std::list<std::pair<std::string, std::shared_ptr<const LoadedProgram>>>;
   KernelCache& cache_;
   const size_t max_loaded_;
+  const OptMode default_mode_;
   absl::Mutex mu_;
   Lru loaded_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);

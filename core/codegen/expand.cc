@@ -152,6 +152,13 @@ bool IsExpandedRange(const UOp* range) {
                       range->arg().axis_type == AxisType::kUnroll);
 }
 
+const UOp* FindRange(const KernelAst& ast, const Arg& arg) {
+  for (const UOp* node : Toposort(ast.root)) {
+    if (node->op() == Op::kRange && node->arg() == arg) return node;
+  }
+  return nullptr;
+}
+
 std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> ast,
                                               const ExpandOptions& options) {
   auto expanded = std::make_shared<KernelAst>();

@@ -35,6 +35,9 @@ std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> a
 // Whether a RANGE is one ExpandRanges writes out (UPCAST/UNROLL of constant size, or size 1).
 bool IsExpandedRange(const UOp* range);
 
+// The RANGE of `ast` with argument `arg` (a range's copy in a rewritten AST); null if none.
+const UOp* FindRange(const KernelAst& ast, const Arg& arg);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_CODEGEN_EXPAND_H_

@@ -36,6 +36,14 @@ absl::string_view KindName(InstrKind kind) {
       return "end_loop";
     case InstrKind::kGlobalIndex:
       return "global_index";
+    case InstrKind::kBroadcast:
+      return "broadcast";
+    case InstrKind::kExtract:
+      return "extract";
+    case InstrKind::kBuild:
+      return "build";
+    case InstrKind::kHReduce:
+      return "hreduce";
   }
   return "?";
 }
@@ -57,7 +65,8 @@ std::string LinearProgram::Dump() const {
     const Instr& in = instrs[i];
     if (in.kind == InstrKind::kLoopEnd) --depth;
     absl::StrAppend(&out, std::string(2 * depth, ' '), "v", i, " = ", KindName(in.kind));
-    if (in.kind == InstrKind::kAlu || in.kind == InstrKind::kAccUpdate) {
+    if (in.kind == InstrKind::kAlu || in.kind == InstrKind::kAccUpdate ||
+        in.kind == InstrKind::kHReduce) {
       absl::StrAppend(&out, " ", OpName(in.op));
     }
     absl::StrAppend(&out, " ", DTypeToString(in.dtype));
@@ -71,6 +80,7 @@ std::string LinearProgram::Dump() const {
     if (in.kind == InstrKind::kVar) absl::StrAppend(&out, " ", var_names[in.var]);
     if (in.slot >= 0) absl::StrAppend(&out, " slot ", in.slot);
     if (in.kind == InstrKind::kCheckBounds) absl::StrAppend(&out, " size ", in.size);
+    if (in.kind == InstrKind::kExtract) absl::StrAppend(&out, " lane ", in.lane);
     out += "\n";
     if (in.kind == InstrKind::kLoopBegin) ++depth;
   }

@@ -1,6 +1,12 @@
 // LinearProgram: a kernel lowered to a straight list of instructions with explicit loops,
 // accumulators, loads, stores and bounds checks. The shared output of the lowering, which every
 // backend's renderer turns into its source language.
+//
+// Values may be vectors (dtype.count lanes, one vectorized range of the kernel): ALU ops, casts
+// and accumulators then work lane by lane; a vector load or store touches dtype.count
+// consecutive elements from its (scalar) index, each lane masked by its own bool when the mask
+// is a vector. Backends that do not spell some vector instruction have Devectorize rewrite it
+// lane by lane first (core/codegen/devectorize.h).
 #ifndef UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_
 #define UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_
 
@@ -30,6 +36,10 @@ enum class InstrKind : uint8_t {
   kLoopEnd,      // closes the loop begun by src[0]
   kGlobalIndex,  // GPU: this thread's flattened index over the grid; threads at or past
                  // src[0] (the total) return at once
+  kBroadcast,    // a vector of dtype.count lanes, each src[0] (a scalar)
+  kExtract,      // lane `lane` of vector src[0]
+  kBuild,        // the vector whose lanes are src (scalars)
+  kHReduce,      // `op` (ADD, MUL, MAX) over the lanes of vector src[0]: a scalar
 };
 
 struct Instr {
@@ -41,6 +51,7 @@ struct Instr {
   int var = -1;                 // kVar
   int slot = -1;                // kLoad, kStore, kCheckBounds
   int64_t size = 0;             // kCheckBounds: the buffer's element count
+  int lane = 0;                 // kExtract
   const UOp* origin = nullptr;  // the AST node this came from, for dumps and messages
 };
 

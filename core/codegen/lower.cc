@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/codegen/access_bounds.h"
+#include "core/codegen/vector_range.h"
 #include "core/ir/printer.h"
 #include "core/ir/value_range.h"
 #include "core/util/status_macros.h"
@@ -57,6 +58,14 @@ class Lowerer {
   absl::StatusOr<LinearProgram> Run(const std::string& name) {
     program_.name = name;
     topo_ = Toposort(ast_.root);
+    if (options_.vector_range != nullptr) {
+      const UOp* size = options_.vector_range->src(0);
+      if (!size->IsConst() || ConstIntValue(*size) < 2) {
+        return NodeError(*options_.vector_range, "a vectorized range needs a constant size > 1");
+      }
+      vector_range_ = options_.vector_range;
+      width_ = static_cast<int>(ConstIntValue(*size));
+    }
     UOPD_RETURN_IF_ERROR(CollectSignature());
     ChooseIndexWidth();
     if (options_.gpu_grid) {
@@ -66,7 +75,10 @@ class Lowerer {
     }
     scopes_.emplace_back();
     UOPD_RETURN_IF_ERROR(EmitGridIndex());
-    for (const UOp* stmt : ast_.root->src()) UOPD_RETURN_IF_ERROR(Statement(stmt));
+    for (const UOp* stmt : ast_.root->src()) {
+      UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(stmt)));
+      UOPD_RETURN_IF_ERROR(Statement(stmt));
+    }
     return std::move(program_);
   }
 
@@ -244,6 +256,31 @@ class Lowerer {
                       .origin = origin});
   }
 
+  // ---- Vectors ---------------------------------------------------------------------------------
+
+  bool IsVector(int instr) const { return program_.instrs[instr].dtype.count > 1; }
+  // Whether `node`'s value varies across the lanes of the vectorized range.
+  bool IsVectorNode(const UOp* node) {
+    return vector_range_ != nullptr && FreeRanges(node).contains(vector_range_);
+  }
+  DType VectorOf(DType d) const {
+    d.count = width_;
+    return d;
+  }
+  int Broadcast(int scalar) {
+    if (IsVector(scalar)) return scalar;
+    return Emit(Instr{.kind = InstrKind::kBroadcast,
+                      .dtype = VectorOf(program_.instrs[scalar].dtype),
+                      .src = {scalar}});
+  }
+  // Lane `lane` of a value (a scalar is the same in every lane).
+  int Lane(int value, int lane) {
+    if (value < 0 || !IsVector(value)) return value;
+    DType d = program_.instrs[value].dtype;
+    d.count = 1;
+    return Emit(Instr{.kind = InstrKind::kExtract, .dtype = d, .src = {value}, .lane = lane});
+  }
+
   const int* Memo(const UOp* node) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       if (auto found = it->find(node); found != it->end()) return &found->second;
@@ -294,10 +331,12 @@ class Lowerer {
       case Op::kEnd: {
         std::vector<const UOp*> ranges;
         for (const UOp* range : SortedRanges(node->src().subspan(1))) {
-          if (!IsGridRange(range)) ranges.push_back(range);  // grid ranges are open already
+          // Grid ranges are open already; the vectorized range is the lanes, not a loop.
+          if (!IsGridRange(range) && range != vector_range_) ranges.push_back(range);
         }
         UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
         for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+        UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(node->src(0))));
         UOPD_RETURN_IF_ERROR(Statement(node->src(0)));
         for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
         break;
@@ -382,7 +421,8 @@ class Lowerer {
   struct Access {
     int slot;
     int index;
-    int valid = -1;  // -1: unconditional
+    int valid = -1;           // -1: unconditional
+    bool contiguous = false;  // lanes of the vectorized range are consecutive elements
   };
 
   // Splits WHERE(valid, idx, Invalid) (possibly nested) into the conditions and the index.
@@ -406,18 +446,23 @@ class Lowerer {
       access.valid =
           access.valid < 0 ? c : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, c});
     }
+    access.contiguous = vector_range_ != nullptr && AffineCoefficient(idx, vector_range_) == 1;
     const BufferParam* param = &program_.Global(slot);
     if (ProveInBounds(idx, conditions, param->size, ranges_)) {
       ++program_.proven_accesses;
     } else {
       ++program_.guarded_accesses;
-      std::vector<int> src = {access.index};
-      if (access.valid >= 0) src.push_back(access.valid);
-      Emit(Instr{.kind = InstrKind::kCheckBounds,
-                 .src = std::move(src),
-                 .slot = slot,
-                 .size = param->size,
-                 .origin = index_node});
+      // Checked lane by lane when the access is a vector one.
+      const bool vector = IsVector(access.index) || (access.valid >= 0 && IsVector(access.valid));
+      for (int lane = 0; lane < (vector ? width_ : 1); ++lane) {
+        std::vector<int> src = {vector ? Lane(access.index, lane) : access.index};
+        if (access.valid >= 0) src.push_back(vector ? Lane(access.valid, lane) : access.valid);
+        Emit(Instr{.kind = InstrKind::kCheckBounds,
+                   .src = std::move(src),
+                   .slot = slot,
+                   .size = param->size,
+                   .origin = index_node});
+      }
     }
     return access;
   }
@@ -425,30 +470,85 @@ class Lowerer {
   absl::Status Store(const UOp* store) {
     UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(store->src(0)));
     UOPD_ASSIGN_OR_RETURN(int value, Value(store->src(1)));
-    std::vector<int> src = {access.index, value};
-    if (access.valid >= 0) src.push_back(access.valid);
-    Emit(Instr{.kind = InstrKind::kStore,
-               .dtype = store->src(1)->dtype(),
-               .src = std::move(src),
-               .slot = access.slot,
-               .origin = store});
+    const bool vector =
+        IsVector(access.index) || IsVector(value) || (access.valid >= 0 && IsVector(access.valid));
+    if (vector && access.contiguous && IsVector(access.index)) {
+      // One vector store from lane 0's element.
+      std::vector<int> src = {Lane(access.index, 0), Broadcast(value)};
+      if (access.valid >= 0) src.push_back(access.valid);
+      Emit(Instr{.kind = InstrKind::kStore,
+                 .dtype = program_.instrs[src[1]].dtype,
+                 .src = std::move(src),
+                 .slot = access.slot,
+                 .origin = store});
+      return absl::OkStatus();
+    }
+    // Lane by lane, in lane order (a later lane's store to the same element wins).
+    for (int lane = 0; lane < (vector ? width_ : 1); ++lane) {
+      std::vector<int> src = {Lane(access.index, lane), Lane(value, lane)};
+      if (access.valid >= 0) src.push_back(Lane(access.valid, lane));
+      Emit(Instr{.kind = InstrKind::kStore,
+                 .dtype = store->src(1)->dtype(),
+                 .src = std::move(src),
+                 .slot = access.slot,
+                 .origin = store});
+    }
     return absl::OkStatus();
   }
 
   absl::StatusOr<int> Load(const UOp* node, const UOp* index_node, const UOp* alt) {
     UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(index_node));
-    std::vector<int> src = {access.index};
-    if (access.valid >= 0) src.push_back(access.valid);
-    int loaded = Emit(Instr{.kind = InstrKind::kLoad,
-                            .dtype = node->dtype(),
-                            .src = std::move(src),
-                            .slot = access.slot,
-                            .origin = node});
+    const bool vector = IsVector(access.index) || (access.valid >= 0 && IsVector(access.valid));
+    int loaded;
+    if (!vector) {
+      std::vector<int> src = {access.index};
+      if (access.valid >= 0) src.push_back(access.valid);
+      loaded = Emit(Instr{.kind = InstrKind::kLoad,
+                          .dtype = node->dtype(),
+                          .src = std::move(src),
+                          .slot = access.slot,
+                          .origin = node});
+    } else if (access.contiguous && IsVector(access.index)) {
+      // One vector load from lane 0's element.
+      std::vector<int> src = {Lane(access.index, 0)};
+      if (access.valid >= 0) src.push_back(access.valid);
+      loaded = Emit(Instr{.kind = InstrKind::kLoad,
+                          .dtype = VectorOf(node->dtype()),
+                          .src = std::move(src),
+                          .slot = access.slot,
+                          .origin = node});
+    } else {
+      // A gather: one load per lane.
+      std::vector<int> lanes;
+      for (int lane = 0; lane < width_; ++lane) {
+        std::vector<int> src = {Lane(access.index, lane)};
+        if (access.valid >= 0) src.push_back(Lane(access.valid, lane));
+        lanes.push_back(Emit(Instr{.kind = InstrKind::kLoad,
+                                   .dtype = node->dtype(),
+                                   .src = std::move(src),
+                                   .slot = access.slot,
+                                   .origin = node}));
+      }
+      loaded = Emit(Instr{.kind = InstrKind::kBuild,
+                          .dtype = VectorOf(node->dtype()),
+                          .src = std::move(lanes),
+                          .origin = node});
+    }
     if (alt != nullptr && access.valid >= 0) {
       UOPD_ASSIGN_OR_RETURN(int alt_value, Value(alt));
-      return Alu(Op::kWhere, node->dtype(), {access.valid, loaded, alt_value}, node);
+      return VectorAlu(Op::kWhere, node->dtype(), {access.valid, loaded, alt_value}, node);
     }
     return loaded;
+  }
+
+  // An ALU op whose operands may be vectors: scalars among them are broadcast.
+  int VectorAlu(Op op, DType dtype, std::vector<int> src, const UOp* origin) {
+    const bool vector = std::any_of(src.begin(), src.end(), [&](int s) { return IsVector(s); });
+    if (vector) {
+      for (int& s : src) s = Broadcast(s);
+      dtype = VectorOf(dtype);
+    }
+    return Alu(op, dtype, std::move(src), origin);
   }
 
   // Emits, before the loops over `ranges` open, every REDUCE in `body` that does not depend on
@@ -477,43 +577,162 @@ class Lowerer {
         if (seen.insert(src).second) stack.push_back(src);
       }
     }
-    // Creation order is topological: inner reductions first.
-    std::sort(hoist.begin(), hoist.end(),
-              [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
-    for (const UOp* reduce : hoist) {
-      UOPD_ASSIGN_OR_RETURN(int value, Value(reduce));
-      (void)value;  // memoized in the current scope for the loops about to open
-    }
-    return absl::OkStatus();
+    // Memoized in the current scope for the loops about to open.
+    return EmitReductions(std::move(hoist));
   }
 
-  absl::StatusOr<int> Reduce(const UOp* node) {
+  // A reduction in progress: its accumulator, and what its loops are.
+  struct PendingReduce {
+    const UOp* node;
+    int acc = -1;
+    DType acc_type;
+    bool over_lanes = false;  // reduces over the vectorized range: partial sums per lane
+    std::vector<const UOp*> loops;
+  };
+
+  absl::StatusOr<PendingReduce> BeginReduce(const UOp* node) {
     Op op = node->arg().reduce_op;
     if (!IsIdentityOf(op)) return NodeError(*node, "unsupported reduction");
+    PendingReduce r{node};
+    const auto closed = node->src().subspan(1);
+    r.over_lanes = vector_range_ != nullptr &&
+                   std::find(closed.begin(), closed.end(), vector_range_) != closed.end();
+    const bool vector_acc = r.over_lanes || IsVectorNode(node);
     int identity = EmitConst(node->dtype(), ReduceIdentity(op, node->dtype()), node);
-    int acc = Emit(Instr{
-        .kind = InstrKind::kAccDefine, .dtype = node->dtype(), .src = {identity}, .origin = node});
-    std::vector<const UOp*> ranges = SortedRanges(node->src().subspan(1));
-    UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
-    for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
-    // An expanded reduction (core/codegen/expand.h) folds its lanes in order:
-    // acc = ((acc op v0) op v1) ...
-    const UOp* value_node = node->src(0);
+    if (vector_acc) identity = Broadcast(identity);
+    r.acc_type = vector_acc ? VectorOf(node->dtype()) : node->dtype();
+    r.acc = Emit(Instr{
+        .kind = InstrKind::kAccDefine, .dtype = r.acc_type, .src = {identity}, .origin = node});
+    for (const UOp* range : SortedRanges(closed)) {
+      if (range != vector_range_) r.loops.push_back(range);
+    }
+    return r;
+  }
+
+  // One iteration's updates, inside the reduction's loops. An expanded reduction (core/codegen/
+  // expand.h) folds its lanes in order: acc = ((acc op v0) op v1) ...
+  absl::Status UpdateReduce(const PendingReduce& r) {
+    const UOp* value_node = r.node->src(0);
     std::vector<const UOp*> lanes = {value_node};
     if (value_node->op() == Op::kContract) {
       lanes.assign(value_node->src().begin(), value_node->src().end());
     }
     for (const UOp* lane : lanes) {
       UOPD_ASSIGN_OR_RETURN(int value, Value(lane));
+      if (r.acc_type.count > 1) value = Broadcast(value);
       Emit(Instr{.kind = InstrKind::kAccUpdate,
-                 .op = op,
-                 .dtype = node->dtype(),
-                 .src = {acc, value},
-                 .origin = node});
+                 .op = r.node->arg().reduce_op,
+                 .dtype = r.acc_type,
+                 .src = {r.acc, value},
+                 .origin = r.node});
     }
-    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
-    return Emit(
-        Instr{.kind = InstrKind::kAccRead, .dtype = node->dtype(), .src = {acc}, .origin = node});
+    return absl::OkStatus();
+  }
+
+  int FinishReduce(const PendingReduce& r) {
+    int result = Emit(
+        Instr{.kind = InstrKind::kAccRead, .dtype = r.acc_type, .src = {r.acc}, .origin = r.node});
+    if (r.over_lanes) {
+      result = Emit(Instr{.kind = InstrKind::kHReduce,
+                          .op = r.node->arg().reduce_op,
+                          .dtype = r.node->dtype(),
+                          .src = {result},
+                          .origin = r.node});
+    }
+    return result;
+  }
+
+  absl::StatusOr<int> Reduce(const UOp* node) {
+    UOPD_ASSIGN_OR_RETURN(PendingReduce r, BeginReduce(node));
+    UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), r.loops));
+    for (const UOp* range : r.loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+    UOPD_RETURN_IF_ERROR(UpdateReduce(r));
+    for (auto it = r.loops.rbegin(); it != r.loops.rend(); ++it) CloseLoop(*it);
+    return FinishReduce(r);
+  }
+
+  // Computes `reduces` (in creation order), running those over the same loops in one loop nest
+  // when none depends on another: the copies of a reduction an UPCAST wrote out then share
+  // their loop, one accumulator each (a register tile), instead of one loop each. Each
+  // accumulates in the same order as alone.
+  absl::Status EmitReductions(std::vector<const UOp*> reduces) {
+    std::sort(reduces.begin(), reduces.end(),
+              [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
+    std::vector<std::vector<const UOp*>> groups;
+    for (const UOp* r : reduces) {
+      if (Memo(r) != nullptr) continue;
+      std::vector<const UOp*> loops;
+      for (const UOp* range : SortedRanges(r->src().subspan(1))) {
+        if (range != vector_range_) loops.push_back(range);
+      }
+      bool placed = false;
+      for (auto& group : groups) {
+        const UOp* first = group.front();
+        std::vector<const UOp*> group_loops;
+        for (const UOp* range : SortedRanges(first->src().subspan(1))) {
+          if (range != vector_range_) group_loops.push_back(range);
+        }
+        if (group_loops != loops || loops.empty()) continue;
+        // Not if it reads another member's result (softmax's sum of exp(x - max)).
+        absl::flat_hash_set<const UOp*> inputs;
+        for (const UOp* n : Toposort(r->src(0))) inputs.insert(n);
+        if (std::any_of(group.begin(), group.end(),
+                        [&](const UOp* m) { return inputs.contains(m); })) {
+          continue;
+        }
+        group.push_back(r);
+        placed = true;
+        break;
+      }
+      if (!placed) groups.push_back({r});
+    }
+    for (const auto& group : groups) {
+      if (group.size() == 1) {
+        UOPD_ASSIGN_OR_RETURN(int value, Value(group.front()));
+        (void)value;  // memoized in the current scope
+        continue;
+      }
+      std::vector<PendingReduce> pending;
+      for (const UOp* r : group) {
+        UOPD_ASSIGN_OR_RETURN(PendingReduce p, BeginReduce(r));
+        pending.push_back(std::move(p));
+      }
+      for (const PendingReduce& p : pending) {
+        UOPD_RETURN_IF_ERROR(HoistReductions(p.node->src(0), p.loops));
+      }
+      for (const UOp* range : pending.front().loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+      for (const PendingReduce& p : pending) UOPD_RETURN_IF_ERROR(UpdateReduce(p));
+      for (auto it = pending.front().loops.rbegin(); it != pending.front().loops.rend(); ++it) {
+        CloseLoop(*it);
+      }
+      for (const PendingReduce& p : pending) scopes_.back()[p.node] = FinishReduce(p);
+    }
+    return absl::OkStatus();
+  }
+
+  // The REDUCEs a statement or value computes at its own level (not inside another REDUCE's
+  // value) that can run here: every range they depend on is open.
+  std::vector<const UOp*> ReductionsHere(const UOp* root) {
+    std::vector<const UOp*> found;
+    std::vector<const UOp*> stack = {root};
+    absl::flat_hash_set<const UOp*> seen = {root};
+    while (!stack.empty()) {
+      const UOp* node = stack.back();
+      stack.pop_back();
+      if (node->op() == Op::kReduce) {
+        const auto& free = FreeRanges(node);
+        if (!Memo(node) && std::all_of(free.begin(), free.end(), [&](const UOp* r) {
+              return open_ranges_.contains(r) || r == vector_range_;
+            })) {
+          found.push_back(node);
+        }
+        continue;
+      }
+      for (const UOp* src : node->src()) {
+        if (seen.insert(src).second) stack.push_back(src);
+      }
+    }
+    return found;
   }
 
   // An integer value as INDEX: loop ends and buffer indices may be any integer type (a gather
@@ -542,6 +761,12 @@ class Lowerer {
                             .origin = node});
         break;
       case Op::kRange: {
+        if (node == vector_range_) {
+          Arg lanes = Arg::I64(0);
+          for (int lane = 0; lane < width_; ++lane) lanes.ints.push_back(lane);
+          result = EmitConst(VectorOf(node->dtype()), std::move(lanes), node);
+          break;
+        }
         auto it = open_ranges_.find(node);
         if (it == open_ranges_.end()) {
           return NodeError(*node, "RANGE is used outside the END or REDUCE that closes it");
@@ -567,7 +792,7 @@ class Lowerer {
         UOPD_ASSIGN_OR_RETURN(int src, Value(node->src(0)));
         result =
             Emit(Instr{.kind = node->op() == Op::kCast ? InstrKind::kCast : InstrKind::kBitcast,
-                       .dtype = node->dtype(),
+                       .dtype = IsVector(src) ? VectorOf(node->dtype()) : node->dtype(),
                        .src = {src},
                        .origin = node});
         break;
@@ -579,7 +804,7 @@ class Lowerer {
           UOPD_ASSIGN_OR_RETURN(int v, Value(s));
           src.push_back(v);
         }
-        result = Alu(node->op(), node->dtype(), std::move(src), node);
+        result = VectorAlu(node->op(), node->dtype(), std::move(src), node);
         break;
       }
     }
@@ -595,6 +820,8 @@ class Lowerer {
   absl::flat_hash_map<const UOp*, int> var_index_;
   int core_id_var_ = 0;
   const UOp* parallel_range_ = nullptr;
+  const UOp* vector_range_ = nullptr;  // its lanes are vector lanes; null: scalar code
+  int width_ = 1;
   std::vector<const UOp*> grid_ranges_;  // GPU: outermost first
   // Values computed in each open scope (the kernel body, then one per open loop).
   std::vector<absl::flat_hash_map<const UOp*, int>> scopes_;

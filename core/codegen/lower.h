@@ -22,6 +22,9 @@ struct LowerOptions {
   // GPU: the outermost parallel (LOOP/GLOBAL) ranges become one flattened thread index over
   // the grid instead of loops, and there are no core variables.
   bool gpu_grid = false;
+  // A range of constant size whose iterations become the lanes of vector values instead of a
+  // loop (core/codegen/vector_range.h); null for none.
+  const UOp* vector_range = nullptr;
 };
 
 // Errors: INVALID_ARGUMENT naming the node for ASTs whose structure cannot be lowered (a RANGE

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/ir/hash.h"
 #include "core/ir/value_range.h"
@@ -75,6 +76,19 @@ OptTarget OptTarget::Cuda(const std::string& arch) {
   t.has_local = true;
   t.has_shared = true;
   return t;
+}
+
+OptTarget OptTargetFor(const std::string& base_device, const std::string& compile_target,
+                       int threads) {
+  if (base_device == "CUDA") return OptTarget::Cuda(compile_target);
+  OptTarget cpu = OptTarget::Cpu(threads);
+  if (absl::StrContains(compile_target, "+avx512f")) {
+    cpu.vector_bytes = 64;
+    cpu.vector_registers = 32;
+  } else if (!absl::StrContains(compile_target, "+avx")) {
+    cpu.vector_bytes = 16;  // SSE or NEON
+  }
+  return cpu;
 }
 
 const UOp* CopyInto(Graph& graph, const UOp* root) {

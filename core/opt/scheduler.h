@@ -18,24 +18,9 @@
 #include "core/ir/graph.h"
 #include "core/ir/kernel_ast.h"
 #include "core/opt/opt.h"
+#include "core/opt/opt_target.h"
 
 namespace uopd {
-
-// What a device offers the optimizer (tinygrad's Renderer fields).
-struct OptTarget {
-  std::string device = "CPU";
-  bool has_local = false;    // workgroups: LOCAL, GROUP, GROUPTOP
-  bool has_shared = false;   // shared memory (GROUP reductions)
-  bool has_threads = false;  // THREAD
-  int64_t max_threads = 0;   // THREAD's limit (tinygrad's global_max[0] on the CPU)
-  std::array<int64_t, 3> local_max = {1024, 1024, 64};
-  int64_t shared_max = 48 << 10;
-
-  // uopd's CPU: threads up to the core count (at least 8, as tinygrad's corpus was captured).
-  static OptTarget Cpu(int cores);
-  // A CUDA GPU of architecture `arch` ("sm_80"): locals, 48 KiB of shared memory.
-  static OptTarget Cuda(const std::string& arch);
-};
 
 class Scheduler {
  public:

@@ -159,7 +159,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
     k.device = binding.device;
     k.buffer_indices = std::move(binding.buffers);
     k.fixedvars = std::move(binding.fixedvars);
-    auto program = source.Get(*binding.device, binding.ast, stop);
+    auto program = source.Get(*binding.device, binding.ast, binding.optimization, stop);
     if (!program.ok()) return WithContext(program.status(), absl::StrCat("kernel ", i));
     k.program = *std::move(program);
     UOPD_RETURN_IF_ERROR(BindBuffers(k, plan->buffers_));

@@ -35,6 +35,7 @@ struct KernelBinding {
   Device* device = nullptr;
   std::vector<int> buffers;                  // plan buffer index for each slot
   std::map<std::string, int64_t> fixedvars;  // values a run cannot override
+  OptimizeRequest optimization;              // how the kernel is optimized before compiling
 };
 
 struct RuntimeVar {

@@ -321,7 +321,7 @@ TEST_F(CudaGpuTest, AQueuedPlanReportsTheKernelWhoseBoundsCheckFailed) {
 TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimitsAndWrongParameterCounts) {
   auto ast = DecodeKernelAst(testing::AddKernel(4));
   UOPD_ASSERT_OK(ast);
-  auto program = source_.Get(gpu(), *ast, nullptr);
+  auto program = source_.Get(gpu(), *ast, {}, nullptr);
   UOPD_ASSERT_OK(program);
   LaunchDims dims;
   dims.global = {int64_t{1} << 32, 1, 1};

@@ -3,9 +3,9 @@ define internal i32 @red_sum_4d_2x3x4x5_body(ptr noalias %buf0, ptr noalias %buf
 entry:
   %v2.addr = alloca i32
   %v5.addr = alloca i32
-  %acc9 = alloca float
-  %v12.addr = alloca i32
-  %v15.addr = alloca i32
+  %acc7 = alloca float
+  %v10.addr = alloca i32
+  %v13.addr = alloca i32
   store i32 0, ptr %v2.addr
   br label %loop2.cond
 loop2.cond:
@@ -20,45 +20,45 @@ loop5.cond:
   %v5.go = icmp slt i32 %v5, 4
   br i1 %v5.go, label %loop5.body, label %loop5.exit
 loop5.body:
-  %r.0 = mul i32 %v2, 4
-  %r.1 = add i32 %r.0, %v5
-  store float 0x0000000000000000, ptr %acc9
-  store i32 0, ptr %v12.addr
-  br label %loop12.cond
-loop12.cond:
-  %v12 = load i32, ptr %v12.addr
-  %v12.go = icmp slt i32 %v12, 3
-  br i1 %v12.go, label %loop12.body, label %loop12.exit
-loop12.body:
-  store i32 0, ptr %v15.addr
-  br label %loop15.cond
-loop15.cond:
-  %v15 = load i32, ptr %v15.addr
-  %v15.go = icmp slt i32 %v15, 5
-  br i1 %v15.go, label %loop15.body, label %loop15.exit
-loop15.body:
-  %r.2 = mul i32 %v5, 5
-  %r.3 = add i32 %r.2, %v15
-  %r.4 = mul i32 %v12, 20
+  store float 0x0000000000000000, ptr %acc7
+  store i32 0, ptr %v10.addr
+  br label %loop10.cond
+loop10.cond:
+  %v10 = load i32, ptr %v10.addr
+  %v10.go = icmp slt i32 %v10, 3
+  br i1 %v10.go, label %loop10.body, label %loop10.exit
+loop10.body:
+  store i32 0, ptr %v13.addr
+  br label %loop13.cond
+loop13.cond:
+  %v13 = load i32, ptr %v13.addr
+  %v13.go = icmp slt i32 %v13, 5
+  br i1 %v13.go, label %loop13.body, label %loop13.exit
+loop13.body:
+  %r.0 = mul i32 %v5, 5
+  %r.1 = add i32 %r.0, %v13
+  %r.2 = mul i32 %v10, 20
+  %r.3 = add i32 %r.1, %r.2
+  %r.4 = mul i32 %v2, 60
   %r.5 = add i32 %r.3, %r.4
-  %r.6 = mul i32 %v2, 60
-  %r.7 = add i32 %r.5, %r.6
-  %p.8 = getelementptr inbounds float, ptr %buf1, i32 %r.7
-  %v24 = load float, ptr %p.8
-  %acc.9 = load float, ptr %acc9
-  %r.10 = fadd reassoc float %acc.9, %v24
-  store float %r.10, ptr %acc9
-  %v15.next = add nsw i32 %v15, 1
-  store i32 %v15.next, ptr %v15.addr
-  br label %loop15.cond, !llvm.loop !2
-loop15.exit:
-  %v12.next = add nsw i32 %v12, 1
-  store i32 %v12.next, ptr %v12.addr
-  br label %loop12.cond, !llvm.loop !3
-loop12.exit:
-  %v28 = load float, ptr %acc9
-  %p.11 = getelementptr inbounds float, ptr %buf0, i32 %r.1
-  store float %v28, ptr %p.11
+  %p.6 = getelementptr inbounds float, ptr %buf1, i32 %r.5
+  %v22 = load float, ptr %p.6
+  %acc.7 = load float, ptr %acc7
+  %r.8 = fadd reassoc float %acc.7, %v22
+  store float %r.8, ptr %acc7
+  %v13.next = add nsw i32 %v13, 1
+  store i32 %v13.next, ptr %v13.addr
+  br label %loop13.cond, !llvm.loop !2
+loop13.exit:
+  %v10.next = add nsw i32 %v10, 1
+  store i32 %v10.next, ptr %v10.addr
+  br label %loop10.cond, !llvm.loop !3
+loop10.exit:
+  %v26 = load float, ptr %acc7
+  %r.9 = mul i32 %v2, 4
+  %r.10 = add i32 %r.9, %v5
+  %p.11 = getelementptr inbounds float, ptr %buf0, i32 %r.10
+  store float %v26, ptr %p.11
   %v5.next = add nsw i32 %v5, 1
   store i32 %v5.next, ptr %v5.addr
   br label %loop5.cond, !llvm.loop !4

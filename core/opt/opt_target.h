@@ -1,0 +1,38 @@
+// OptTarget: what a device offers the optimizer (tinygrad's Renderer fields: locals, shared
+// memory, threads), so opts are checked as tinygrad checks them for that device.
+#ifndef UOPD_CORE_OPT_OPT_TARGET_H_
+#define UOPD_CORE_OPT_OPT_TARGET_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace uopd {
+
+// What a device offers the optimizer (tinygrad's Renderer fields).
+struct OptTarget {
+  std::string device = "CPU";
+  bool has_local = false;    // workgroups: LOCAL, GROUP, GROUPTOP
+  bool has_shared = false;   // shared memory (GROUP reductions)
+  bool has_threads = false;  // THREAD
+  int64_t max_threads = 0;   // THREAD's limit (tinygrad's global_max[0] on the CPU)
+  std::array<int64_t, 3> local_max = {1024, 1024, 64};
+  int64_t shared_max = 48 << 10;
+  // CPU: the SIMD registers the heuristics tile for (AVX-512: 32 of 64 bytes).
+  int vector_bytes = 32;
+  int vector_registers = 16;
+
+  // uopd's CPU: threads up to the core count (at least 8, as tinygrad's corpus was captured).
+  static OptTarget Cpu(int cores);
+  // A CUDA GPU of architecture `arch` ("sm_80"): locals, 48 KiB of shared memory.
+  static OptTarget Cuda(const std::string& arch);
+};
+
+// The target of a backend: "CPU" with `threads` cores (its vector registers read from the
+// compile target's feature string), or "CUDA" for `compile_target` ("sm_90").
+OptTarget OptTargetFor(const std::string& base_device, const std::string& compile_target,
+                       int threads);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_OPT_OPT_TARGET_H_

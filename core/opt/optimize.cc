@@ -1,0 +1,56 @@
+#include "core/opt/optimize.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/opt/heuristic.h"
+#include "core/opt/scheduler.h"
+
+namespace uopd {
+
+std::string OptimizeRequest::Key() const {
+  switch (mode) {
+    case OptMode::kNone:
+      return "none";
+    case OptMode::kOpts:
+      return absl::StrCat("opts:", OptsToString(opts));
+    case OptMode::kSearch:
+      return "search";
+    default:
+      return "heuristic";
+  }
+}
+
+bool IsAlreadyOptimized(const KernelAst& ast) {
+  for (const UOp* node : Toposort(ast.root)) {
+    if (node->op() == Op::kRange && node->arg().axis_type != AxisType::kLoop &&
+        node->arg().axis_type != AxisType::kReduce) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> ast,
+                                               const OptTarget& target,
+                                               const OptimizeRequest& request) {
+  if (request.mode == OptMode::kNone) return OptimizedKernel{std::move(ast), {}};
+  if (request.mode == OptMode::kOpts) {
+    Scheduler scheduler(*ast, target);
+    for (size_t i = 0; i < request.opts.size(); ++i) {
+      if (absl::Status applied = scheduler.Apply(request.opts[i]); !applied.ok()) {
+        return absl::Status(applied.code(),
+                            absl::StrCat("opts_to_apply[", i, "] (", request.opts[i].ToString(),
+                                         "): ", applied.message()));
+      }
+    }
+    if (request.opts.empty()) return OptimizedKernel{std::move(ast), {}};
+    return OptimizedKernel{scheduler.Finish(), scheduler.applied()};
+  }
+  // The heuristics (also what a search starts from).
+  if (IsAlreadyOptimized(*ast)) return OptimizedKernel{std::move(ast), {}};
+  Scheduler scheduler(*ast, target);
+  ApplyHeuristics(scheduler);
+  if (scheduler.applied().empty()) return OptimizedKernel{std::move(ast), {}};
+  return OptimizedKernel{scheduler.Finish(), scheduler.applied()};
+}
+
+}  // namespace uopd
