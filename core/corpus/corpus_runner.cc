@@ -36,7 +36,10 @@ absl::Status RunAsPlan(Device& device, std::vector<BufferView> buffers,
                        std::vector<KernelBinding> kernels,
                        const absl::flat_hash_map<std::string, int64_t>& vars,
                        const CorpusRunOptions& options) {
-  for (KernelBinding& k : kernels) k.device = &device;
+  for (KernelBinding& k : kernels) {
+    k.device = &device;
+    k.optimization = options.optimization;
+  }
   UOPD_ASSIGN_OR_RETURN(auto plan, ExecutionPlan::Build(std::move(buffers), std::move(kernels),
                                                         *options.source, options.pool));
   // Corpus files give every variable of the program; pass only those some kernel takes.
@@ -147,6 +150,47 @@ absl::StatusOr<absl::flat_hash_map<int64_t, std::string>> RunCorpusPlan(
     UOPD_ASSIGN_OR_RETURN(bytes[id], ReadBuffer(view));
   }
   return bytes;
+}
+
+absl::StatusOr<std::vector<double>> TimeCorpusPlan(Device& device, const v1::CorpusPlan& plan,
+                                                   const CorpusRunOptions& options, int runs,
+                                                   double rtol, double atol) {
+  std::vector<BufferView> buffers;
+  absl::flat_hash_map<int64_t, BufferView> views;
+  absl::flat_hash_map<int64_t, int> index;
+  for (const v1::CorpusBuffer& buffer : plan.buffers()) {
+    UOPD_ASSIGN_OR_RETURN(BufferView view, CreateBuffer(device, buffer));
+    index[buffer.id()] = static_cast<int>(buffers.size());
+    views[buffer.id()] = view;
+    buffers.push_back(std::move(view));
+  }
+  std::vector<KernelBinding> kernels;
+  for (const v1::CorpusKernel& wire : plan.kernels()) {
+    KernelBinding kernel;
+    UOPD_ASSIGN_OR_RETURN(kernel.ast, DecodeKernelAst(wire.ast()));
+    for (int64_t id : wire.bufs()) kernel.buffers.push_back(index.at(id));
+    kernel.device = &device;
+    kernel.optimization = options.optimization;
+    kernels.push_back(std::move(kernel));
+  }
+  UOPD_ASSIGN_OR_RETURN(auto built, ExecutionPlan::Build(std::move(buffers), std::move(kernels),
+                                                         *options.source, options.pool));
+  absl::flat_hash_map<std::string, int64_t> vars(plan.vars().begin(), plan.vars().end());
+  RunOptions run;
+  run.sequential = true;  // kernel times add up without overlap
+  UOPD_RETURN_IF_ERROR(built->ExecuteWithVars(vars, run).status());
+  for (const v1::CorpusOutput& output : plan.outputs()) {
+    UOPD_RETURN_IF_ERROR(Check(views.at(output.id()), output.expected(), Tolerance{rtol, atol},
+                               absl::StrCat("buffer ", output.id())));
+  }
+  std::vector<double> seconds;
+  for (int r = 0; r < runs; ++r) {
+    UOPD_ASSIGN_OR_RETURN(std::vector<KernelTiming> timings, built->ExecuteWithVars(vars, run));
+    int64_t total = 0;
+    for (const KernelTiming& t : timings) total += t.end_ns - t.start_ns;
+    seconds.push_back(static_cast<double>(total) * 1e-9);
+  }
+  return seconds;
 }
 
 }  // namespace uopd

@@ -17,6 +17,7 @@ struct CorpusRunOptions {
   ProgramSource* source = nullptr;  // required
   ThreadPool* pool = nullptr;       // plans run independent kernels here when set
   bool sequential = false;          // run plan kernels one by one in submission order
+  OptimizeRequest optimization;     // for every kernel (default: the source's default)
 };
 
 // Runs a case (one kernel) or a plan (an ExecutionPlan over its buffers). OK when every output
@@ -29,6 +30,13 @@ absl::Status RunCorpusEntry(Device& device, const CorpusEntry& entry,
 // ways of running one plan).
 absl::StatusOr<absl::flat_hash_map<int64_t, std::string>> RunCorpusPlan(
     Device& device, const v1::CorpusPlan& plan, const CorpusRunOptions& options);
+
+// Builds the plan once, runs it once and compares its outputs with `expected` under `tolerance`
+// (FAILED_PRECONDITION naming the first difference), then runs it `runs` more times and returns
+// each run's kernel time in seconds: the sum over its kernels of their start-to-end times.
+absl::StatusOr<std::vector<double>> TimeCorpusPlan(Device& device, const v1::CorpusPlan& plan,
+                                                   const CorpusRunOptions& options, int runs,
+                                                   double rtol, double atol);
 
 }  // namespace uopd
 

@@ -89,7 +89,7 @@ class CpuHeuristics {
       const Arg row_axis = rows != nullptr ? rows->arg() : Arg();
       // More vectors of columns, as many as the register budget leaves.
       const UOp* vector_now = Find(vector_axis);
-      for (int64_t k : {4, 2}) {
+      for (int64_t k : {16, 8, 4, 2}) {
         if (row_amount * k <= budget && vector_now != nullptr && SizeOf(vector_now) % k == 0 &&
             SizeOf(vector_now) / k >= 1) {
           if (Try(OptOp::kUpcast, vector_now, k)) break;
