@@ -513,9 +513,10 @@ class IrWriter {
     return Splat(Op(instr), b);
   }
 
+  // "llvm.masked.load.v16f32.p0": named for the register type (emulated floats are integers).
   std::string MaskedIntrinsic(const char* what, const DType& d) {
-    const std::string suffix =
-        IsFloat(d.scalar) ? IntrinsicSuffix(ScalarType(d)) : absl::StrCat("i", Bits(d));
+    const std::string t = ScalarType(d);
+    const std::string suffix = t == "float" ? "f32" : t == "double" ? "f64" : t;
     return absl::StrCat("llvm.masked.", what, ".v", d.count, suffix, ".p0");
   }
 

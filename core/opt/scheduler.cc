@@ -53,6 +53,16 @@ std::vector<const UOp*> RangesInOrder(const UOp* expr) {
   return out;
 }
 
+// The identity of a reduction op as a CONST argument of `dtype`.
+Arg ReduceIdentityOf(Op op, const DType& dtype) {
+  const bool fl = IsFloat(dtype.scalar), b = dtype.scalar == Scalar::kBool;
+  if (op == Op::kAdd) return fl ? Arg::F64(0) : b ? Arg::Bool(false) : Arg::I64(0);
+  if (op == Op::kMul) return fl ? Arg::F64(1) : b ? Arg::Bool(true) : Arg::I64(1);
+  if (fl) return Arg::F64(-std::numeric_limits<double>::infinity());
+  if (b) return Arg::Bool(false);
+  return Arg::I64(static_cast<int64_t>(DTypeRange(dtype.scalar).min));
+}
+
 bool Contains(const UOp* root, const UOp* node) {
   for (const UOp* n : Toposort(root)) {
     if (n == node) return true;
@@ -221,6 +231,41 @@ absl::Status Scheduler::ShiftTo(const UOp* range, int64_t amount, AxisType type,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether `value` is exactly 0 wherever the loads whose index uses `range` read 0 (masked off):
+// loads, and what keeps a 0 a 0 whatever the other operands are (no 0 * inf: a float product
+// needs both factors 0).
+bool ZeroWhereMasked(const UOp* value, const UOp* range) {
+  absl::flat_hash_map<const UOp*, bool> zero;
+  for (const UOp* n : Toposort(value)) {
+    bool z = false;
+    auto of = [&](int i) { return zero[n->src(i)]; };
+    const bool is_bool = n->dtype().scalar == Scalar::kBool;
+    if ((n->op() == Op::kIndex && !n->dtype().ptr) || n->op() == Op::kLoad) {
+      const UOp* idx = n->op() == Op::kLoad ? n->src(0)->src(1) : n->src(1);
+      z = Contains(idx, range);
+    } else if (n->op() == Op::kMul) {
+      z = IsFloat(n->dtype().scalar) ? of(0) && of(1) : of(0) || of(1);
+    } else if (n->op() == Op::kAnd) {
+      z = of(0) || of(1);
+    } else if (n->op() == Op::kAdd || n->op() == Op::kSub || n->op() == Op::kOr ||
+               n->op() == Op::kXor) {
+      z = of(0) && of(1);
+    } else if (n->op() == Op::kNeg) {
+      z = !is_bool && of(0);  // NEG of a bool is NOT
+    } else if (n->op() == Op::kCast) {
+      z = of(0);
+    } else if (n->op() == Op::kWhere) {
+      z = of(1) && of(2);
+    }
+    zero[n] = z;
+  }
+  return zero[value];
+}
+
+}  // namespace
+
 absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
   const int64_t size = ConstSize(range);
   if (size < 0) return OptError("only constant sizes can be padded");
@@ -234,42 +279,21 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
   if (padded == size) return OptError("no padding needed");
   const DType index = DType::Of(Scalar::kIndex);
   const UOp* grown = graph_->Make(Op::kRange, index, {IndexConst(padded)}, range->arg());
+  // A padded element of a reduce axis must add nothing. tinygrad 0.12 checks only a few ops
+  // and gets sums such as (a + 1).sum() wrong. uopd keeps tinygrad's form (only the loads
+  // masked) when the summand is provably 0 wherever they read 0, and otherwise masks the summand
+  // itself to the reduction's identity.
+  const UOp* reduce = nullptr;
+  bool mask_value = false;
   if (IsType(range, {AxisType::kReduce, AxisType::kGroupReduce})) {
-    // Each padded element must add nothing: tinygrad 0.12 only refuses a few ops here and gets
-    // sums such as (a + 1).sum() wrong. uopd pads a reduce axis only when its summand is
-    // exactly 0 wherever the loads the padding masks read 0.
-    const UOp* reduce = nullptr;
     for (const UOp* n : Toposort(root_)) {
       if (n->op() == Op::kReduce &&
           std::find(n->src().begin() + 1, n->src().end(), range) != n->src().end()) {
         reduce = n;
       }
     }
-    if (reduce == nullptr || reduce->arg().reduce_op != Op::kAdd) {
-      return OptError("padding a reduce axis needs an ADD reduction");
-    }
-    absl::flat_hash_map<const UOp*, bool> zero;  // provably 0 where the padding masks loads
-    for (const UOp* n : Toposort(reduce->src(0))) {
-      bool z = false;
-      if ((n->op() == Op::kIndex && !n->dtype().ptr) || n->op() == Op::kLoad) {
-        const UOp* idx = n->op() == Op::kLoad ? n->src(0)->src(1) : n->src(1);
-        z = Contains(idx, range);
-      } else if (n->op() == Op::kMul || n->op() == Op::kAnd) {
-        z = zero[n->src(0)] || zero[n->src(1)];
-      } else if (n->op() == Op::kAdd || n->op() == Op::kSub || n->op() == Op::kMax) {
-        z = n->op() != Op::kMax && zero[n->src(0)] && zero[n->src(1)];
-      } else if (n->op() == Op::kNeg || n->op() == Op::kCast) {
-        z = zero[n->src(0)];
-      } else if (n->op() == Op::kWhere) {
-        z = zero[n->src(1)] && zero[n->src(2)];
-      }
-      zero[n] = z;
-    }
-    if (!zero[reduce->src(0)]) {
-      return OptError(
-          "cannot pad a reduce axis whose summand is not 0 for padded elements (tinygrad 0.12 "
-          "would add f(0) for each)");
-    }
+    if (reduce == nullptr) return OptError("the reduce axis has no REDUCE");
+    mask_value = reduce->arg().reduce_op != Op::kAdd || !ZeroWhereMasked(reduce->src(0), range);
   }
   root_ = Substitute(root_, {{range, grown}});
   // Every access whose index uses the range is masked to the old size.
@@ -290,6 +314,24 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
     masked.push_back({n, graph_->Make(Op::kIndex, n->dtype(), {n->src(0), guarded}, n->arg())});
   }
   if (!masked.empty()) root_ = Substitute(root_, masked);
+  if (mask_value) {
+    const UOp* padded_reduce = nullptr;
+    for (const UOp* n : Toposort(root_)) {
+      if (n->op() == Op::kReduce &&
+          std::find(n->src().begin() + 1, n->src().end(), grown) != n->src().end()) {
+        padded_reduce = n;
+      }
+    }
+    const UOp* value = padded_reduce->src(0);
+    const UOp* identity =
+        graph_->Make(Op::kConst, value->dtype(), {},
+                     ReduceIdentityOf(padded_reduce->arg().reduce_op, value->dtype()));
+    std::vector<const UOp*> src(padded_reduce->src().begin(), padded_reduce->src().end());
+    src[0] = graph_->Make(Op::kWhere, value->dtype(), {in_bounds, value, identity});
+    root_ =
+        Substitute(root_, {{padded_reduce, graph_->Make(Op::kReduce, padded_reduce->dtype(),
+                                                        std::move(src), padded_reduce->arg())}});
+  }
   return absl::OkStatus();
 }
 

@@ -35,10 +35,12 @@ inline absl::StatusOr<ProgramSpec> RenderOn(const Device& device, const v1::Grap
   return device.renderer().Render(ast, ast->DefaultName());
 }
 
-// Runs the kernel; `buffers` (by slot) are copied in, and copied back out afterwards.
-inline absl::Status RunOn(Device& device, const v1::Graph& wire, std::vector<HostBuffer>& buffers,
-                          const absl::flat_hash_map<std::string, int64_t>& vars = {}) {
-  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, RenderOn(device, wire));
+// Runs the kernel `ast` as given (no optimization); `buffers` (by slot) are copied in, and
+// copied back out afterwards.
+inline absl::Status RunAstOn(Device& device, std::shared_ptr<const KernelAst> ast,
+                             std::vector<HostBuffer>& buffers,
+                             const absl::flat_hash_map<std::string, int64_t>& vars = {}) {
+  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, device.renderer().Render(ast, ast->DefaultName()));
   UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device.compiler().Compile(spec));
   UOPD_ASSIGN_OR_RETURN(auto program, device.runtime().Load(compiled, spec));
   UOPD_ASSIGN_OR_RETURN(LaunchDims dims, spec.launch_dims(vars));
@@ -61,6 +63,12 @@ inline absl::Status RunOn(Device& device, const v1::Graph& wire, std::vector<Hos
     allocator.Free(ptrs[i], buffers[i].bytes.size());
   }
   return status;
+}
+
+inline absl::Status RunOn(Device& device, const v1::Graph& wire, std::vector<HostBuffer>& buffers,
+                          const absl::flat_hash_map<std::string, int64_t>& vars = {}) {
+  UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(wire));
+  return RunAstOn(device, std::move(ast), buffers, vars);
 }
 
 }  // namespace uopd::testing

@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "core/corpus/compare.h"
+#include "core/opt/scheduler.h"
 #include "gtest/gtest.h"
 #include "tests/testing/kernel_runner.h"
 #include "tests/testing/random_kernels.h"
@@ -27,16 +28,39 @@ struct RandomKernelOutcomes {
   std::atomic<int> elements_unspecified{0};  // depend on what the semantics leave open
 };
 
+// Applies a random list of valid opts for `target` (1 to 4 draws of op, axis and amount; draws
+// that do not apply are skipped) and returns the optimized AST and what was applied.
+inline std::shared_ptr<const KernelAst> RandomlyOptimized(const KernelAst& ast,
+                                                          const OptTarget& target,
+                                                          std::mt19937& rng, std::string* applied) {
+  Scheduler scheduler(ast, target);
+  const OptOp ops[] = {OptOp::kUpcast, OptOp::kUpcast, OptOp::kUnroll, OptOp::kUnroll,
+                       OptOp::kPadTo,  OptOp::kThread, OptOp::kSwap};
+  const int amounts[] = {0, 2, 3, 4, 8, 16};
+  const int draws = 1 + static_cast<int>(rng() % 4);
+  for (int d = 0; d < draws; ++d) {
+    Opt opt;
+    opt.op = ops[rng() % std::size(ops)];
+    opt.axis = static_cast<int>(rng() % 4);
+    opt.arg = opt.op == OptOp::kSwap ? static_cast<int>(rng() % 4) : amounts[rng() % 6];
+    (void)scheduler.Apply(opt);
+  }
+  *applied = OptsToString(scheduler.applied());
+  return scheduler.Finish();
+}
+
 // Runs the kernel of `seed` on `device` with bytes from `data_rng`; records failures with gtest.
-// Safe to call from several threads at once, each with its own `data_rng`.
+// Safe to call from several threads at once, each with its own `data_rng`. With `opt_rng`, the
+// kernel first gets a random list of valid opts (the reference runs it as written).
 inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_rng,
-                              RandomKernelOutcomes& outcomes, bool long_reductions = false) {
-  Generator generator(seed, long_reductions);
+                              RandomKernelOutcomes& outcomes, bool long_reductions = false,
+                              std::mt19937* opt_rng = nullptr, int64_t outputs = kN) {
+  Generator generator(seed, long_reductions, outputs);
   std::vector<RandomInput> inputs;
   S out_dtype;
   v1::Graph graph = generator.Make(&inputs, &out_dtype);
   std::vector<HostBuffer> buffers;
-  buffers.push_back(HostBuffer{std::string(kN * Size(out_dtype), '\0')});
+  buffers.push_back(HostBuffer{std::string(outputs * Size(out_dtype), '\0')});
   for (const RandomInput& input : inputs) {
     std::string bytes(input.elements * Size(input.dtype), '\0');
     for (char& c : bytes) c = static_cast<char>(data_rng());
@@ -53,12 +77,16 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
   // of transcendentals, 2 ulp either way, reduction order: reversed, split among a warp's 32
   // lanes, among 8 vector lanes, shuffled): outputs that differ between them are not held
   // against the backend.
+  // Vector partial sums of an unrolled reduction split it among 2 to 16 lanes as well.
   const Unspecified variations[] = {{},
                                     {false, 0, true, 0, 0},
                                     {true, 2, false, 32, 0},
                                     {true, -2, false, 8, 0},
                                     {false, 0, false, 0, 1},
-                                    {true, 0, false, 0, 2}};
+                                    {true, 0, false, 0, 2},
+                                    {false, 0, false, 2, 0},
+                                    {false, 0, false, 4, 0},
+                                    {false, 0, false, 16, 0}};
   std::vector<std::vector<std::string>> references;
   absl::Status expected;
   for (const Unspecified& variation : variations) {
@@ -70,18 +98,24 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
     references.push_back(std::move(reference));
   }
   const std::vector<HostBuffer> original = buffers;
-  absl::Status status = RunOn(device, graph, buffers, {{"shift", shift}});
+  std::shared_ptr<const KernelAst> run = *ast;
+  std::string opts = "as written";
+  if (opt_rng != nullptr) {
+    run = RandomlyOptimized(
+        **ast, OptTargetFor("CPU", device.compiler().Target(), device.threads()), *opt_rng, &opts);
+  }
+  absl::Status status = RunAstOn(device, run, buffers, {{"shift", shift}});
   // Only slot 0 is written: every input reads back as it was sent (nothing else wrote there).
   for (size_t i = 1; i < buffers.size(); ++i) {
     EXPECT_EQ(buffers[i].bytes, original[i].bytes)
-        << "seed " << seed << (long_reductions ? " (long)" : "") << ": input slot " << i
-        << " changed on the device";
+        << "seed " << seed << (long_reductions ? " (long)" : "") << ", " << opts << ": input slot "
+        << i << " changed on the device";
   }
   // Indices may leave their buffers: the kernel must then stop cleanly, and say so.
   EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kOutOfRange)
-      << "seed " << seed << ": " << status;
+      << "seed " << seed << ", " << opts << ": " << status;
   EXPECT_EQ(status.code(), expected.code())
-      << "seed " << seed << ": " << status << " vs " << expected;
+      << "seed " << seed << ", " << opts << ": " << status << " vs " << expected;
   (status.ok() ? outcomes.completed : outcomes.stopped_out_of_range)++;
   if (!status.ok() || !expected.ok()) return;
   // Reductions may be reassociated (vectorized) and products fused (FMA), so floats compare
@@ -112,12 +146,12 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
   static absl::Mutex alone;
   absl::MutexLock lock(&alone);
   std::vector<HostBuffer> again = original;
-  absl::Status rerun = RunOn(device, graph, again, {{"shift", shift}});
+  absl::Status rerun = RunAstOn(device, run, again, {{"shift", shift}});
   std::vector<std::string> reference;
   for (const HostBuffer& b : original) reference.push_back(b.bytes);
   (void)Interpret(**ast, reference, {{"shift", shift}});
   ADD_FAILURE() << "seed " << seed << (long_reductions ? " (long)" : "") << " (" << ScalarName(out)
-                << "): " << *diff << "; run again alone: "
+                << ", " << opts << "): " << *diff << "; run again alone: "
                 << (!rerun.ok()                          ? rerun.ToString()
                     : again[0].bytes == buffers[0].bytes ? "the same output"
                                                          : "a different output")

@@ -58,13 +58,14 @@ struct RandomInput {
 
 class Generator {
  public:
-  explicit Generator(uint32_t seed, bool long_reductions = false)
-      : rng_(seed), long_reductions_(long_reductions) {}
+  // `outputs`: the output buffer's length (37, a prime, unless a test needs divisors).
+  explicit Generator(uint32_t seed, bool long_reductions = false, int64_t outputs = kN)
+      : rng_(seed), n_(outputs), long_reductions_(long_reductions) {}
 
   v1::Graph Make(std::vector<RandomInput>* inputs, S* out_dtype) {
     out_dtype_ = kScalars[Pick(std::size(kScalars))];
-    out_ = g_.Buffer(0, out_dtype_, kN);
-    r_ = g_.Range(g_.Index(kN), 0);
+    out_ = g_.Buffer(0, out_dtype_, n_);
+    r_ = g_.Range(g_.Index(n_), 0);
     int value = Expr(out_dtype_, 4);
     *inputs = inputs_;
     *out_dtype = out_dtype_;
@@ -74,7 +75,8 @@ class Generator {
  private:
   size_t Pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
 
-  int Input(S dtype, int64_t elements = kN) {
+  int Input(S dtype) { return Input(dtype, n_); }
+  int Input(S dtype, int64_t elements) {
     for (const RandomInput& in : inputs_) {
       if (in.dtype == dtype && in.elements == elements) return in.node;
     }
@@ -98,13 +100,13 @@ class Generator {
       case 0:
         return g_.Node(
             Node::MOD, DType::INDEX,
-            {g_.Node(Node::MUL, DType::INDEX, {idx, g_.Index(1 + Pick(7))}), g_.Index(kN)});
+            {g_.Node(Node::MUL, DType::INDEX, {idx, g_.Index(1 + Pick(7))}), g_.Index(n_)});
       case 1:
         return g_.Node(Node::IDIV, DType::INDEX, {idx, g_.Index(1 + Pick(4))});
       case 2:
         return g_.Node(Node::ADD, DType::INDEX, {idx, Shift()});
       case 3:
-        return g_.Node(Node::SUB, DType::INDEX, {g_.Index(kN - 1), idx});
+        return g_.Node(Node::SUB, DType::INDEX, {g_.Index(n_ - 1), idx});
       default:
         return idx;
     }
@@ -112,10 +114,10 @@ class Generator {
 
   int Leaf(S dtype) {
     if (!long_ranges_.empty() && Pick(2) == 0) {
-      // Row r of a row-major kN x K input, along the outermost long reduction.
+      // Row r of a row-major n_ x K input, along the outermost long reduction.
       const auto [k, length] = long_ranges_.front();
       int element = g_.RowMajor(r_, length, k);
-      return g_.Load(Input(dtype, kN * length), element);
+      return g_.Load(Input(dtype, n_ * length), element);
     }
     switch (Pick(4)) {
       case 3:
@@ -209,6 +211,7 @@ class Generator {
   }
 
   std::mt19937 rng_;
+  int64_t n_ = kN;
   GraphBuilder g_;
   int out_ = 0, r_ = 0;
   S out_dtype_ = DType::FLOAT32;

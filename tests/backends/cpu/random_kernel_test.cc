@@ -38,6 +38,24 @@ TEST(RandomKernels, RenderCompileAndRunOnTheCpu) {
       << "most outputs must not depend on what the semantics leave open";
 }
 
+// The same kernels, 48 outputs long (divisible, so output axes can be upcast), each with a random
+// list of valid opts (UPCAST, UNROLL, PADTO, THREAD, SWAP on whatever axes they apply to): every
+// optimization must keep the kernel's meaning. UOPD_RANDOM_KERNELS=N runs more.
+TEST(RandomKernels, RandomOptsKeepTheMeaningOnTheCpu) {
+  ThreadPool pool(1);
+  auto device = CreateCpuDevice(&pool);
+  ASSERT_TRUE(device.ok()) << device.status();
+  std::mt19937 data_rng(11), opt_rng(5);
+  testing::RandomKernelOutcomes outcomes;
+  const uint32_t kernels = testing::RandomKernelCount(400);
+  for (uint32_t seed = 0; seed < kernels; ++seed) {
+    testing::CheckRandomKernel(**device, seed, data_rng, outcomes,
+                               /*long_reductions=*/seed % 3 == 0, &opt_rng, /*outputs=*/48);
+  }
+  EXPECT_GT(outcomes.completed, 0) << "no kernel ran to completion";
+  EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified);
+}
+
 // The same kernels lowered as for a GPU (one flattened grid index, its guard, reductions as
 // loops), run on the CPU with the grid as a loop: the GPU lowering on random kernels, no GPU.
 TEST(RandomKernels, GpuLoweringRunsOnTheCpu) {

@@ -1,0 +1,148 @@
+// Optimized kernels on the CPU: what the optimizer's opts turn into (vector registers, register
+// tiles), and that they keep the kernel's meaning, including where tinygrad 0.12 does not.
+#include <cmath>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "backends/cpu/cpu_device.h"
+#include "core/opt/optimize.h"
+#include "core/opt/scheduler.h"
+#include "gtest/gtest.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/kernel_runner.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::GraphBuilder;
+using testing::HostBuffer;
+using v1::DType;
+using v1::Node;
+
+class OptimizedKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = CreateCpuDevice(&pool_);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = std::move(*device);
+  }
+  OptTarget Target() const {
+    return OptTargetFor("CPU", device_->compiler().Target(), device_->threads());
+  }
+  std::shared_ptr<const KernelAst> Optimize(const v1::Graph& graph, std::vector<Opt> opts) {
+    auto ast = DecodeKernelAst(graph);
+    EXPECT_TRUE(ast.ok()) << ast.status();
+    OptimizeRequest request;
+    request.mode = OptMode::kOpts;
+    request.opts = std::move(opts);
+    auto optimized = OptimizeKernel(*ast, Target(), request);
+    EXPECT_TRUE(optimized.ok()) << optimized.status();
+    return optimized->ast;
+  }
+  ThreadPool pool_{1};
+  std::unique_ptr<Device> device_;
+};
+
+Opt MakeOpt(OptOp op, int axis, int arg) {
+  Opt opt;
+  opt.op = op;
+  opt.axis = axis;
+  opt.arg = arg;
+  return opt;
+}
+
+// out[r] = sum_k (in[r, k] + 1) over a rows x cols float32 matrix.
+v1::Graph SumPlusOne(int64_t rows, int64_t cols) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int in = g.Buffer(1, DType::FLOAT32, rows * cols);
+  int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int value = g.Node(Node::ADD, DType::FLOAT32,
+                     {g.Load(in, g.RowMajor(r, cols, k)), g.Float(DType::FLOAT32, 1.0)});
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, value, {k});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+}
+
+TEST_F(OptimizedKernelTest, PaddingAReduceAxisNeverChangesTheSum) {
+  // tinygrad 0.12 sums (ones(8, 13) + 1) padded to 16 columns to 29: each padded element adds
+  // f(0) = 1. uopd masks the summand when it is not 0 for padded elements.
+  auto padded = Optimize(SumPlusOne(8, 13), {MakeOpt(OptOp::kPadTo, 1, 16)});
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<float>(8, -1.0f)),
+                                     HostBuffer::Of(std::vector<float>(8 * 13, 1.0f))};
+  UOPD_ASSERT_OK(testing::RunAstOn(*device_, padded, buffers));
+  for (float sum : buffers[0].As<float>()) EXPECT_EQ(sum, 26.0f);
+}
+
+// out[i, j] = sum_k a[i, k] * b[k, j].
+v1::Graph Matmul(int64_t m, int64_t k, int64_t n) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, m * n);
+  int i = g.Range(g.Index(m), 0);
+  int j = g.Range(g.Index(n), 1);
+  int a = g.Buffer(1, DType::FLOAT32, m * k);
+  int b = g.Buffer(2, DType::FLOAT32, k * n);
+  int r = g.Range(g.Index(k), 2, v1::RangeArg::REDUCE);
+  int product = g.Node(Node::MUL, DType::FLOAT32,
+                       {g.Load(a, g.RowMajor(i, k, r)), g.Load(b, g.RowMajor(r, n, j))});
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, product, {r});
+  return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j})});
+}
+
+TEST_F(OptimizedKernelTest, HeuristicsTileAMatmulInVectorRegistersWithTheSameResult) {
+  const int64_t m = 48, k = 40, n = 64;
+  auto ast = DecodeKernelAst(Matmul(m, k, n));
+  UOPD_ASSERT_OK(ast);
+  OptimizeRequest heuristic;
+  heuristic.mode = OptMode::kHeuristic;
+  auto optimized = OptimizeKernel(*ast, Target(), heuristic);
+  UOPD_ASSERT_OK(optimized);
+  // A register tile: the contiguous output axis upcast (vector lanes, then more vectors) and
+  // the rows upcast.
+  EXPECT_GE(optimized->applied.size(), 2u) << OptsToString(optimized->applied);
+  auto spec = device_->renderer().Render(optimized->ast, "mm");
+  UOPD_ASSERT_OK(spec);
+  EXPECT_TRUE(absl::StrContains(spec->src, " x float> ")) << "no vector accumulators";
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> a(m * k), b(k * n);
+  for (float& x : a) x = dist(rng);
+  for (float& x : b) x = dist(rng);
+  std::vector<HostBuffer> plain = {HostBuffer::Of(std::vector<float>(m * n)), HostBuffer::Of(a),
+                                   HostBuffer::Of(b)};
+  std::vector<HostBuffer> tiled = plain;
+  UOPD_ASSERT_OK(testing::RunAstOn(*device_, *ast, plain));
+  UOPD_ASSERT_OK(testing::RunAstOn(*device_, optimized->ast, tiled));
+  std::vector<float> want = plain[0].As<float>(), got = tiled[0].As<float>();
+  for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-4) << "element " << e;
+}
+
+TEST_F(OptimizedKernelTest, ARowSumKeepsPartialSumsPerVectorLane) {
+  GraphBuilder g;
+  const int64_t rows = 8, cols = 64;
+  int out = g.Buffer(0, DType::FLOAT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int in = g.Buffer(1, DType::FLOAT32, rows * cols);
+  int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(in, g.RowMajor(r, cols, k)), {k});
+  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+  auto unrolled = Optimize(graph, {MakeOpt(OptOp::kUnroll, 0, 16)});
+  auto spec = device_->renderer().Render(unrolled, "rowsum");
+  UOPD_ASSERT_OK(spec);
+  EXPECT_TRUE(absl::StrContains(spec->src, "load <16 x float>")) << "not one vector load";
+  EXPECT_TRUE(absl::StrContains(spec->src, "shufflevector")) << "no horizontal sum";
+  std::vector<float> values(rows * cols);
+  for (size_t e = 0; e < values.size(); ++e) values[e] = static_cast<float>(e % 7);
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<float>(rows)),
+                                     HostBuffer::Of(values)};
+  UOPD_ASSERT_OK(testing::RunAstOn(*device_, unrolled, buffers));
+  for (int64_t row = 0; row < rows; ++row) {
+    float want = 0;
+    for (int64_t c = 0; c < cols; ++c) want += values[row * cols + c];
+    EXPECT_EQ(buffers[0].As<float>()[row], want);
+  }
+}
+
+}  // namespace
+}  // namespace uopd
