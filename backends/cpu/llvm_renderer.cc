@@ -4,12 +4,14 @@
 #include <cstring>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/codegen/devectorize.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/program_spec_builder.h"
+#include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
@@ -244,6 +246,12 @@ class IrWriter {
       case InstrKind::kLoopEnd:
         EndLoop(in.src[0]);
         return;
+      case InstrKind::kBroadcast:
+      case InstrKind::kExtract:
+      case InstrKind::kBuild:
+      case InstrKind::kHReduce:
+        EmitVector(i, self);  // vector kinds, whatever their width
+        return;
     }
   }
 
@@ -405,6 +413,15 @@ class IrWriter {
       case InstrKind::kCast:
         operand_[i] = EmitVectorCast(in, self);
         return;
+      case InstrKind::kBitcast:
+        if (VecType(TypeOf(in.src[0])) == VecType(d)) {
+          operand_[i] = src(0);
+        } else {
+          Line(absl::StrCat(self, " = bitcast ", VecType(TypeOf(in.src[0])), " ", src(0), " to ",
+                            VecType(d)));
+          operand_[i] = self;
+        }
+        return;
       case InstrKind::kLoad:
         operand_[i] = EmitVectorLoad(in, self);
         return;
@@ -485,6 +502,13 @@ class IrWriter {
                         Splat(FloatLiteral(1.0, d.scalar == Scalar::kFloat64), d), ", ", src(0)));
       return self;
     }
+    if (op == Op::kIdiv || op == Op::kMod) {  // by a safe constant (LlvmKeepsVector)
+      const bool s = IsSigned(d);
+      Line(absl::StrCat(self, " = ",
+                        op == Op::kIdiv ? (s ? "sdiv " : "udiv ") : (s ? "srem " : "urem "),
+                        VecType(d), " ", src(0), ", ", src(1)));
+      return self;
+    }
     return VectorCombine(op, src(0), src(1), d, /*reassoc=*/false);
   }
 
@@ -496,6 +520,13 @@ class IrWriter {
     std::string inst;
     if (IsFloat(from.scalar) && IsFloat(to.scalar)) {
       inst = from.scalar == Scalar::kFloat64 ? "fptrunc" : "fpext";
+    } else if (IsFloat(from.scalar)) {  // to a signed integer, saturating (LlvmKeepsVector)
+      const std::string ft = VecType(from), tt = VecType(to);
+      const std::string name = absl::StrCat("llvm.fptosi.sat.v", to.count, RegType(to), ".v",
+                                            from.count, IntrinsicSuffix(ScalarType(from)));
+      Declare(tt, name, ft);
+      Line(absl::StrCat(self, " = call ", tt, " @", name, "(", ft, " ", v, ")"));
+      return self;
     } else if (IsFloat(to.scalar)) {
       inst = "sitofp";
     } else {
@@ -771,6 +802,11 @@ class IrWriter {
     bool is_signed = IsSigned(d);
     std::string div =
         op == Op::kIdiv ? (is_signed ? "sdiv" : "udiv") : (is_signed ? "srem" : "urem");
+    if (int64_t literal = 0; absl::SimpleAtoi(b, &literal) && literal != 0 && literal != -1) {
+      std::string r = Fresh("q");  // a constant divisor needs no guard
+      Line(absl::StrCat(r, " = ", div, " ", t, " ", a, ", ", b));
+      return r;
+    }
     std::string zero = Fresh("z");
     Line(absl::StrCat(zero, " = icmp eq ", t, " ", b, ", 0"));
     std::string bad = zero, minus_one;
@@ -1151,6 +1187,21 @@ class IrWriter {
 
 std::string RenderLlvmIr(const LinearProgram& program) { return IrWriter(program).Render(); }
 
+namespace {
+
+// Whether instruction `i` is a constant (or a broadcast one) with no lane 0 or -1.
+bool IsSafeConstDivisor(const LinearProgram& program, int i) {
+  const Instr* c = &program.instrs[i];
+  if (c->kind == InstrKind::kBroadcast) c = &program.instrs[c->src[0]];
+  if (c->kind != InstrKind::kConst) return false;
+  if (c->arg.kind != ArgKind::kI64 && c->arg.kind != ArgKind::kU64) return false;
+  std::vector<int64_t> lanes = c->arg.ints;
+  if (lanes.empty()) lanes.push_back(c->arg.i);
+  return std::none_of(lanes.begin(), lanes.end(), [](int64_t v) { return v == 0 || v == -1; });
+}
+
+}  // namespace
+
 bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
   // Types LLVM vectors compute in directly: not the emulated small floats, not bools in memory.
   auto plain = [](const DType& d) { return !IsNarrowFloat(d.scalar) && d.scalar != Scalar::kVoid; };
@@ -1172,8 +1223,17 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
       if (!plain(d) || !plain(from) || d.scalar == Scalar::kBool || from.scalar == Scalar::kBool) {
         return false;
       }
-      if (IsFloat(from.scalar)) return IsFloat(d.scalar);     // float to int saturates: scalar
+      // Float to int saturates: llvm.fptosi.sat has vector forms; the unsigned paths stay scalar.
+      if (IsFloat(from.scalar))
+        return IsFloat(d.scalar) || (IsInt(d.scalar) && !IsUnsigned(d.scalar));
       return !IsFloat(d.scalar) || !IsUnsigned(from.scalar);  // no vector uitofp (see above)
+    }
+    case InstrKind::kBitcast: {
+      const DType& from = program.instrs[in.src[0]].dtype;
+      auto bits = [&](const DType& t) {
+        return t.scalar != Scalar::kBool && t.scalar != Scalar::kIndex && plain(t);
+      };
+      return bits(d) && bits(from) && ScalarItemSize(d.scalar) == ScalarItemSize(from.scalar);
     }
     case InstrKind::kAlu: {
       const DType& operand = program.instrs[in.src[0]].dtype;
@@ -1195,6 +1255,11 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
         case Op::kFdiv:
         case Op::kReciprocal:
           return IsFloat(d.scalar);
+        case Op::kIdiv:
+        case Op::kMod:
+          // By a constant that is neither 0 nor -1, the division needs no guard.
+          return !IsFloat(d.scalar) && d.scalar != Scalar::kBool &&
+                 IsSafeConstDivisor(program, in.src[1]);
         default:
           return false;
       }
@@ -1211,9 +1276,11 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   lower_options.gpu_grid = options_.gpu_lowering;
   // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are
   // written out (register tiles, unrolled reductions).
+  // EXP2 and LOG2 as arithmetic: a libm call per element would keep loops scalar.
+  std::shared_ptr<const KernelAst> decomposed = DecomposeTranscendentals(ast);
   ExpandOptions expand;
-  if (!options_.gpu_lowering) expand.keep = ChooseVectorRange(*ast, kMaxVectorLanes);
-  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast, expand);
+  if (!options_.gpu_lowering) expand.keep = ChooseVectorRange(*decomposed, kMaxVectorLanes);
+  std::shared_ptr<const KernelAst> expanded = ExpandRanges(decomposed, expand);
   if (expand.keep != nullptr) lower_options.vector_range = FindRange(*expanded, expand.keep->arg());
   UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
                         LowerKernel(*expanded, SanitizeKernelName(name), lower_options));
@@ -1233,7 +1300,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v3;split=", options_.min_parallel_work,
+  return absl::StrCat("llvm-ir/v4;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 

@@ -63,7 +63,7 @@ class CpuHeuristics {
       return;
     }
     // Along the outputs: vector accumulators over the contiguous output axis.
-    if (contiguous_out != nullptr && ReusedOrContiguous(contiguous_out, accesses)) {
+    if (contiguous_out != nullptr && ReusedOrContiguous(contiguous_out, reduces, accesses)) {
       const Arg vector_axis = contiguous_out->arg();
       if (SizeOf(contiguous_out) % width != 0 && SizeOf(contiguous_out) > width) {
         Try(OptOp::kPadTo, contiguous_out, width);
@@ -98,30 +98,39 @@ class CpuHeuristics {
       if (rows != nullptr && row_amount > 1) Try(OptOp::kUpcast, Find(row_axis), row_amount);
       return;
     }
-    // Along the reduction: partial sums per vector lane, four rows at a time.
+    // Along the reduction: partial sums per vector lane, in two vectors (two dependency chains
+    // hide the latency of the vector add). More rows at a time were no faster on memory-bound
+    // sums and slower on ones that compute (a softmax's exp2 runs out of registers).
     const UOp* contiguous_reduce = nullptr;
     for (const UOp* r : reduces) {
       for (const Access& a : accesses) {
         if (!a.store && AffineCoefficient(a.index, r) == 1) contiguous_reduce = r;
       }
     }
-    if (contiguous_reduce != nullptr && SizeOf(contiguous_reduce) % width == 0) {
-      const Arg reduce_axis = contiguous_reduce->arg();
-      if (!outputs.empty() && SizeOf(outputs.back()) % 4 == 0) {
-        Try(OptOp::kUpcast, outputs.back(), 4);
+    if (contiguous_reduce != nullptr) {
+      for (int64_t amount : {std::min<int64_t>(32, 2 * width), width}) {
+        if (SizeOf(contiguous_reduce) % amount == 0 &&
+            Try(OptOp::kUnroll, contiguous_reduce, amount)) {
+          break;
+        }
       }
-      Try(OptOp::kUnroll, Find(reduce_axis), width);
     }
   }
 
  private:
-  // Whether some load reads the axis contiguously or not at all (so vector lanes along it are
-  // vector loads or one broadcast).
-  static bool ReusedOrContiguous(const UOp* axis, const std::vector<Access>& accesses) {
+  // Whether some load the reduction streams through (one that varies along a reduce axis)
+  // reads the axis contiguously or not at all, so that vector lanes along it are vector loads
+  // or one broadcast. Loads fixed during the reduction (a softmax's row maximum) do not count:
+  // they are read once per output.
+  static bool ReusedOrContiguous(const UOp* axis, const std::vector<const UOp*>& reduces,
+                                 const std::vector<Access>& accesses) {
     return std::any_of(accesses.begin(), accesses.end(), [&](const Access& x) {
       if (x.store) return false;
+      const bool streamed = std::any_of(reduces.begin(), reduces.end(), [&](const UOp* r) {
+        return AffineCoefficient(x.index, r) != 0;
+      });
       auto c = AffineCoefficient(x.index, axis);
-      return c == 0 || c == 1;
+      return streamed && (c == 0 || c == 1);
     });
   }
 

@@ -49,10 +49,48 @@ loop7.body:
   %r.4 = fmul float %v12, 0xBFF0000000000000
   %r.5 = fadd float %v11, %r.4
   %r.6 = fmul float %r.5, 0x3FF7154760000000
-  %u.7 = call float @llvm.exp2.f32(float %r.6)
-  %acc.8 = load float, ptr %acc4
-  %r.9 = fadd reassoc float %acc.8, %u.7
-  store float %r.9, ptr %acc4
+  %v18 = fcmp une float %r.6, %r.6
+  %v21 = fcmp olt float %r.6, 0xC062C00000000000
+  %v24 = fcmp olt float %r.6, 0x4060000000000000
+  %v27 = fcmp une float %r.6, 0x7FF0000000000000
+  %v29 = fcmp une float %r.6, 0xFFF0000000000000
+  %v30 = select i1 %v29, float %r.6, float 0x0000000000000000
+  %v31 = select i1 %v18, float 0x0000000000000000, float %v30
+  %v32 = select i1 %v27, float %v31, float 0x0000000000000000
+  %v33 = fcmp olt float %v32, 0x0000000000000000
+  %v36 = select i1 %v33, float 0xBFE0000000000000, float 0x3FE0000000000000
+  %r.7 = fadd float %v32, %v36
+  %v38 = call i32 @llvm.fptosi.sat.i32.f32(float %r.7)
+  %cv.8 = sitofp i32 %v38 to float
+  %r.9 = fsub float %v32, %cv.8
+  %r.10 = fmul float 0x3F2421B200000000, %r.9
+  %r.11 = fadd float %r.10, 0x3F55F14660000000
+  %r.12 = fmul float %r.11, %r.9
+  %r.13 = fadd float %r.12, 0x3F83B2CDC0000000
+  %r.14 = fmul float %r.13, %r.9
+  %r.15 = fadd float %r.14, 0x3FAC6AF380000000
+  %r.16 = fmul float %r.15, %r.9
+  %r.17 = fadd float %r.16, 0x3FCEBFBD80000000
+  %r.18 = fmul float %r.17, %r.9
+  %r.19 = fadd float %r.18, 0x3FE62E4300000000
+  %r.20 = fmul float %r.19, %r.9
+  %r.21 = fadd float %r.20, 0x3FF0000000000000
+  %q.23 = sdiv i32 %v38, 2
+  %r.24 = add i32 %q.23, 127
+  %r.25 = mul i32 %r.24, 8388608
+  %v65 = bitcast i32 %r.25 to float
+  %r.26 = fmul float %r.21, %v65
+  %r.27 = sub i32 %v38, %q.23
+  %r.28 = add i32 %r.27, 127
+  %r.29 = mul i32 %r.28, 8388608
+  %v70 = bitcast i32 %r.29 to float
+  %r.30 = fmul float %r.26, %v70
+  %v72 = select i1 %v24, float %r.30, float 0x7FF0000000000000
+  %v73 = select i1 %v21, float 0x0000000000000000, float %v72
+  %v74 = select i1 %v18, float 0x7FF8000000000000, float %v73
+  %acc.31 = load float, ptr %acc4
+  %r.32 = fadd reassoc float %acc.31, %v74
+  store float %r.32, ptr %acc4
   %v7.next = add nsw i32 %v7, 1
   store i32 %v7.next, ptr %v7.addr
   br label %loop7.cond, !llvm.loop !2
@@ -60,9 +98,9 @@ loop7.chunk.next:
   store i32 %v7.cend, ptr %v7.chunk.addr
   br label %loop7.chunk
 loop7.exit:
-  %v21 = load float, ptr %acc4
-  %p.10 = getelementptr inbounds float, ptr %buf0, i32 %v2
-  store float %v21, ptr %p.10
+  %v77 = load float, ptr %acc4
+  %p.33 = getelementptr inbounds float, ptr %buf0, i32 %v2
+  store float %v77, ptr %p.33
   %v2.next = add nsw i32 %v2, 1
   store i32 %v2.next, ptr %v2.addr
   br label %loop2.cond, !llvm.loop !3
@@ -99,7 +137,7 @@ declare float @uopd_bf16_to_f32(i32)
 declare float @uopd_fp8e4m3_to_f32(i32)
 declare float @uopd_fp8e5m2_to_f32(i32)
 declare i64 @uopd_threefry(i64, i64)
-declare float @llvm.exp2.f32(float)
+declare i32 @llvm.fptosi.sat.i32.f32(float)
 
 attributes #0 = { nounwind noinline }
 attributes #1 = { nounwind }

@@ -39,29 +39,23 @@ loop7.body:
   %r.8 = add i32 %r.7, %v4
   %r.9 = mul i32 %r.8, 3
   %r.10 = add i32 %r.9, %v7
-  %z.12 = icmp eq i32 30, 0
-  %m.13 = icmp eq i32 30, -1
-  %bad.14 = or i1 %z.12, %m.13
-  %sd.15 = select i1 %bad.14, i32 1, i32 30
-  %q.16 = srem i32 %r.10, %sd.15
-  %q.17 = select i1 %m.13, i32 0, i32 %q.16
-  %r.18 = select i1 %z.12, i32 0, i32 %q.17
-  %inb.19 = icmp ult i32 %r.18, 30
-  %off.20 = xor i1 %r.6, true
-  %inb.21 = or i1 %off.20, %inb.19
-  br i1 %inb.21, label %chk25.ok, label %chk25.fail, !prof !1
+  %q.12 = srem i32 %r.10, 30
+  %inb.13 = icmp ult i32 %q.12, 30
+  %off.14 = xor i1 %r.6, true
+  %inb.15 = or i1 %off.14, %inb.13
+  br i1 %inb.15, label %chk25.ok, label %chk25.fail, !prof !1
 chk25.fail:
   ret i32 3
 chk25.ok:
-  %si.22 = select i1 %r.6, i32 %r.18, i32 0
-  %p.23 = getelementptr inbounds float, ptr %buf2, i32 %si.22
-  %ld.24 = load float, ptr %p.23
-  %v26 = select i1 %r.6, float %ld.24, float 0.0
+  %si.16 = select i1 %r.6, i32 %q.12, i32 0
+  %p.17 = getelementptr inbounds float, ptr %buf2, i32 %si.16
+  %ld.18 = load float, ptr %p.17
+  %v26 = select i1 %r.6, float %ld.18, float 0.0
   %v27 = select i1 %r.6, float %v26, float 0x0000000000000000
-  %r.25 = fadd float %v13, %v27
-  %r.26 = fmul float %r.25, 0x4000000000000000
-  %p.27 = getelementptr inbounds float, ptr %buf0, i32 %r.2
-  store float %r.26, ptr %p.27
+  %r.19 = fadd float %v13, %v27
+  %r.20 = fmul float %r.19, 0x4000000000000000
+  %p.21 = getelementptr inbounds float, ptr %buf0, i32 %r.2
+  store float %r.20, ptr %p.21
   %v7.next = add nsw i32 %v7, 1
   store i32 %v7.next, ptr %v7.addr
   br label %loop7.cond, !llvm.loop !2
