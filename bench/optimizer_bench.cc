@@ -7,6 +7,7 @@
 //
 //   optimizer_bench --workloads build/workloads/full --python build/tinygrad-venv/bin/python
 //                   [--runs 10] [--only matmul,rowsum]
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/util/log.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -93,6 +95,7 @@ double MemcpyRate(size_t bytes) {
 int main(int argc, char** argv) {
   std::string dir, python, only, opts_text;
   int runs = 10;
+  double search_budget = 20;  // seconds per kernel; 0: no search column
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
     if (arg == "--workloads")
@@ -105,11 +108,15 @@ int main(int argc, char** argv) {
       only = argv[i + 1];
     else if (arg == "--opts")
       opts_text = argv[i + 1];
+    else if (arg == "--search_budget")
+      search_budget = std::atof(argv[i + 1]);
+    else if (arg == "--log_level" && std::string(argv[i + 1]) == "debug")
+      uopd::SetLogLevel(uopd::LogLevel::kDebug);
   }
   if (dir.empty()) {
     std::fprintf(stderr,
                  "usage: optimizer_bench --workloads DIR [--python PATH] [--runs N] "
-                 "[--only a,b]\n");
+                 "[--only a,b] [--search_budget SECONDS]\n");
     return 2;
   }
   const int cores = std::max(1u, std::thread::hardware_concurrency());
@@ -119,9 +126,12 @@ int main(int argc, char** argv) {
   std::map<std::string, Baseline> baselines = TimeTinygrad(python, only);
   const double memcpy_rate = MemcpyRate(size_t{64} << 20);
 
-  std::printf("%d cores; memcpy %.1f GB/s (read + written)\n", cores, memcpy_rate / 1e9);
-  std::printf("%-8s %12s %12s %12s %10s %10s  %s\n", "workload", "tinygrad ms", "uopd none",
-              "uopd heur.", "heur/tg", "vs none", "heuristic rate");
+  std::printf("%d cores; memcpy %.1f GB/s (read + written); search budget %.0f s per kernel\n",
+              cores, memcpy_rate / 1e9, search_budget);
+  std::printf("%-8s %11s %11s %11s %11s %8s %8s %8s  %s\n", "workload", "tinygrad ms", "uopd none",
+              "uopd heur.", "uopd search", "heur/tg", "srch/tg", "vs none",
+              "rate (heuristics; search)");
+  const int modes = search_budget > 0 ? 3 : 2;
   for (const Workload& w : kWorkloads) {
     if (!only.empty() && !absl::StrContains(only, w.name)) continue;
     auto entry = uopd::LoadCorpusFile(absl::StrCat(dir, "/", w.name, ".json"));
@@ -129,15 +139,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", w.name, entry.status().ToString().c_str());
       continue;
     }
-    double median[2] = {0, 0};
+    double median[3] = {0, 0, 0};
+    double search_seconds = 0;
     std::string verdict;
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < modes; ++m) {
       uopd::KernelCache cache;
-      uopd::CachingProgramSource source(cache);
+      uopd::SearchOptions search;
+      search.budget = absl::Seconds(search_budget);
+      uopd::CachingProgramSource source(cache, 4096, uopd::OptMode::kHeuristic, search);
       uopd::CorpusRunOptions options;
       options.source = &source;
       options.pool = &pool;
-      options.optimization.mode = m == 0 ? uopd::OptMode::kNone : uopd::OptMode::kHeuristic;
+      const uopd::OptMode kModes[] = {uopd::OptMode::kNone, uopd::OptMode::kHeuristic,
+                                      uopd::OptMode::kSearch};
+      options.optimization.mode = kModes[m];
       if (m == 1 && !opts_text.empty()) {
         // Trying an opt list by hand: "UPCAST(0,16) UNROLL(0,4)" in place of the heuristics.
         options.optimization.mode = uopd::OptMode::kOpts;
@@ -154,8 +169,13 @@ int main(int argc, char** argv) {
         }
       }
       // Reductions of thousands of terms in another order than tinygrad's: 1e-3 relative.
+      const auto start = std::chrono::steady_clock::now();
       auto times = uopd::TimeCorpusPlan(**device, entry->plan, options,
                                         m == 0 ? std::max(1, runs / 5) : runs, 1e-3, 1e-3);
+      if (m == 2) {
+        search_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
       if (!times.ok()) {
         verdict = times.status().ToString().substr(0, 120);
         continue;
@@ -163,18 +183,27 @@ int main(int argc, char** argv) {
       median[m] = uopd::bench::Percentile(*times, 0.5);
     }
     const Baseline b = baselines[w.name];
-    double rate = median[1] > 0 ? w.work / median[1] : 0;
-    std::string rate_text =
-        w.flops ? absl::StrFormat("%.1f GFLOP/s", rate / 1e9)
-                : absl::StrFormat("%.1f GB/s = %.2fx memcpy", rate / 1e9, rate / memcpy_rate);
+    auto rate_text = [&](double seconds) -> std::string {
+      if (seconds <= 0) return "-";
+      const double rate = w.work / seconds;
+      std::string text =
+          w.flops ? absl::StrFormat("%.1f GFLOP/s", rate / 1e9)
+                  : absl::StrFormat("%.1f GB/s = %.2fx memcpy", rate / 1e9, rate / memcpy_rate);
+      if (b.numpy_s > 0)
+        absl::StrAppend(&text, absl::StrFormat(" = %.2fx numpy", b.numpy_s / seconds));
+      return text;
+    };
+    auto ratio = [](double a, double b) { return a > 0 && b > 0 ? a / b : 0.0; };
+    std::printf("%-8s %11.2f %11.2f %11.2f %11.2f %7.2fx %7.2fx %7.1fx  %s; %s%s %s\n", w.name,
+                b.tinygrad_s * 1e3, median[0] * 1e3, median[1] * 1e3, median[2] * 1e3,
+                ratio(b.tinygrad_s, median[1]), ratio(b.tinygrad_s, median[2]),
+                ratio(median[0], median[1]), rate_text(median[1]).c_str(),
+                rate_text(median[2]).c_str(),
+                modes == 3 ? absl::StrFormat(" (searched in %.0f s)", search_seconds).c_str() : "",
+                verdict.c_str());
     if (b.numpy_s > 0) {
-      absl::StrAppend(&rate_text, absl::StrFormat(" = %.2fx numpy (%.1f GFLOP/s)",
-                                                  b.numpy_s / median[1], w.work / b.numpy_s / 1e9));
+      std::printf("%-8s numpy %.1f GFLOP/s\n", "", w.work / b.numpy_s / 1e9);
     }
-    std::printf("%-8s %12.2f %12.2f %12.2f %9.2fx %9.1fx  %s %s\n", w.name, b.tinygrad_s * 1e3,
-                median[0] * 1e3, median[1] * 1e3,
-                b.tinygrad_s > 0 && median[1] > 0 ? b.tinygrad_s / median[1] : 0,
-                median[1] > 0 ? median[0] / median[1] : 0, rate_text.c_str(), verdict.c_str());
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
+#include "core/opt/opt_codec.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
 #include "server/request_builder.h"
@@ -195,7 +196,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
     response->set_cache_key(result.key_hex);
     response->set_cache_tier(result.lookup.answered_by);
     response->set_target(result.key.target);
-    for (const Opt& opt : result.applied) *response->add_applied_opts() = WireOpt(opt);
+    for (const Opt& opt : result.applied) *response->add_applied_opts() = EncodeOpt(opt);
     *response->mutable_metadata() = kernel.metadata();
     response->set_entry(kernel.entry());
     if (request->want_source()) response->set_source(kernel.source());
@@ -337,7 +338,7 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
       v1::PreparedKernelInfo* info = response->add_kernels();
       info->set_name(k.program->spec->name);
       info->set_cache_key(k.program->key_hex);
-      for (const Opt& opt : k.program->applied) *info->add_applied_opts() = WireOpt(opt);
+      for (const Opt& opt : k.program->applied) *info->add_applied_opts() = EncodeOpt(opt);
       for (int dep : k.dependencies) info->add_dependencies(dep);
     }
     UOPD_ASSIGN_OR_RETURN(std::string id,

@@ -1,6 +1,7 @@
 #include "server/request_builder.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/opt/opt_codec.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -30,37 +31,6 @@ absl::StatusOr<int64_t> BufferBytes(Scalar dtype, int64_t size) {
   return size * item;
 }
 
-namespace {
-
-absl::StatusOr<std::vector<Opt>> OptsOf(const google::protobuf::RepeatedPtrField<v1::Opt>& wire,
-                                        absl::string_view where) {
-  std::vector<Opt> opts;
-  for (int i = 0; i < wire.size(); ++i) {
-    const v1::Opt& w = wire[i];
-    absl::StatusOr<OptOp> op = ParseOptOp(w.op());
-    if (!op.ok()) return WithContext(op.status(), absl::StrCat(where, "[", i, "]"));
-    Opt opt;
-    opt.op = *op;
-    if (w.has_axis()) opt.axis = w.axis();
-    opt.arg = w.arg();
-    if (opt.op == OptOp::kTc) {
-      if (w.tc_size() != 3) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, "[", i, "]: TC needs tc = [tc_select, tc_opt, use_tensor_cores]"));
-      }
-      opt.tc = {w.tc(0), w.tc(1), w.tc(2)};
-    }
-    if (!opt.axis.has_value() && opt.op != OptOp::kNoLocals) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "[", i, "]: ", w.op(), " needs an axis"));
-    }
-    opts.push_back(opt);
-  }
-  return opts;
-}
-
-}  // namespace
-
 absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
                                                const v1::Graph& graph) {
   OptimizeRequest request;
@@ -76,7 +46,7 @@ absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
       break;
     case v1::Optimization::OPTS: {
       request.mode = OptMode::kOpts;
-      UOPD_ASSIGN_OR_RETURN(request.opts, OptsOf(wire.opts(), "optimization.opts"));
+      UOPD_ASSIGN_OR_RETURN(request.opts, DecodeOpts(wire.opts(), "optimization.opts"));
       break;
     }
     default: {
@@ -86,7 +56,7 @@ absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
         if (arg.has_kernel() && arg.kernel().has_opts_to_apply()) {
           request.mode = OptMode::kOpts;
           UOPD_ASSIGN_OR_RETURN(request.opts,
-                                OptsOf(arg.kernel().opts_to_apply().opts(), "opts_to_apply"));
+                                DecodeOpts(arg.kernel().opts_to_apply().opts(), "opts_to_apply"));
         }
       }
       if (!wire.opts().empty()) {
@@ -96,17 +66,6 @@ absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
     }
   }
   return request;
-}
-
-v1::Opt WireOpt(const Opt& opt) {
-  v1::Opt w;
-  w.set_op(std::string(OptOpName(opt.op)));
-  if (opt.axis.has_value()) w.set_axis(*opt.axis);
-  w.set_arg(opt.arg);
-  if (opt.op == OptOp::kTc) {
-    for (int v : opt.tc) w.add_tc(v);
-  }
-  return w;
 }
 
 namespace {

@@ -38,7 +38,6 @@ absl::StatusOr<BuiltBindings> BuildBindings(
 // opt ("optimization.opts[1]: unknown opt op 'UPCASTT'").
 absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
                                                const v1::Graph& graph);
-v1::Opt WireOpt(const Opt& opt);
 
 // `name`, or else `fallback`, or else "CPU": how requests default their device.
 std::string DeviceOrDefault(const std::string& name, const std::string& fallback = "");

@@ -14,6 +14,7 @@ RunWatchdog::~RunWatchdog() {
 
 RunWatchdog::Watch::Watch(RunWatchdog* watchdog, const grpc::ServerContext& context)
     : watchdog_(watchdog), context_(context) {
+  flag_.set_deadline(context.deadline());
   if (watchdog_ == nullptr) return;
   absl::MutexLock lock(&watchdog_->mu_);
   position_ = watchdog_->watches_.insert(watchdog_->watches_.end(), this);

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
+#include "core/opt/opt_codec.h"
 #include "core/util/large_stack.h"
 #include "core/util/log.h"
 #include "core/util/status_macros.h"
@@ -36,17 +37,101 @@ absl::StatusOr<v1::CachedKernel> CompileEntry(const CompilerPair& pair, const Pr
 OptimizeRequest CachingProgramSource::Resolve(const OptimizeRequest& request) const {
   OptimizeRequest resolved = request;
   if (resolved.mode == OptMode::kDefault) resolved.mode = default_mode_;
-  // A search needs the device to time candidates on: until it runs, the heuristics stand in.
-  if (resolved.mode == OptMode::kSearch) resolved.mode = OptMode::kHeuristic;
   return resolved;
+}
+
+namespace {
+
+// The opts of a search record that names `key_hex` and `ast_hash`; nullopt for anything else.
+std::optional<std::vector<Opt>> RecordOpts(const v1::CachedKernel& record,
+                                           const std::string& key_hex,
+                                           const std::string& ast_hash) {
+  if (record.key() != key_hex || record.ast_hash() != ast_hash || !record.binary().empty()) {
+    return std::nullopt;
+  }
+  absl::StatusOr<std::vector<Opt>> opts = DecodeOpts(record.tuned_opts(), "tuned_opts");
+  if (!opts.ok()) return std::nullopt;
+  return *std::move(opts);
+}
+
+}  // namespace
+
+std::optional<std::vector<Opt>> CachingProgramSource::FindSearchRecord(
+    const std::string& base_device, const CompilerPair& pair, const KernelAst& ast) {
+  const std::string key_hex = KeyFor(base_device, pair, ast.hash, "search").Hex();
+  std::optional<std::string> bytes = cache_.GetSerialized(key_hex);
+  v1::CachedKernel record;
+  if (!bytes.has_value() || !record.ParseFromString(*bytes)) return std::nullopt;
+  return RecordOpts(record, key_hex, ast.hash);
+}
+
+absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
+    const Device& device, const std::shared_ptr<const KernelAst>& ast, const StopFlag* stop) {
+  OptimizeRequest heuristic;
+  heuristic.mode = OptMode::kHeuristic;
+  if (IsAlreadyOptimized(*ast)) return heuristic;  // run as given, as under the heuristics
+  const CompilerPair& pair = device.compilers().front();
+  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash, "search");
+  const std::string key_hex = key.Hex();
+  SearchOptions options = search_;
+  options.stop = stop;
+  auto search = [&]() -> absl::StatusOr<v1::CachedKernel> {
+    UOPD_ASSIGN_OR_RETURN(SearchResult found, SearchKernelOpts(device, ast, options));
+    if (found.stopped) return absl::CancelledError("the call ended during the search");
+    v1::CachedKernel record;
+    record.set_key(key_hex);
+    record.set_ast_hash(ast->hash);
+    for (const Opt& opt : found.opts) *record.add_tuned_opts() = EncodeOpt(opt);
+    v1::SearchSummary& summary = *record.mutable_search();
+    summary.set_seconds(found.seconds);
+    summary.set_heuristic_seconds(found.heuristic_seconds);
+    summary.set_candidates(found.candidates);
+    summary.set_budget_seconds(absl::ToDoubleSeconds(options.budget));
+    summary.set_converged(found.converged);
+    Log(LogLevel::kInfo, "searched a kernel",
+        {{"kernel", ast->DefaultName()},
+         {"device", device.name()},
+         {"opts", OptsToString(found.opts)},
+         {"us", absl::StrCat(found.seconds * 1e6)},
+         {"heuristic_us", absl::StrCat(found.heuristic_seconds * 1e6)},
+         {"candidates", absl::StrCat(found.candidates)},
+         {"ended", found.note}});
+    return record;
+  };
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    UOPD_ASSIGN_OR_RETURN(CacheLookup lookup, cache_.GetOrCompile(key, search, stop));
+    const v1::CachedKernel& record = *lookup.kernel;
+    std::optional<std::vector<Opt>> opts = RecordOpts(record, key_hex, ast->hash);
+    const bool cut_short =
+        !record.search().converged() &&
+        record.search().budget_seconds() * 2 <= absl::ToDoubleSeconds(options.budget);
+    if (opts.has_value() && OptimizeKernel(ast,
+                                           OptTargetFor(device.spec().base_device_key(),
+                                                        pair.compiler->Target(), device.threads()),
+                                           OptimizeRequest{OptMode::kOpts, *opts})
+                                .ok()) {
+      if (!cut_short || lookup.answered_by == "compiled" || attempt > 0) {
+        return OptimizeRequest{OptMode::kOpts, *std::move(opts)};
+      }
+    } else {
+      Log(LogLevel::kWarning, "dropping a search record that does not apply",
+          {{"key", key_hex}, {"tier", lookup.answered_by}});
+    }
+    cache_.Invalidate(key_hex);  // unusable, or a shorter search than this call may run
+  }
+  return heuristic;
 }
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device,
                                                             std::shared_ptr<const KernelAst> ast,
                                                             const OptimizeRequest& optimization,
                                                             const StopFlag* stop) {
+  OptimizeRequest request = Resolve(optimization);
+  if (request.mode == OptMode::kSearch) {
+    UOPD_ASSIGN_OR_RETURN(request, ResolveSearch(device, ast, stop));
+  }
   return CompileFor(device.spec().base_device_key(), device.compilers().front(), device.threads(),
-                    std::move(ast), optimization, stop);
+                    std::move(ast), request, stop);
 }
 
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const std::string& base_device,
@@ -63,10 +148,16 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
                                                                std::shared_ptr<const KernelAst> ast,
                                                                const OptimizeRequest& optimization,
                                                                const StopFlag* stop) {
+  OptimizeRequest request = Resolve(optimization);
+  if (request.mode == OptMode::kSearch) {
+    // No device to time on: what a search recorded for this target, or the heuristics.
+    std::optional<std::vector<Opt>> recorded = FindSearchRecord(base_device, pair, *ast);
+    request = recorded.has_value() ? OptimizeRequest{OptMode::kOpts, *std::move(recorded)}
+                                   : OptimizeRequest{OptMode::kHeuristic, {}};
+  }
   UOPD_ASSIGN_OR_RETURN(
       OptimizedKernel optimized,
-      OptimizeKernel(ast, OptTargetFor(base_device, pair.compiler->Target(), threads),
-                     Resolve(optimization)));
+      OptimizeKernel(ast, OptTargetFor(base_device, pair.compiler->Target(), threads), request));
   CompileResult result;
   result.applied = optimized.applied;
   result.key = KeyFor(base_device, pair, ast->hash, OptsToString(optimized.applied));
@@ -92,11 +183,15 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
     }
   }
   const CompilerPair& pair = device.compilers().front();
+  OptimizeRequest concrete = request;
+  if (concrete.mode == OptMode::kSearch) {
+    UOPD_ASSIGN_OR_RETURN(concrete, ResolveSearch(device, ast, stop));
+  }
   UOPD_ASSIGN_OR_RETURN(OptimizedKernel optimized,
                         OptimizeKernel(ast,
                                        OptTargetFor(device.spec().base_device_key(),
                                                     pair.compiler->Target(), device.threads()),
-                                       request));
+                                       concrete));
   const CacheKey key =
       KeyFor(device.spec().base_device_key(), pair, ast->hash, OptsToString(optimized.applied));
   const std::string key_hex = key.Hex();

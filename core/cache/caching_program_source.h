@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/cache/kernel_cache.h"
 #include "core/plan/program_source.h"
+#include "core/search/kernel_search.h"
 
 namespace uopd {
 
@@ -27,9 +28,14 @@ class CachingProgramSource : public ProgramSource {
  public:
   // `default_mode` is what OptMode::kDefault requests get (the heuristics, unless the server
   // is set to search).
+  // `search` bounds searches (its `stop` is ignored: each call brings its own).
   explicit CachingProgramSource(KernelCache& cache, size_t max_loaded_programs = 4096,
-                                OptMode default_mode = OptMode::kHeuristic)
-      : cache_(cache), max_loaded_(max_loaded_programs), default_mode_(default_mode) {}
+                                OptMode default_mode = OptMode::kHeuristic,
+                                SearchOptions search = {})
+      : cache_(cache),
+        max_loaded_(max_loaded_programs),
+        default_mode_(default_mode),
+        search_(search) {}
 
   // The compiled entry for `ast`, optimized as `optimization` asks, on `device`, from the cache
   // or compiled now. A compile is abandoned (CANCELLED) once `stop` is set.
@@ -50,6 +56,18 @@ class CachingProgramSource : public ProgramSource {
   // kDefault made concrete.
   OptimizeRequest Resolve(const OptimizeRequest& request) const;
 
+  // A kSearch request made concrete for `device`: the opts a search chose for this AST on this
+  // target, from the cache (a record any worker sharing it may have written) or from a search
+  // run now (single flight: concurrent requests for one kernel wait for one search). A search
+  // the caller's stop cuts short is not recorded (CANCELLED); one that spent its budget is,
+  // and a later request with at least twice that budget searches again.
+  absl::StatusOr<OptimizeRequest> ResolveSearch(const Device& device,
+                                                const std::shared_ptr<const KernelAst>& ast,
+                                                const StopFlag* stop);
+  // A search's record for `ast` under `pair`'s target if the cache has one; nullopt otherwise.
+  std::optional<std::vector<Opt>> FindSearchRecord(const std::string& base_device,
+                                                   const CompilerPair& pair, const KernelAst& ast);
+
   KernelCache& cache() { return cache_; }
 
  private:
@@ -62,6 +80,7 @@ class CachingProgramSource : public ProgramSource {
   KernelCache& cache_;
   const size_t max_loaded_;
   const OptMode default_mode_;
+  const SearchOptions search_;
   absl::Mutex mu_;
   Lru loaded_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);

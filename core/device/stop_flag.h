@@ -5,6 +5,7 @@
 #define UOPD_CORE_DEVICE_STOP_FLAG_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace uopd {
@@ -14,11 +15,17 @@ class StopFlag {
  public:
   void Stop() { flag_.store(1, std::memory_order_relaxed); }
   bool stopped() const { return flag_.load(std::memory_order_relaxed) != 0; }
+  // When the flag will be set at the latest (the call's deadline), for work that budgets its
+  // time (a search leaves the rest of the call time to run what it found). Set before the
+  // flag is shared.
+  void set_deadline(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
+  std::chrono::system_clock::time_point deadline() const { return deadline_; }
   // The word compiled kernels poll (a 32-bit integer, nonzero once stopped).
   const std::atomic<int32_t>* word() const { return &flag_; }
 
  private:
   std::atomic<int32_t> flag_{0};
+  std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::time_point::max();
 };
 
 }  // namespace uopd

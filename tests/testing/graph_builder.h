@@ -103,6 +103,23 @@ class GraphBuilder {
   v1::Graph graph_;
 };
 
+// out[i, j] = sum_k a[i, k] * b[k, j] in float32: slot 0 is out (m x n), 1 is a (m x k), 2 is b
+// (k x n).
+inline v1::Graph Matmul(int64_t m, int64_t k, int64_t n) {
+  GraphBuilder g;
+  const auto f32 = v1::DType::FLOAT32;
+  int out = g.Buffer(0, f32, m * n);
+  int i = g.Range(g.Index(m), 0);
+  int j = g.Range(g.Index(n), 1);
+  int a = g.Buffer(1, f32, m * k);
+  int b = g.Buffer(2, f32, k * n);
+  int r = g.Range(g.Index(k), 2, v1::RangeArg::REDUCE);
+  int product =
+      g.Node(v1::Node::MUL, f32, {g.Load(a, g.RowMajor(i, k, r)), g.Load(b, g.RowMajor(r, n, j))});
+  int sum = g.Reduce(v1::Node::ADD, f32, product, {r});
+  return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j})});
+}
+
 }  // namespace uopd::testing
 
 #endif  // UOPD_TESTS_TESTING_GRAPH_BUILDER_H_

@@ -275,7 +275,9 @@ TEST_F(CpuBackendTest, ProductsKeepTheirFactors) {
   for (int row = 0; row < kRows; ++row) {
     bool nan = false;  // a NaN factor makes the product NaN, in any order
     for (int j = 0; j < kK; ++j) nan |= std::isnan(std::pow(-1.2541, x[row * kK + j]));
-    if (nan) EXPECT_TRUE(std::isnan(got[row])) << "row " << row << ": " << got[row];
+    if (nan) {
+      EXPECT_TRUE(std::isnan(got[row])) << "row " << row << ": " << got[row];
+    }
   }
 }
 

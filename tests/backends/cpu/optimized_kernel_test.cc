@@ -75,24 +75,9 @@ TEST_F(OptimizedKernelTest, PaddingAReduceAxisNeverChangesTheSum) {
   for (float sum : buffers[0].As<float>()) EXPECT_EQ(sum, 26.0f);
 }
 
-// out[i, j] = sum_k a[i, k] * b[k, j].
-v1::Graph Matmul(int64_t m, int64_t k, int64_t n) {
-  GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, m * n);
-  int i = g.Range(g.Index(m), 0);
-  int j = g.Range(g.Index(n), 1);
-  int a = g.Buffer(1, DType::FLOAT32, m * k);
-  int b = g.Buffer(2, DType::FLOAT32, k * n);
-  int r = g.Range(g.Index(k), 2, v1::RangeArg::REDUCE);
-  int product = g.Node(Node::MUL, DType::FLOAT32,
-                       {g.Load(a, g.RowMajor(i, k, r)), g.Load(b, g.RowMajor(r, n, j))});
-  int sum = g.Reduce(Node::ADD, DType::FLOAT32, product, {r});
-  return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j})});
-}
-
 TEST_F(OptimizedKernelTest, HeuristicsTileAMatmulInVectorRegistersWithTheSameResult) {
   const int64_t m = 48, k = 40, n = 64;
-  auto ast = DecodeKernelAst(Matmul(m, k, n));
+  auto ast = DecodeKernelAst(testing::Matmul(m, k, n));
   UOPD_ASSERT_OK(ast);
   OptimizeRequest heuristic;
   heuristic.mode = OptMode::kHeuristic;

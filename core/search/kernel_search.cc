@@ -1,0 +1,341 @@
+#include "core/search/kernel_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "core/corpus/compare.h"
+#include "core/opt/optimize.h"
+#include "core/opt/search_space.h"
+#include "core/util/large_stack.h"
+#include "core/util/log.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A made-up element of `scalar`: floats of magnitude in [0.25, 2) with either sign (sums stay
+// well conditioned, no overflow), integers in [0, 16) (small enough to index with), bools.
+void FillElement(Scalar scalar, std::mt19937_64& rng, char* out) {
+  const uint64_t r = rng();
+  const uint64_t sign = r & 1, bits = r >> 8;
+  auto store = [&](auto value) { std::memcpy(out, &value, sizeof(value)); };
+  switch (scalar) {
+    case Scalar::kFloat64:
+      store((sign ? -1.0 : 1.0) * (0.25 + 1.75 * static_cast<double>(bits % 1000000) / 1e6));
+      return;
+    case Scalar::kFloat32:
+      store((sign ? -1.0f : 1.0f) * (0.25f + 1.75f * static_cast<float>(bits % 1000000) / 1e6f));
+      return;
+    case Scalar::kFloat16:  // exponent 13..15 of bias 15
+      store(static_cast<uint16_t>(sign << 15 | (13 + bits % 3) << 10 | (bits >> 8) % 1024));
+      return;
+    case Scalar::kBfloat16:  // exponent 125..127 of bias 127
+      store(static_cast<uint16_t>(sign << 15 | (125 + bits % 3) << 7 | (bits >> 8) % 128));
+      return;
+    case Scalar::kFp8E4M3:  // exponent 5..7 of bias 7
+      store(static_cast<uint8_t>(sign << 7 | (5 + bits % 3) << 3 | (bits >> 8) % 8));
+      return;
+    case Scalar::kFp8E5M2:  // exponent 13..15 of bias 15
+      store(static_cast<uint8_t>(sign << 7 | (13 + bits % 3) << 2 | (bits >> 8) % 4));
+      return;
+    case Scalar::kBool:
+      store(static_cast<uint8_t>(sign));
+      return;
+    default: {
+      const int64_t value = static_cast<int64_t>(bits % 16);
+      std::memcpy(out, &value, std::max(1, ScalarItemSize(scalar)));  // little-endian
+      return;
+    }
+  }
+}
+
+// Reductions summed in another order than the kernel as written differ in the last bits.
+Tolerance ToleranceFor(Scalar scalar) {
+  switch (scalar) {
+    case Scalar::kFloat32:
+    case Scalar::kFloat64:
+      return {1e-3, 1e-3};
+    case Scalar::kFloat16:
+    case Scalar::kBfloat16:
+      return {2e-2, 2e-2};
+    case Scalar::kFp8E4M3:
+    case Scalar::kFp8E5M2:
+      return {0.25, 0.25};
+    default:
+      return {0, 0};
+  }
+}
+
+struct Built {
+  std::vector<Opt> opts;
+  ProgramSpec spec;
+  std::shared_ptr<Program> program;
+  LaunchDims dims;
+  std::vector<int64_t> vals;
+};
+
+class Searcher {
+ public:
+  Searcher(const Device& device, const std::shared_ptr<const KernelAst>& ast,
+           const SearchOptions& options)
+      : device_(device),
+        pair_(device.compilers().front()),
+        ast_(ast),
+        options_(options),
+        target_(OptTargetFor(device.spec().base_device_key(), pair_.compiler->Target(),
+                             device.threads())),
+        deadline_(Deadline(options)) {}
+
+  ~Searcher() {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i] != nullptr) device_.allocator().Free(buffers_[i], pristine_[i].size());
+    }
+  }
+
+  absl::StatusOr<SearchResult> Run() {
+    SearchResult result;
+    // The kernel as written: the reference every candidate's outputs must match.
+    UOPD_ASSIGN_OR_RETURN(Built reference, Build(ast_, {}));
+    if (absl::Status s = AllocateScratch(reference.spec); !s.ok()) {
+      result.note = std::string(s.message());
+      return Fallback(result);
+    }
+    UOPD_RETURN_IF_ERROR(Restore());
+    const auto start = Clock::now();
+    UOPD_RETURN_IF_ERROR(Execute(reference));
+    const double reference_seconds = SecondsSince(start);
+    for (int slot : reference.spec.outs) {
+      std::string bytes(pristine_[slot].size(), '\0');
+      UOPD_RETURN_IF_ERROR(device_.allocator().CopyOut(bytes.data(), buffers_[slot], bytes.size()));
+      expected_.emplace_back(slot, std::move(bytes));
+    }
+    absl::flat_hash_set<std::string> seen = {ast_->hash};
+    std::vector<Timed> beam;
+    // The heuristics first: the answer when nothing beats them.
+    OptimizeRequest heuristic_request;
+    heuristic_request.mode = OptMode::kHeuristic;
+    UOPD_ASSIGN_OR_RETURN(OptimizedKernel heuristic,
+                          OptimizeKernel(ast_, target_, heuristic_request));
+    if (!heuristic.applied.empty() && seen.insert(heuristic.ast->hash).second) {
+      if (auto timed = Evaluate(heuristic.applied, heuristic.ast, &result)) {
+        result.heuristic_seconds = timed->seconds;
+        beam.push_back(*timed);
+      }
+    }
+    // The heuristics' shorter prefixes: the neighbourhood the rounds explore (another row
+    // count, another vector width) is reached from them.
+    for (size_t n = 1; n < heuristic.applied.size() && !OutOfTime(); ++n) {
+      std::vector<Opt> prefix(heuristic.applied.begin(), heuristic.applied.begin() + n);
+      auto optimized = OptimizeKernel(ast_, target_, OptimizeRequest{OptMode::kOpts, prefix});
+      if (!optimized.ok() || !seen.insert(optimized->ast->hash).second) continue;
+      if (auto timed = Evaluate(std::move(prefix), optimized->ast, &result)) beam.push_back(*timed);
+    }
+    if (best_ != nullptr && reference_seconds > 3 * best_->seconds) {
+      beam.push_back({{}, reference_seconds});  // far behind: not timed again
+    } else if (auto timed = Evaluate({}, ast_, &result)) {
+      beam.push_back(*timed);
+    }
+    if (best_ == nullptr) return absl::InternalError("the kernel as written did not run");
+    result.note = "converged";
+    result.converged = true;
+    std::sort(beam.begin(), beam.end(),
+              [](const Timed& a, const Timed& b) { return a.seconds < b.seconds; });
+    beam.resize(std::min<size_t>(beam.size(), options_.beam_width));
+    while (!beam.empty()) {
+      const double best_before = best_->seconds;
+      std::vector<Timed> next;
+      for (const Timed& member : beam) {
+        // Members far behind the best are not worth extending (the kernel as written, when
+        // the heuristics gain much: its extensions are slow to time and rarely win).
+        if (member.seconds > 10 * best_->seconds) continue;
+        for (SearchCandidate& c : ExtendByOneOpt(ast_, target_, member.opts, seen)) {
+          if (OutOfTime()) break;
+          if (auto timed = Evaluate(std::move(c.opts), c.ast, &result)) next.push_back(*timed);
+        }
+      }
+      if (OutOfTime()) {
+        result.converged = false;
+        result.stopped = options_.stop != nullptr && options_.stop->stopped();
+        result.note = result.stopped ? "stopped by the caller" : "time budget spent";
+        break;
+      }
+      if (next.empty()) break;
+      std::sort(next.begin(), next.end(),
+                [](const Timed& a, const Timed& b) { return a.seconds < b.seconds; });
+      next.resize(std::min<size_t>(next.size(), options_.beam_width));
+      beam = std::move(next);
+      if (best_->seconds > 0.99 * best_before) break;  // less than 1% better
+    }
+    result.opts = best_->opts;
+    result.seconds = best_->seconds;
+    return result;
+  }
+
+ private:
+  struct Timed {
+    std::vector<Opt> opts;
+    double seconds = 0;
+  };
+
+  // The budget, or half the time the caller's call has left (the other half compiles and
+  // runs what the search chose), whichever ends first.
+  static Clock::time_point Deadline(const SearchOptions& options) {
+    auto budget =
+        std::chrono::duration_cast<Clock::duration>(absl::ToChronoNanoseconds(options.budget));
+    if (options.stop != nullptr) {
+      const auto left = options.stop->deadline() - std::chrono::system_clock::now();
+      if (left < 2 * budget) budget = std::chrono::duration_cast<Clock::duration>(left / 2);
+    }
+    return Clock::now() + std::max(budget, Clock::duration::zero());
+  }
+
+  bool OutOfTime() const {
+    return Clock::now() >= deadline_ || (options_.stop != nullptr && options_.stop->stopped());
+  }
+
+  // Without scratch memory there is nothing to time: the heuristics' opts are the answer.
+  absl::StatusOr<SearchResult> Fallback(SearchResult result) {
+    OptimizeRequest request;
+    request.mode = OptMode::kHeuristic;
+    UOPD_ASSIGN_OR_RETURN(OptimizedKernel heuristic, OptimizeKernel(ast_, target_, request));
+    result.opts = heuristic.applied;
+    return result;
+  }
+
+  absl::StatusOr<Built> Build(const std::shared_ptr<const KernelAst>& ast, std::vector<Opt> opts) {
+    Built built;
+    built.opts = std::move(opts);
+    absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
+    RunOnLargeStack(kCompileStackBytes,
+                    [&] { spec = pair_.renderer->Render(ast, ast_->DefaultName()); });
+    UOPD_RETURN_IF_ERROR(spec.status());
+    built.spec = *std::move(spec);
+    built.spec.ast = ast;
+    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled,
+                          pair_.compiler->Compile(built.spec, CompileOptions{options_.stop}));
+    UOPD_ASSIGN_OR_RETURN(built.program, device_.runtime().Load(compiled, built.spec));
+    // Variables at the middle of their range, as tinygrad's BEAM times them.
+    absl::flat_hash_map<std::string, int64_t> vars;
+    for (const VarInfo& v : built.spec.vars) vars[v.name] = v.min + (v.max - v.min) / 2;
+    UOPD_ASSIGN_OR_RETURN(built.dims, built.spec.launch_dims(vars));
+    built.vals.assign(built.spec.var_names.size(), 0);
+    for (size_t i = 0; i < built.spec.var_names.size(); ++i) {
+      if (auto it = vars.find(built.spec.var_names[i]); it != vars.end())
+        built.vals[i] = it->second;
+    }
+    return built;
+  }
+
+  absl::Status AllocateScratch(const ProgramSpec& spec) {
+    int64_t total = 0;
+    buffers_.assign(spec.buf_count, nullptr);
+    pristine_.assign(spec.buf_count, "");
+    std::mt19937_64 rng(0x5eed);
+    for (const BufferParam& b : spec.globals) {
+      const int item = std::max(1, ScalarItemSize(b.dtype.scalar));
+      if (b.size <= 0 || b.size > (options_.max_scratch_bytes - total) / item) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("buffer slot ", b.slot, " does not fit the search's scratch memory"));
+      }
+      total += b.size * item;
+      std::string& bytes = pristine_[b.slot];
+      bytes.resize(b.size * item);
+      for (int64_t i = 0; i < b.size; ++i) FillElement(b.dtype.scalar, rng, &bytes[i * item]);
+      UOPD_ASSIGN_OR_RETURN(buffers_[b.slot], device_.allocator().Allocate(bytes.size()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Restore() {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i] == nullptr) continue;
+      UOPD_RETURN_IF_ERROR(
+          device_.allocator().CopyIn(buffers_[i], pristine_[i].data(), pristine_[i].size()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const Built& built) {
+    return built.program->Execute(buffers_, built.vals, built.dims, options_.stop);
+  }
+
+  // Compiles and times one candidate; it becomes the best if it is the fastest yet and its
+  // outputs match the reference. Nothing when it does not compile or run.
+  std::optional<Timed> Evaluate(std::vector<Opt> opts, const std::shared_ptr<const KernelAst>& ast,
+                                SearchResult* result) {
+    absl::StatusOr<Built> built = Build(ast, std::move(opts));
+    if (!built.ok()) return std::nullopt;
+    ++result->candidates;
+    auto start = Clock::now();
+    if (!Execute(*built).ok()) return std::nullopt;
+    double seconds = SecondsSince(start);
+    if (best_ == nullptr || seconds < 3 * best_->seconds) {
+      // Enough runs per sample to measure (2 ms), the fastest of three samples.
+      const int reps = static_cast<int>(std::clamp(2e-3 / std::max(seconds, 1e-7), 1.0, 1000.0));
+      for (int sample = 0; sample < 3 && !OutOfTime(); ++sample) {
+        start = Clock::now();
+        for (int r = 0; r < reps; ++r) {
+          if (!Execute(*built).ok()) return std::nullopt;
+        }
+        seconds = std::min(seconds, SecondsSince(start) / reps);
+      }
+    }
+    Timed timed{built->opts, seconds};
+    Log(LogLevel::kDebug, "search candidate",
+        {{"opts", OptsToString(timed.opts)}, {"us", absl::StrCat(seconds * 1e6)}});
+    if (best_ == nullptr || seconds < best_->seconds) {
+      if (!Matches(*built)) return std::nullopt;
+      best_ = std::make_unique<Timed>(timed);
+    }
+    return timed;
+  }
+
+  bool Matches(const Built& built) {
+    if (!Restore().ok() || !Execute(built).ok()) return false;
+    for (const auto& [slot, want] : expected_) {
+      std::string got(want.size(), '\0');
+      if (!device_.allocator().CopyOut(got.data(), buffers_[slot], got.size()).ok()) return false;
+      const Scalar scalar = SlotScalar(built.spec, slot);
+      if (CompareBuffers(scalar, got, want, ToleranceFor(scalar)).has_value()) return false;
+    }
+    return true;
+  }
+
+  static Scalar SlotScalar(const ProgramSpec& spec, int slot) {
+    for (const BufferParam& b : spec.globals) {
+      if (b.slot == slot) return b.dtype.scalar;
+    }
+    return Scalar::kVoid;
+  }
+
+  const Device& device_;
+  const CompilerPair& pair_;
+  std::shared_ptr<const KernelAst> ast_;
+  SearchOptions options_;
+  OptTarget target_;
+  Clock::time_point deadline_;
+  std::vector<void*> buffers_;                         // by slot
+  std::vector<std::string> pristine_;                  // by slot: the made-up contents
+  std::vector<std::pair<int, std::string>> expected_;  // the reference's outputs
+  std::unique_ptr<Timed> best_;
+};
+
+}  // namespace
+
+absl::StatusOr<SearchResult> SearchKernelOpts(const Device& device,
+                                              const std::shared_ptr<const KernelAst>& ast,
+                                              const SearchOptions& options) {
+  return Searcher(device, ast, options).Run();
+}
+
+}  // namespace uopd

@@ -1,0 +1,55 @@
+// SearchKernelOpts: the search optimization mode. Times candidate opt lists for one kernel on
+// its device, on made-up inputs in scratch buffers, and keeps the fastest whose outputs match
+// the kernel as written.
+//
+// The search is a beam search in the manner of tinygrad's BEAM (docs/OPTIMIZER.md section 8):
+// each round extends every member of the beam by one opt (core/opt/search_space.h), compiles
+// and times the new candidates, and keeps the fastest few. It starts from both the empty list
+// and uopd's heuristics, so it never returns something slower than the heuristics on the
+// inputs it timed. It stops when a round gains less than 1%, at its time budget, or when
+// `stop` is set (the caller's deadline or cancellation); the best verified list so far is the
+// answer then.
+#ifndef UOPD_CORE_SEARCH_KERNEL_SEARCH_H_
+#define UOPD_CORE_SEARCH_KERNEL_SEARCH_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/device/device.h"
+#include "core/device/stop_flag.h"
+#include "core/ir/kernel_ast.h"
+#include "core/opt/opt.h"
+
+namespace uopd {
+
+struct SearchOptions {
+  absl::Duration budget = absl::Seconds(10);  // wall time for the whole search
+  int beam_width = 4;
+  // Scratch memory the search may allocate on the device; bigger kernels get the heuristics.
+  int64_t max_scratch_bytes = int64_t{1} << 30;
+  const StopFlag* stop = nullptr;
+};
+
+struct SearchResult {
+  std::vector<Opt> opts;         // the fastest candidate whose outputs matched
+  double seconds = 0;            // its kernel time on the scratch inputs
+  double heuristic_seconds = 0;  // the heuristics' time on the same inputs (0: not timed)
+  int candidates = 0;            // candidates compiled and timed
+  bool converged = false;        // a round gained under 1% (not cut short by time)
+  bool stopped = false;          // cut short by `stop`: the caller's call is over
+  std::string note;              // why the search ended, or why it fell back
+};
+
+// Searches opts for `ast` on `device` (its first renderer/compiler pair). Fails only when the
+// kernel as written cannot be compiled or run on the made-up inputs (then nothing can be
+// verified); a candidate that fails is skipped.
+absl::StatusOr<SearchResult> SearchKernelOpts(const Device& device,
+                                              const std::shared_ptr<const KernelAst>& ast,
+                                              const SearchOptions& options);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_SEARCH_KERNEL_SEARCH_H_

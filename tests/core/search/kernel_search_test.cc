@@ -1,0 +1,148 @@
+// The search optimization mode on the CPU: what it finds is valid, verified and no slower than
+// the heuristics; it keeps to its budget and to the caller's deadline; its choice is recorded
+// in the compiled-byte cache, where every worker sharing the cache finds it.
+#include "core/search/kernel_search.h"
+
+#include <chrono>
+#include <random>
+
+#include "backends/cpu/cpu_device.h"
+#include "core/cache/caching_program_source.h"
+#include "core/cache/memory_tier.h"
+#include "core/opt/optimize.h"
+#include "gtest/gtest.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/kernel_runner.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::HostBuffer;
+
+class KernelSearchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = CreateCpuDevice(&pool_);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = std::move(*device);
+    auto ast = DecodeKernelAst(testing::Matmul(kM, kK, kN));
+    ASSERT_TRUE(ast.ok()) << ast.status();
+    matmul_ = *ast;
+  }
+  OptTarget Target() const {
+    return OptTargetFor("CPU", device_->compiler().Target(), device_->threads());
+  }
+  static double Seconds(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  }
+
+  static constexpr int64_t kM = 64, kK = 48, kN = 64;
+  ThreadPool pool_{1};
+  std::unique_ptr<Device> device_;
+  std::shared_ptr<const KernelAst> matmul_;
+};
+
+TEST_F(KernelSearchTest, FindsValidOptsNoSlowerThanTheHeuristicsThatComputeTheSame) {
+  SearchOptions options;
+  options.budget = absl::Seconds(3);
+  auto found = SearchKernelOpts(*device_, matmul_, options);
+  UOPD_ASSERT_OK(found);
+  EXPECT_GT(found->candidates, 2);
+  EXPECT_GT(found->heuristic_seconds, 0);
+  EXPECT_LE(found->seconds, found->heuristic_seconds);
+  // The opts apply, and the kernel they make computes the matmul.
+  auto optimized = OptimizeKernel(matmul_, Target(), OptimizeRequest{OptMode::kOpts, found->opts});
+  UOPD_ASSERT_OK(optimized);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(-1, 1);
+  std::vector<float> a(kM * kK), b(kK * kN);
+  for (float& x : a) x = value(rng);
+  for (float& x : b) x = value(rng);
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<float>(kM * kN)), HostBuffer::Of(a),
+                                     HostBuffer::Of(b)};
+  UOPD_ASSERT_OK(testing::RunAstOn(*device_, optimized->ast, buffers));
+  std::vector<float> out = buffers[0].As<float>();
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      double want = 0;
+      for (int64_t r = 0; r < kK; ++r) want += double{a[i * kK + r]} * b[r * kN + j];
+      ASSERT_NEAR(out[i * kN + j], want, 1e-4)
+          << i << ", " << j << " with " << OptsToString(found->opts);
+    }
+  }
+}
+
+TEST_F(KernelSearchTest, KeepsToItsBudgetAndToTheCallersDeadline) {
+  SearchOptions options;
+  options.budget = absl::Milliseconds(300);
+  auto start = std::chrono::steady_clock::now();
+  auto found = SearchKernelOpts(*device_, matmul_, options);
+  UOPD_ASSERT_OK(found);
+  EXPECT_LT(Seconds(start), 2.0);  // one candidate may finish past the budget
+  EXPECT_FALSE(found->stopped);
+
+  // A call with 600 ms left searches for half of it, whatever the budget.
+  StopFlag call;
+  call.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(600));
+  options.budget = absl::Seconds(60);
+  options.stop = &call;
+  start = std::chrono::steady_clock::now();
+  found = SearchKernelOpts(*device_, matmul_, options);
+  UOPD_ASSERT_OK(found);
+  EXPECT_LT(Seconds(start), 2.0);
+  EXPECT_FALSE(found->converged && Seconds(start) > 1.0);
+
+  // A call already over: the search ends at once, saying so.
+  StopFlag over;
+  over.Stop();
+  options.stop = &over;
+  found = SearchKernelOpts(*device_, matmul_, options);
+  if (found.ok()) {
+    EXPECT_TRUE(found->stopped);
+  }
+}
+
+TEST_F(KernelSearchTest, TheChoiceIsRecordedInTheCacheForEveryWorkerSharingIt) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache shared(std::move(tiers));
+  SearchOptions options;
+  options.budget = absl::Seconds(2);
+  CachingProgramSource first(shared, 16, OptMode::kHeuristic, options);
+  OptimizeRequest search{OptMode::kSearch, {}};
+  auto searched = first.Get(*device_, matmul_, search, nullptr);
+  UOPD_ASSERT_OK(searched);
+  const int64_t compilations = shared.compile_stats()["CPU"].compilations;
+
+  // Another worker (its own program source, the same cache): the record, no second search.
+  CachingProgramSource second(shared, 16, OptMode::kSearch, options);
+  auto start = std::chrono::steady_clock::now();
+  auto found = second.Get(*device_, matmul_, OptimizeRequest{}, nullptr);  // its default
+  UOPD_ASSERT_OK(found);
+  EXPECT_LT(Seconds(start), 1.0);
+  EXPECT_EQ(OptsToString((*found)->applied), OptsToString((*searched)->applied));
+  EXPECT_EQ((*found)->key_hex, (*searched)->key_hex);
+  EXPECT_EQ(shared.compile_stats()["CPU"].compilations, compilations);
+
+  // Compiling for the target without a device finds the record too.
+  auto compiled = second.Compile("CPU", device_->compilers().front(), matmul_, search);
+  UOPD_ASSERT_OK(compiled);
+  EXPECT_EQ(OptsToString(compiled->applied), OptsToString((*searched)->applied));
+}
+
+TEST_F(KernelSearchTest, ASearchTheCallEndsIsNotRecorded) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache shared(std::move(tiers));
+  CachingProgramSource source(shared, 16);
+  StopFlag over;
+  over.Stop();
+  auto result = source.Get(*device_, matmul_, OptimizeRequest{OptMode::kSearch, {}}, &over);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+  EXPECT_FALSE(source.FindSearchRecord("CPU", device_->compilers().front(), *matmul_).has_value());
+}
+
+}  // namespace
+}  // namespace uopd
