@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--samples" && i + 1 < argc) {
-      samples = std::atoi(argv[++i]);
+      samples = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--min_ms" && i + 1 < argc) {
       min_ms = std::atof(argv[++i]);
     } else if (arg == "--rounds" && i + 1 < argc) {
