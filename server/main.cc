@@ -89,6 +89,12 @@ ABSL_FLAG(int64_t, max_nodes, 200'000, "largest kernel AST, nodes");
 ABSL_FLAG(int64_t, max_depth, 20'000, "longest source chain in a kernel AST");
 ABSL_FLAG(int64_t, max_buffer_elements, int64_t{1} << 34,
           "largest buffer a kernel may declare, elements");
+ABSL_FLAG(std::string, optimization, "heuristic",
+          "how kernels are optimized when a request does not say: heuristic, search or none");
+ABSL_FLAG(absl::Duration, search_budget, absl::Seconds(30),
+          "longest a search for one kernel may take (also at most half the call's deadline)");
+ABSL_FLAG(int64_t, search_scratch_bytes, int64_t{1} << 30,
+          "device memory one search may use for made-up inputs; bigger kernels get heuristics");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 ABSL_FLAG(std::string, port_file, "",
           "write the bound gRPC and metrics addresses here once serving");
@@ -129,6 +135,15 @@ void LogProtobufMessage(google::protobuf::LogLevel level, const char* file, int 
 int Run() {
   google::protobuf::SetLogHandler(LogProtobufMessage);
   LogLevel level;
+  OptMode default_optimization = OptMode::kHeuristic;
+  if (const std::string mode = absl::GetFlag(FLAGS_optimization); mode == "search") {
+    default_optimization = OptMode::kSearch;
+  } else if (mode == "none") {
+    default_optimization = OptMode::kNone;
+  } else if (mode != "heuristic") {
+    std::fprintf(stderr, "uopd: --optimization must be heuristic, search or none\n");
+    return 2;
+  }
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
     std::fprintf(stderr, "uopd: --log_level must be debug, info, warning or error\n");
     return 2;
@@ -218,7 +233,10 @@ int Run() {
     }
   }
   KernelCache cache(std::move(tiers));
-  CachingProgramSource programs(cache);
+  SearchOptions search;
+  search.budget = absl::GetFlag(FLAGS_search_budget);
+  search.max_scratch_bytes = absl::GetFlag(FLAGS_search_scratch_bytes);
+  CachingProgramSource programs(cache, 4096, default_optimization, search);
 
   // Quotas from the host's memory unless given: no set of clients can take all of it.
   RegistryLimits limits = RegistryLimits::ForHostMemory(devices.devices().front()->memory_bytes());

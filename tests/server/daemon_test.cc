@@ -299,6 +299,119 @@ TEST(Daemon, BuffersBelongToTheClientThatCreatedThem) {
   EXPECT_EQ(*mine, "abcd");
 }
 
+v1::Opt WireOpt(const std::string& op, int axis, int arg) {
+  v1::Opt opt;
+  opt.set_op(op);
+  opt.set_axis(axis);
+  opt.set_arg(arg);
+  return opt;
+}
+
+std::string AppliedOpts(const v1::CompileResponse& response) {
+  std::string out;
+  for (const v1::Opt& o : response.applied_opts()) {
+    absl::StrAppend(&out, o.op(), "(", o.axis(), ",", o.arg(), ") ");
+  }
+  return out;
+}
+
+TEST(Daemon, OptimizesAsEachRequestAsksAndSaysWhatItApplied) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("optimize"), {"--search_budget=3s"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  const v1::Graph matmul = testing::Matmul(32, 16, 64);
+
+  auto heuristic = client.Compile(CompileOf(matmul));  // the server's default
+  UOPD_ASSERT_OK(heuristic);
+  EXPECT_FALSE(heuristic->applied_opts().empty());
+
+  v1::CompileRequest none = CompileOf(matmul);
+  none.mutable_optimization()->set_mode(v1::Optimization::NONE);
+  auto as_written = client.Compile(none);
+  UOPD_ASSERT_OK(as_written);
+  EXPECT_TRUE(as_written->applied_opts().empty());
+  EXPECT_NE(as_written->cache_key(), heuristic->cache_key());
+
+  v1::CompileRequest explicit_opts = CompileOf(matmul);
+  explicit_opts.mutable_optimization()->set_mode(v1::Optimization::OPTS);
+  *explicit_opts.mutable_optimization()->add_opts() = WireOpt("UPCAST", 1, 16);
+  *explicit_opts.mutable_optimization()->add_opts() = WireOpt("UNROLL", 0, 4);
+  auto chosen = client.Compile(explicit_opts);
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(AppliedOpts(*chosen), "UPCAST(1,16) UNROLL(0,4) ");
+  EXPECT_NE(chosen->cache_key(), heuristic->cache_key());
+  EXPECT_NE(chosen->cache_key(), as_written->cache_key());
+
+  // The same list as tinygrad's KernelInfo.opts_to_apply on the SINK: the same kernel.
+  v1::CompileRequest in_ast = CompileOf(matmul);
+  v1::Node* sink = in_ast.mutable_ast()->mutable_nodes(in_ast.ast().nodes_size() - 1);
+  *sink->mutable_arg()->mutable_kernel()->mutable_opts_to_apply()->mutable_opts() =
+      explicit_opts.optimization().opts();
+  auto from_ast = client.Compile(in_ast);
+  UOPD_ASSERT_OK(from_ast);
+  EXPECT_EQ(from_ast->cache_key(), chosen->cache_key());
+
+  // Bad lists name the opt.
+  v1::CompileRequest unknown = explicit_opts;
+  unknown.mutable_optimization()->mutable_opts(1)->set_op("UNROLLL");
+  EXPECT_TRUE(StatusIs(client.Compile(unknown), absl::StatusCode::kInvalidArgument,
+                       {"optimization.opts[1]", "UNROLLL"}));
+  v1::CompileRequest inapplicable = explicit_opts;
+  *inapplicable.mutable_optimization()->mutable_opts(1) = WireOpt("UPCAST", 7, 4);
+  EXPECT_TRUE(StatusIs(client.Compile(inapplicable), absl::StatusCode::kInvalidArgument,
+                       {"opts_to_apply[1]", "UPCAST(7, 4)"}));
+  v1::CompileRequest opts_without_mode = CompileOf(matmul);
+  *opts_without_mode.mutable_optimization()->add_opts() = WireOpt("UPCAST", 1, 4);
+  EXPECT_TRUE(StatusIs(client.Compile(opts_without_mode), absl::StatusCode::kInvalidArgument,
+                       {"mode OPTS"}));
+
+  // A search: timed on the CPU within the budget, then recorded: the next request finds it.
+  v1::CompileRequest search = CompileOf(matmul);
+  search.mutable_optimization()->set_mode(v1::Optimization::SEARCH);
+  auto searched = client.Compile(search, absl::Seconds(60));
+  UOPD_ASSERT_OK(searched);
+  EXPECT_FALSE(searched->applied_opts().empty());
+  auto start = absl::Now();
+  auto again = client.Compile(search, absl::Seconds(60));
+  UOPD_ASSERT_OK(again);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_EQ(again->cache_key(), searched->cache_key());
+  EXPECT_EQ(AppliedOpts(*again), AppliedOpts(*searched));
+
+  // Every mode computes the same matmul: run it with an explicit list and compare.
+  std::vector<float> a(32 * 16), b(16 * 64);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) - 2;
+  v1::ExecuteRequest run;
+  auto add_buffer = [&](const std::vector<float>& data, int64_t size) {
+    v1::InlineBuffer* buffer = run.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(size);
+    if (!data.empty()) buffer->set_data(data.data(), data.size() * sizeof(float));
+  };
+  add_buffer({}, 32 * 64);
+  add_buffer(a, a.size());
+  add_buffer(b, b.size());
+  v1::KernelInvocation* kernel = run.add_kernels();
+  *kernel->mutable_ast() = matmul;
+  for (int slot = 0; slot < 3; ++slot) kernel->add_buffers(slot);
+  *kernel->mutable_optimization() = explicit_opts.optimization();
+  run.add_return_buffers(0);
+  auto ran = client.Execute(run);
+  UOPD_ASSERT_OK(ran);
+  ASSERT_EQ(ran->outputs_size(), 1);
+  std::vector<float> out(32 * 64);
+  ASSERT_EQ(ran->outputs(0).data().size(), out.size() * sizeof(float));
+  std::memcpy(out.data(), ran->outputs(0).data().data(), ran->outputs(0).data().size());
+  for (int i = 0; i < 32; ++i) {
+    for (int j = 0; j < 64; ++j) {
+      float want = 0;
+      for (int r = 0; r < 16; ++r) want += a[i * 16 + r] * b[r * 64 + j];
+      ASSERT_EQ(out[i * 64 + j], want) << i << ", " << j;
+    }
+  }
+}
+
 TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("gpu-target"));
   ASSERT_TRUE(daemon.running()) << "the daemon must start whether or not a GPU driver exists";
