@@ -22,21 +22,14 @@
 
 namespace {
 
-// "UPCAST(1,16) UNROLL(0,4)" -> opts.
-std::vector<uopd::Opt> ParseOpts(const std::string& text) {
-  std::vector<uopd::Opt> opts;
-  for (absl::string_view item : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-    size_t open = item.find('(');
-    uopd::Opt opt;
-    opt.op = *uopd::ParseOptOp(item.substr(0, open));
-    std::vector<std::string> args =
-        absl::StrSplit(absl::StripSuffix(item.substr(open + 1), ")"), ',');
-    int axis = 0;
-    if (absl::SimpleAtoi(args[0], &axis)) opt.axis = axis;
-    if (args.size() > 1) (void)absl::SimpleAtoi(args[1], &opt.arg);
-    opts.push_back(opt);
+// The opts of --opts; exits on a malformed list.
+std::vector<uopd::Opt> Opts(const std::string& text) {
+  auto opts = uopd::ParseOptList(text);
+  if (!opts.ok()) {
+    std::fprintf(stderr, "opt_bench: %s\n", opts.status().ToString().c_str());
+    std::exit(2);
   }
-  return opts;
+  return *opts;
 }
 
 class OptimizingSource : public uopd::ProgramSource {
@@ -101,7 +94,7 @@ int main(int argc, char** argv) {
       [&](std::shared_ptr<const uopd::KernelAst> ast) -> absl::StatusOr<uopd::OptimizedKernel> {
     uopd::OptimizeRequest request;
     request.mode = heuristic ? uopd::OptMode::kHeuristic : uopd::OptMode::kOpts;
-    request.opts = ParseOpts(opts_text);
+    request.opts = Opts(opts_text);
     return uopd::OptimizeKernel(std::move(ast), target, request);
   };
   for (int k = 0; k < entry->plan.kernels_size(); ++k) {
@@ -131,7 +124,7 @@ int main(int argc, char** argv) {
   }
   uopd::KernelCache cache;
   uopd::CachingProgramSource inner(cache);
-  OptimizingSource source(inner, ParseOpts(opts_text), target);
+  OptimizingSource source(inner, Opts(opts_text), target);
   uopd::CorpusRunOptions options;
   options.source = heuristic ? static_cast<uopd::ProgramSource*>(&inner) : &source;
   options.optimization.mode = uopd::OptMode::kHeuristic;

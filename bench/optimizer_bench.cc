@@ -156,17 +156,12 @@ int main(int argc, char** argv) {
       if (m == 1 && !opts_text.empty()) {
         // Trying an opt list by hand: "UPCAST(0,16) UNROLL(0,4)" in place of the heuristics.
         options.optimization.mode = uopd::OptMode::kOpts;
-        for (absl::string_view item : absl::StrSplit(opts_text, ' ', absl::SkipEmpty())) {
-          const size_t open = item.find('(');
-          std::vector<std::string> args =
-              absl::StrSplit(item.substr(open + 1, item.size() - open - 2), ',');
-          uopd::Opt opt;
-          opt.op = *uopd::ParseOptOp(item.substr(0, open));
-          int value = 0;
-          if (absl::SimpleAtoi(args[0], &value)) opt.axis = value;
-          if (args.size() > 1 && absl::SimpleAtoi(args[1], &value)) opt.arg = value;
-          options.optimization.opts.push_back(opt);
+        auto opts = uopd::ParseOptList(opts_text);
+        if (!opts.ok()) {
+          std::fprintf(stderr, "%s\n", opts.status().ToString().c_str());
+          return 2;
         }
+        options.optimization.opts = *opts;
       }
       // Reductions of thousands of terms in another order than tinygrad's: 1e-3 relative.
       const auto start = std::chrono::steady_clock::now();

@@ -36,11 +36,13 @@ absl::Status Compare(const google::protobuf::RepeatedPtrField<v1::BufferData>& o
   return absl::OkStatus();
 }
 
-absl::Status RunCase(Client& client, const v1::CorpusCase& kase, const std::string& device) {
+absl::Status RunCase(Client& client, const v1::CorpusCase& kase, const std::string& device,
+                     const v1::Optimization& optimization) {
   v1::ExecuteRequest request;
   request.set_device(device);
   v1::KernelInvocation* kernel = request.add_kernels();
   *kernel->mutable_ast() = kase.ast();
+  *kernel->mutable_optimization() = optimization;
   absl::flat_hash_map<int64_t, int> by_slot;
   absl::flat_hash_map<int, Expected> expected;
   for (const v1::CorpusBuffer& buffer : kase.buffers()) {
@@ -65,7 +67,8 @@ absl::Status RunCase(Client& client, const v1::CorpusCase& kase, const std::stri
   return Compare(response.outputs(), expected, kase.tolerance());
 }
 
-absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::string& device) {
+absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::string& device,
+                     const v1::Optimization& optimization) {
   v1::PrepareRequest prepare;
   prepare.set_device(device);
   absl::flat_hash_map<int64_t, int> by_id;
@@ -76,6 +79,7 @@ absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::stri
   for (const v1::CorpusKernel& wire : plan.kernels()) {
     v1::KernelInvocation* kernel = prepare.add_kernels();
     *kernel->mutable_ast() = wire.ast();
+    *kernel->mutable_optimization() = optimization;
     for (int64_t id : wire.bufs()) {
       auto it = by_id.find(id);
       if (it == by_id.end())
@@ -109,8 +113,9 @@ absl::Status RunPlan(Client& client, const v1::CorpusPlan& plan, const std::stri
 }  // namespace
 
 absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry,
-                                  const std::string& device) {
-  return entry.is_plan ? RunPlan(client, entry.plan, device) : RunCase(client, entry.kase, device);
+                                  const std::string& device, const v1::Optimization& optimization) {
+  return entry.is_plan ? RunPlan(client, entry.plan, device, optimization)
+                       : RunCase(client, entry.kase, device, optimization);
 }
 
 }  // namespace uopd

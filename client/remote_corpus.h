@@ -12,9 +12,10 @@
 namespace uopd {
 
 // OK when every output matches; FAILED_PRECONDITION naming the first differing element, or the
-// daemon's error.
+// daemon's error. Every kernel is optimized as `optimization` says.
 absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry,
-                                  const std::string& device);
+                                  const std::string& device,
+                                  const v1::Optimization& optimization = {});
 
 }  // namespace uopd
 

@@ -2,7 +2,8 @@
 //
 //   uopctl [--server ADDR] devices
 //   uopctl [--server ADDR] compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]
-//   uopctl [--server ADDR] run PATH... [--device D] [--verbose]
+//                                       [--optimize MODE]
+//   uopctl [--server ADDR] run PATH... [--device D] [--optimize MODE] [--verbose]
 //   uopctl [--server ADDR] cache stats
 //
 // Credentials: --token_file FILE (or $UOPD_TOKEN) for a bearer token; --tls_ca FILE for a TLS
@@ -10,7 +11,9 @@
 //
 // FILE is a kernel AST (Graph JSON) or a corpus case. `run` takes corpus case and plan files or
 // folders, prints one line per failure and ends with "N passed, M failed" (exit 0 only when
-// nothing failed), like uopd-conformance but through the daemon.
+// nothing failed), like uopd-conformance but through the daemon. MODE is heuristic, none, search
+// or an opt list in tinygrad's spelling ("UPCAST(1, 16) UNROLL(0, 4)"); the server's default
+// otherwise.
 #include <unistd.h>
 
 #include <cctype>
@@ -26,6 +29,7 @@
 #include "client/remote_corpus.h"
 #include "client/uopd_client.h"
 #include "core/corpus/corpus_file.h"
+#include "core/opt/opt_codec.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace {
@@ -36,6 +40,7 @@ constexpr char kUsage[] =
     "  compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]\n"
     "                                            compile a kernel AST (Graph JSON or corpus case)\n"
     "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
+    "  (compile, run) --optimize heuristic|none|search|'UPCAST(1, 16) UNROLL(0, 4)'\n"
     "  cache stats                               cache tier and compilation counters\n"
     "ADDR defaults to 127.0.0.1:50051 (unix:/path for a unix socket).\n"
     "credentials: --token_file FILE (or $UOPD_TOKEN), --tls_ca FILE [--tls_cert FILE "
@@ -86,12 +91,33 @@ absl::StatusOr<uopd::v1::Graph> ReadGraph(const std::string& path) {
   return graph;
 }
 
+// --optimize's value on the wire; "" is the server's default.
+absl::StatusOr<uopd::v1::Optimization> OptimizationOf(const std::string& text) {
+  uopd::v1::Optimization optimization;
+  if (text.empty()) return optimization;
+  if (text == "heuristic") {
+    optimization.set_mode(uopd::v1::Optimization::HEURISTIC);
+  } else if (text == "none") {
+    optimization.set_mode(uopd::v1::Optimization::NONE);
+  } else if (text == "search") {
+    optimization.set_mode(uopd::v1::Optimization::SEARCH);
+  } else {
+    auto opts = uopd::ParseOptList(text);
+    if (!opts.ok()) return opts.status();
+    optimization.set_mode(uopd::v1::Optimization::OPTS);
+    for (const uopd::Opt& opt : *opts) *optimization.add_opts() = uopd::EncodeOpt(opt);
+  }
+  return optimization;
+}
+
 int Compile(uopd::Client& client, const std::string& file, const std::string& device,
-            const std::string& target, const std::string& emit) {
+            const std::string& target, const std::string& emit,
+            const uopd::v1::Optimization& optimization) {
   auto graph = ReadGraph(file);
   if (!graph.ok()) return Fail(graph.status());
   uopd::v1::CompileRequest request;
   *request.mutable_ast() = *graph;
+  *request.mutable_optimization() = optimization;
   request.set_device(target.empty() || device != "CPU" ? device : "CUDA");
   request.set_target(target);
   request.set_want_source(emit == "src");
@@ -111,10 +137,13 @@ int Compile(uopd::Client& client, const std::string& file, const std::string& de
     std::fwrite(response->binary().data(), 1, response->binary().size(), stdout);
     return 0;
   }
-  std::printf("cache_key: %s\ncache_tier: %s\ntarget: %s\nentry: %s\nmetadata: %s\n",
+  std::vector<uopd::Opt> applied;
+  auto decoded = uopd::DecodeOpts(response->applied_opts(), "applied_opts");
+  if (decoded.ok()) applied = *decoded;
+  std::printf("cache_key: %s\ncache_tier: %s\ntarget: %s\nentry: %s\nopts: %s\nmetadata: %s\n",
               response->cache_key().c_str(), response->cache_tier().c_str(),
               response->target().c_str(), response->entry().c_str(),
-              Json(response->metadata()).c_str());
+              uopd::OptsToString(applied).c_str(), Json(response->metadata()).c_str());
   return 0;
 }
 
@@ -128,15 +157,16 @@ void Progress(size_t done, size_t total, int failed) {
 }
 
 int Run(uopd::Client& client, const std::vector<std::string>& paths, const std::string& device,
-        bool verbose) {
+        const uopd::v1::Optimization& optimization, bool verbose) {
   auto files = uopd::ListCorpusFiles(paths);
   if (!files.ok()) return Fail(files.status());
   int passed = 0, failed = 0;
   for (size_t i = 0; i < files->size(); ++i) {
     const std::string& file = (*files)[i];
     auto entry = uopd::LoadCorpusFile(file);
-    absl::Status status =
-        entry.ok() ? uopd::RunCorpusEntryRemote(client, *entry, device) : entry.status();
+    absl::Status status = entry.ok()
+                              ? uopd::RunCorpusEntryRemote(client, *entry, device, optimization)
+                              : entry.status();
     if (status.ok()) {
       ++passed;
       if (verbose) std::printf("PASS %s\n", file.c_str());
@@ -174,7 +204,7 @@ int CacheStats(uopd::Client& client) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string server = "127.0.0.1:50051", device = "CPU", target, emit;
+  std::string server = "127.0.0.1:50051", device = "CPU", target, emit, optimize;
   std::string token_file, tls_ca, tls_cert, tls_key;
   bool verbose = false;
   std::vector<std::string> args;
@@ -193,6 +223,8 @@ int main(int argc, char** argv) {
       emit = *v;
     else if (auto v = value("--target"))
       target = *v;
+    else if (auto v = value("--optimize"))
+      optimize = *v;
     else if (auto v = value("--token_file"))
       token_file = *v;
     else if (auto v = value("--tls_ca"))
@@ -218,6 +250,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uopctl: --emit takes src, bytes or ptx\n");
     return 2;
   }
+  absl::StatusOr<uopd::v1::Optimization> optimization = OptimizationOf(optimize);
+  if (!optimization.ok()) return Fail(optimization.status());
   uopd::ClientOptions options;
   if (const char* token = std::getenv("UOPD_TOKEN")) options.token = token;
   // Files, not flags, for secrets: a flag's value is visible to every user in `ps`.
@@ -237,9 +271,10 @@ int main(int argc, char** argv) {
   const std::string& command = args[0];
   if (command == "devices") return Devices(client);
   if (command == "compile" && args.size() == 2)
-    return Compile(client, args[1], device, target, emit);
+    return Compile(client, args[1], device, target, emit, *optimization);
   if (command == "run" && args.size() >= 2) {
-    return Run(client, std::vector<std::string>(args.begin() + 1, args.end()), device, verbose);
+    return Run(client, std::vector<std::string>(args.begin() + 1, args.end()), device,
+               *optimization, verbose);
   }
   if (command == "cache" && args.size() == 2 && args[1] == "stats") return CacheStats(client);
   std::fputs(kUsage, stderr);

@@ -46,6 +46,10 @@ struct Opt {
 
 std::string OptsToString(const std::vector<Opt>& opts);
 
+// The opts of "UPCAST(1, 16) UNROLL(0,4) NOLOCALS TC(0, (-1, 2, 1))" (OptsToString's spelling,
+// spaces and commas between opts optional). INVALID_ARGUMENT naming the opt otherwise.
+absl::StatusOr<std::vector<Opt>> ParseOptList(absl::string_view text);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_OPT_OPT_H_
