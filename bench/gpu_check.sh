@@ -62,10 +62,17 @@ tests_rc=$?
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|seed|rror" "$out/cuda_backend_test.log" | head -60
 
 step "conformance on CUDA:0"
+conformance_bin=$conformance
 timeout 180 "$conformance" --device CUDA:0 tests/corpus > "$out/conformance.log" 2>&1
 conformance_rc=$?
 grep -E "^FAIL" "$out/conformance.log" | head -30
 conformance=$(tail -1 "$out/conformance.log")
+
+step "conformance on CUDA:0, every kernel with a random valid GPU opt list (LOCAL, GROUP, ...)"
+timeout 240 "$conformance_bin" --device CUDA:0 --random-opts 1 tests/corpus > "$out/conformance_random_opts.log" 2>&1
+random_opts_rc=$?
+grep -E "^FAIL|^  opts" "$out/conformance_random_opts.log" | head -30
+random_opts=$(tail -1 "$out/conformance_random_opts.log")
 
 step "benchmarks"
 timeout 120 "$exec_bench" > "$out/cuda_exec_bench.txt" 2>&1
@@ -78,5 +85,6 @@ echo
 echo "=== uopd GPU check ==="
 echo "cuda_backend_test: $( [ $tests_rc -eq 0 ] && echo passed || echo "FAILED ($tests_rc)" )"
 echo "conformance CUDA:0: $conformance"
+echo "conformance CUDA:0, random opt lists: $random_opts"
 cat "$out/cuda_exec_bench.txt" "$out/cuda_plan_bench.txt"
-[ $tests_rc -eq 0 ] && [ $conformance_rc -eq 0 ] && [ $exec_rc -eq 0 ] && [ $plan_rc -eq 0 ]
+[ $tests_rc -eq 0 ] && [ $conformance_rc -eq 0 ] && [ $random_opts_rc -eq 0 ] && [ $exec_rc -eq 0 ] && [ $plan_rc -eq 0 ]

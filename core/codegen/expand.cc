@@ -21,6 +21,7 @@ class Expander {
 
   // Whether anything is expanded at all.
   bool Plan() {
+    ordering_ = RangesOrderingMemory(ast_.root);
     for (const UOp* node : Toposort(ast_.root)) {
       if (node->op() != Op::kEnd && node->op() != Op::kReduce) continue;
       std::vector<const UOp*> candidates;
@@ -34,6 +35,7 @@ class Expander {
       }
       // Too many copies: the ranges stay loops, except those of one iteration.
       for (const UOp* r : candidates) {
+        if (ordering_.contains(r) && ConstSize(r) != 1) continue;
         if (lanes <= options_.max_lanes || ConstSize(r) == 1) expand_.insert(r);
       }
     }
@@ -137,6 +139,7 @@ class Expander {
   const ExpandOptions& options_;
   Graph& g_;
   absl::flat_hash_set<const UOp*> expand_;
+  absl::flat_hash_set<const UOp*> ordering_;
   absl::flat_hash_map<const UOp*, std::vector<const UOp*>> deps_;
   absl::flat_hash_map<const UOp*, int64_t> env_;
   std::map<std::pair<const UOp*, std::vector<int64_t>>, const UOp*> memo_;
@@ -150,6 +153,17 @@ bool IsExpandedRange(const UOp* range) {
   if (size == 1) return true;
   return size > 1 && (range->arg().axis_type == AxisType::kUpcast ||
                       range->arg().axis_type == AxisType::kUnroll);
+}
+
+absl::flat_hash_set<const UOp*> RangesOrderingMemory(const UOp* root) {
+  absl::flat_hash_set<const UOp*> ranges;
+  for (const UOp* node : Toposort(root)) {
+    if (node->op() != Op::kAfter) continue;
+    for (const UOp* n : Toposort(node)) {
+      if (n->op() == Op::kRange) ranges.insert(n);
+    }
+  }
+  return ranges;
 }
 
 const UOp* FindRange(const KernelAst& ast, const Arg& arg) {

@@ -17,6 +17,7 @@
 
 #include <memory>
 
+#include "absl/container/flat_hash_set.h"
 #include "core/ir/kernel_ast.h"
 
 namespace uopd {
@@ -34,6 +35,10 @@ std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> a
 
 // Whether a RANGE is one ExpandRanges writes out (UPCAST/UNROLL of constant size, or size 1).
 bool IsExpandedRange(const UOp* range);
+
+// The ranges some AFTER depends on: iterations that order memory (a store read back by the
+// next iteration), which must run one after another. They stay loops whatever their type.
+absl::flat_hash_set<const UOp*> RangesOrderingMemory(const UOp* root);
 
 // The RANGE of `ast` with argument `arg` (a range's copy in a rewritten AST); null if none.
 const UOp* FindRange(const KernelAst& ast, const Arg& arg);

@@ -366,6 +366,17 @@ class Lowerer {
         }
         continue;
       }
+      if (IsAlu(dep->op())) {
+        // An index expression over ranges (a RANGE the optimizer split, k = k_hi * c + k_lo):
+        // ordered after the current iteration of the ranges it uses, as a RANGE is.
+        for (const UOp* range : FreeRanges(dep)) {
+          if (!open_ranges_.contains(range)) {
+            return NodeError(*after, absl::StrCat("depends on RANGE %", range->id(),
+                                                  " outside the loop of that range"));
+          }
+        }
+        continue;
+      }
       if (!done_statements_.contains(dep)) {
         // The dependency runs here, once per iteration of every open loop: only correct when
         // it depends on each of those loops itself.

@@ -1,5 +1,6 @@
 #include "core/codegen/vector_range.h"
 
+#include "core/codegen/expand.h"
 #include "core/ir/affine.h"
 #include "core/ir/value_range.h"
 
@@ -24,10 +25,12 @@ const UOp* ChooseVectorRange(const KernelAst& ast, int64_t max_lanes) {
     while (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) idx = idx->src(1);
     accesses.push_back({idx, Trips(idx)});
   }
+  const absl::flat_hash_set<const UOp*> ordering = RangesOrderingMemory(ast.root);
   const UOp* best = nullptr;
   double best_score = 0;
   for (const UOp* range : nodes) {
     if (range->op() != Op::kRange || !range->src(0)->IsConst()) continue;
+    if (ordering.contains(range)) continue;  // its iterations run one after another
     AxisType type = range->arg().axis_type;
     if (type != AxisType::kUpcast && type != AxisType::kUnroll) continue;
     const int64_t size = static_cast<int64_t>(ConstIntValue(*range->src(0)));

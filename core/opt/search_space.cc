@@ -1,5 +1,8 @@
 #include "core/opt/search_space.h"
 
+#include <algorithm>
+#include <random>
+
 #include "core/ir/value_range.h"
 #include "core/opt/optimize.h"
 
@@ -88,6 +91,28 @@ std::vector<SearchCandidate> ExtendByOneOpt(const std::shared_ptr<const KernelAs
     out.push_back({std::move(request.opts), std::move(optimized->ast)});
   }
   return out;
+}
+
+std::vector<Opt> RandomOptList(const std::shared_ptr<const KernelAst>& ast, const OptTarget& target,
+                               uint64_t seed, int count, int64_t max_upcast) {
+  std::mt19937_64 rng(seed);
+  std::vector<Opt> actions = SearchActions(target);
+  std::vector<Opt> opts;
+  for (int step = 0; step < count; ++step) {
+    std::shuffle(actions.begin(), actions.end(), rng);
+    bool found = false;
+    for (const Opt& action : actions) {
+      OptimizeRequest request{OptMode::kOpts, opts};
+      request.opts.push_back(action);
+      absl::StatusOr<OptimizedKernel> optimized = OptimizeKernel(ast, target, request);
+      if (!optimized.ok() || UpcastProduct(*optimized->ast) > max_upcast) continue;
+      opts = std::move(request.opts);
+      found = true;
+      break;
+    }
+    if (!found) break;
+  }
+  return opts;
 }
 
 }  // namespace uopd

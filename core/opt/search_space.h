@@ -31,6 +31,13 @@ std::vector<SearchCandidate> ExtendByOneOpt(const std::shared_ptr<const KernelAs
                                             absl::flat_hash_set<std::string>& seen,
                                             int64_t max_upcast = 256);
 
+// A random valid opt list of up to `count` opts for `ast` (each step: the first action, in an
+// order drawn from `seed`, that applies after the previous ones and keeps the UPCAST x UNROLL
+// product within `max_upcast`). Deterministic in `seed`: for testing that any valid list keeps
+// a kernel's meaning.
+std::vector<Opt> RandomOptList(const std::shared_ptr<const KernelAst>& ast, const OptTarget& target,
+                               uint64_t seed, int count, int64_t max_upcast = 256);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_OPT_SEARCH_SPACE_H_

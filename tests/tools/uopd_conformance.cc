@@ -2,11 +2,17 @@
 // each output with tinygrad's. One line per failure, then "N passed, M failed"; exit 0 only when
 // nothing failed. Plans run as execution plans (independent kernels in parallel).
 //
-//   uopd-conformance [--device CPU|CUDA:n] [--verbose] [--dump] PATH...
+//   uopd-conformance [--device CPU|CUDA:n] [--optimize heuristic|none|search|'OPTS']
+//                    [--random-opts SEED] [--verbose] [--dump] PATH...
+//
+// --random-opts gives every kernel a random valid opt list (up to four opts, drawn from SEED and
+// the kernel's AST hash) in place of the heuristics: any valid list must keep the kernel's
+// meaning. A failure names the lists its kernels got.
 //
 // --dump prints each kernel's lowered program (loops, accumulators, loads, stores, bounds
 // checks) with its count of accesses proven in bounds and checked at run time.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,6 +26,7 @@
 #include "core/cache/caching_program_source.h"
 #include "core/codegen/lower.h"
 #include "core/corpus/corpus_runner.h"
+#include "tests/testing/random_opts_source.h"
 
 namespace {
 
@@ -42,7 +49,8 @@ void Dump(const uopd::CorpusEntry& entry) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device_name = "CPU";
+  std::string device_name = "CPU", optimize;
+  uint64_t random_seed = 0;
   bool verbose = false, dump = false;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
@@ -53,6 +61,10 @@ int main(int argc, char** argv) {
       device_name = arg.substr(9);
     } else if (arg == "--verbose" || arg == "-v") {
       verbose = true;
+    } else if (arg == "--random-opts" && i + 1 < argc) {
+      random_seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--optimize" && i + 1 < argc) {
+      optimize = argv[++i];
     } else if (arg == "--dump") {
       dump = true;
     } else if (arg == "--help" || arg == "-h") {
@@ -96,7 +108,25 @@ int main(int argc, char** argv) {
   }
   uopd::KernelCache cache;  // no tiers: each kernel compiles once per run
   uopd::CachingProgramSource source(cache);
+  uopd::testing::RandomOptsSource random_opts(source, random_seed);
   uopd::CorpusRunOptions options{&source, &pool};
+  if (random_seed != 0) options.source = &random_opts;
+  if (!optimize.empty()) {
+    if (optimize == "heuristic") {
+      options.optimization.mode = uopd::OptMode::kHeuristic;
+    } else if (optimize == "none") {
+      options.optimization.mode = uopd::OptMode::kNone;
+    } else if (optimize == "search") {
+      options.optimization.mode = uopd::OptMode::kSearch;
+    } else {
+      auto opts = uopd::ParseOptList(optimize);  // the same list for every kernel
+      if (!opts.ok()) {
+        std::fprintf(stderr, "--optimize: %s\n", opts.status().ToString().c_str());
+        return 2;
+      }
+      options.optimization = {uopd::OptMode::kOpts, *opts};
+    }
+  }
   int passed = 0, failed = 0;
   for (const std::string& file : *files) {
     auto entry = uopd::LoadCorpusFile(file);
@@ -109,6 +139,9 @@ int main(int argc, char** argv) {
     } else {
       ++failed;
       std::printf("FAIL %s: %s\n", file.c_str(), status.ToString().c_str());
+      if (random_seed != 0 && entry.ok()) {
+        std::printf("  opts: %s\n", random_opts.Describe(*entry).c_str());
+      }
     }
   }
   std::printf("%d passed, %d failed\n", passed, failed);

@@ -15,6 +15,8 @@
 #include "backends/cuda/nvrtc_compiler.h"
 #include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/opt/optimize.h"
+#include "core/opt/search_space.h"
 #include "core/plan/execution_plan.h"
 #include "core/util/thread_pool.h"
 #include "gtest/gtest.h"
@@ -84,6 +86,40 @@ TEST(CudaBackend, EveryCorpusKernelCompilesForSm90AndSm80WithoutAGpu) {
   });
   for (const std::string& failure : failures) ADD_FAILURE() << failure;
   EXPECT_EQ(compiled.load(), static_cast<int>(2 * asts.size()));
+}
+
+TEST(CudaBackend, CorpusKernelsWithRandomGpuOptListsCompileWithNvrtc) {
+  // Opt lists a client may send for a GPU (LOCAL, GROUP, GROUPTOP, UPCAST, ...): rendered as
+  // CUDA C and compiled, every corpus kernel with one drawn at random.
+  auto asts = testing::CorpusAsts();
+  CudaRenderer renderer;
+  auto compiler = NvrtcCompiler::Create("sm_90");
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  const OptTarget target = OptTarget::Cuda("sm_90");
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::atomic<int> compiled{0};
+  ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  pool.ParallelFor(static_cast<int>(asts.size()), [&](int i) {
+    const auto& [label, wire] = asts[i];
+    auto ast = DecodeKernelAst(wire);
+    std::vector<Opt> opts;
+    auto fail = [&](const std::string& why) {
+      std::lock_guard<std::mutex> lock(mu);
+      failures.push_back(absl::StrCat(label, " with ", OptsToString(opts), ": ", why));
+    };
+    if (!ast.ok()) return fail(ast.status().ToString());
+    if (!IsAlreadyOptimized(**ast)) opts = RandomOptList(*ast, target, 1000 + i, 1 + i % 4);
+    auto optimized = OptimizeKernel(*ast, target, OptimizeRequest{OptMode::kOpts, opts});
+    if (!optimized.ok()) return fail(optimized.status().ToString());
+    auto spec = renderer.Render(optimized->ast, (*ast)->DefaultName());
+    if (!spec.ok()) return fail(spec.status().ToString());
+    auto kernel = (*compiler)->Compile(*spec);
+    if (!kernel.ok()) return fail(kernel.status().ToString());
+    compiled.fetch_add(1);
+  });
+  for (const std::string& failure : failures) ADD_FAILURE() << failure;
+  EXPECT_EQ(compiled.load(), static_cast<int>(asts.size()));
 }
 
 TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {

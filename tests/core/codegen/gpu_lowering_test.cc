@@ -9,19 +9,26 @@
 #include "core/corpus/corpus_runner.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
+#include "tests/testing/random_opts_source.h"
 
 namespace uopd {
 namespace {
 
-TEST(GpuLowering, ReproducesTinygradOnTheCorpusWhenItsGridRunsAsALoop) {
+// The CPU backend with its lowering in GPU mode: grid threads become a loop.
+std::unique_ptr<Device> GpuLoweringDevice() {
   auto runtime = OrcRuntime::Create(nullptr);
-  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
   LlvmRendererOptions options;
   options.gpu_lowering = true;
   std::vector<CompilerPair> compilers;
   compilers.push_back({std::make_unique<LlvmRenderer>(options), std::make_unique<LlvmCompiler>()});
-  Device device(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(), std::move(compilers),
-                std::move(*runtime));
+  return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
+                                  std::move(compilers), std::move(*runtime));
+}
+
+TEST(GpuLowering, ReproducesTinygradOnTheCorpusWhenItsGridRunsAsALoop) {
+  std::unique_ptr<Device> gpu_lowering = GpuLoweringDevice();
+  Device& device = *gpu_lowering;
   // The grid really is in use: a 2 x 4 output is one flattened index split by div/mod.
   auto sample = LoadCorpusFile(testing::CorpusDir() + "/cases/red_sum_4d_2x3x4x5.json");
   ASSERT_TRUE(sample.ok()) << sample.status();
@@ -38,6 +45,22 @@ TEST(GpuLowering, ReproducesTinygradOnTheCorpusWhenItsGridRunsAsALoop) {
     passed += status.ok();
   }
   EXPECT_GT(passed, 380);
+}
+
+TEST(GpuLowering, RandomCudaOptListsKeepTheMeaningOfTheCorpus) {
+  // Opt lists valid for an sm_90 GPU (LOCAL, GROUP, GROUPTOP, ... as a GPU gets them), run
+  // through the GPU lowering: whatever the ranges' types become, the results stay tinygrad's.
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  KernelCache cache;
+  CachingProgramSource source(cache);
+  for (uint64_t seed : {1, 2}) {
+    testing::RandomOptsSource random(source, seed, OptTarget::Cuda("sm_90"));
+    for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {
+      absl::Status status = RunCorpusEntry(*device, entry, {&random, nullptr});
+      EXPECT_TRUE(status.ok()) << entry.path << " (seed " << seed << ", opts "
+                               << random.Describe(entry) << "): " << status;
+    }
+  }
 }
 
 }  // namespace
