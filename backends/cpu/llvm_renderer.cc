@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "core/codegen/devectorize.h"
 #include "core/codegen/expand.h"
+#include "core/codegen/legalize.h"
 #include "core/codegen/program_spec_builder.h"
 #include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
@@ -772,7 +773,7 @@ class IrWriter {
         break;
       case Op::kIdiv:
       case Op::kMod:
-        return SafeDivide(op, a, b, d);
+        return Divide(op, a, b, d);
       case Op::kAnd:
       case Op::kOr:
       case Op::kXor:
@@ -795,44 +796,14 @@ class IrWriter {
 
   static std::string IntrinsicSuffix(const std::string& t) { return t == "double" ? "f64" : "f32"; }
 
-  // IDIV/MOD with C semantics, defined where C leaves it undefined so no client input can trap:
-  // x/0 = 0 and x%0 = 0; INT_MIN/-1 wraps to INT_MIN (and x%-1 = 0).
-  std::string SafeDivide(uopd::Op op, const std::string& a, const std::string& b, const DType& d) {
-    std::string t = RegType(d);
-    bool is_signed = IsSigned(d);
-    std::string div =
-        op == Op::kIdiv ? (is_signed ? "sdiv" : "udiv") : (is_signed ? "srem" : "urem");
-    if (int64_t literal = 0; absl::SimpleAtoi(b, &literal) && literal != 0 && literal != -1) {
-      std::string r = Fresh("q");  // a constant divisor needs no guard
-      Line(absl::StrCat(r, " = ", div, " ", t, " ", a, ", ", b));
-      return r;
-    }
-    std::string zero = Fresh("z");
-    Line(absl::StrCat(zero, " = icmp eq ", t, " ", b, ", 0"));
-    std::string bad = zero, minus_one;
-    if (is_signed) {
-      minus_one = Fresh("m");
-      Line(absl::StrCat(minus_one, " = icmp eq ", t, " ", b, ", -1"));
-      bad = Fresh("bad");
-      Line(absl::StrCat(bad, " = or i1 ", zero, ", ", minus_one));
-    }
-    std::string safe = Fresh("sd");
-    Line(absl::StrCat(safe, " = select i1 ", bad, ", ", t, " 1, ", t, " ", b));
-    std::string q = Fresh("q");
-    Line(absl::StrCat(q, " = ", div, " ", t, " ", a, ", ", safe));
-    if (is_signed) {
-      std::string by_minus_one = "0";
-      if (op == Op::kIdiv) {
-        by_minus_one = Fresh("neg");
-        Line(absl::StrCat(by_minus_one, " = sub ", t, " 0, ", a));
-      }
-      std::string q2 = Fresh("q");
-      Line(absl::StrCat(q2, " = select i1 ", minus_one, ", ", t, " ", by_minus_one, ", ", t, " ",
-                        q));
-      q = q2;
-    }
-    std::string r = Fresh("r");
-    Line(absl::StrCat(r, " = select i1 ", zero, ", ", t, " 0, ", t, " ", q));
+  // IDIV/MOD: Legalize made every divisor safe (never 0, never -1 for signed types).
+  std::string Divide(uopd::Op op, const std::string& a, const std::string& b, const DType& d) {
+    const bool is_signed = IsSigned(d) || d.scalar == Scalar::kIndex;
+    std::string r = Fresh("q");
+    Line(absl::StrCat(
+        r, " = ",
+        op == Op::kIdiv ? (is_signed ? "sdiv " : "udiv ") : (is_signed ? "srem " : "urem "),
+        RegType(d), " ", a, ", ", b));
     return r;
   }
 
@@ -871,13 +842,9 @@ class IrWriter {
       return Combine(Op::kAdd, prod, src(2), d, false);
     }
     if (op == Op::kShl || op == Op::kShr) {
-      std::string t = RegType(d);
-      std::string amount = Resize(src(1), src_type(1), d);
-      // Shifting by the width or more is poison in LLVM; mask like x86 does.
-      std::string masked = Fresh("sh");
-      Line(absl::StrCat(masked, " = and ", t, " ", amount, ", ", Bits(d) - 1));
+      // Legalize masked the amount to the width and gave it the value's type.
       std::string inst = op == Op::kShl ? "shl" : (IsSigned(d) ? "ashr" : "lshr");
-      Line(absl::StrCat(self, " = ", inst, " ", t, " ", src(0), ", ", masked));
+      Line(absl::StrCat(self, " = ", inst, " ", RegType(d), " ", src(0), ", ", src(1)));
       return self;
     }
     if (IsUnaryAlu(op)) {
@@ -1041,9 +1008,7 @@ class IrWriter {
 
   std::string EmitLoad(const Instr& in, const std::string& self) {
     const DType& d = in.dtype;
-    std::string zero = d.scalar == Scalar::kBool                       ? "false"
-                       : IsFloat(d.scalar) && !IsNarrowFloat(d.scalar) ? "0.0"
-                                                                       : "0";
+    std::string zero = IsFloat(d.scalar) && !IsNarrowFloat(d.scalar) ? "0.0" : "0";
     if (p_.Global(in.slot).size == 0) return zero;  // never valid: the bounds check ran first
     std::string index = Op(in.src[0]);
     bool masked = in.src.size() > 1;
@@ -1054,14 +1019,9 @@ class IrWriter {
                         IndexType(), " 0"));
       index = safe;
     }
-    std::string addr = Address(in.slot, d, index);
-    std::string raw = masked || d.scalar == Scalar::kBool ? Fresh("ld") : self;
-    Line(absl::StrCat(raw, " = load ", MemType(d), ", ptr ", addr));
-    std::string value = raw;
-    if (d.scalar == Scalar::kBool) {
-      value = masked ? Fresh("b") : self;
-      Line(absl::StrCat(value, " = icmp ne i8 ", raw, ", 0"));
-    }
+    std::string addr = Address(in.slot, d, index);  // never a bool (Legalize)
+    std::string value = masked ? Fresh("ld") : self;
+    Line(absl::StrCat(value, " = load ", MemType(d), ", ptr ", addr));
     if (masked) {
       Line(absl::StrCat(self, " = select i1 ", Op(in.src[1]), ", ", RegType(d), " ", value, ", ",
                         RegType(d), " ", zero));
@@ -1076,12 +1036,7 @@ class IrWriter {
       Line(absl::StrCat("br i1 ", Op(in.src[2]), ", label %st", i, ", label %st", i, ".done"));
       Label(absl::StrCat("st", i));
     }
-    std::string value = Op(in.src[1]);
-    if (d.scalar == Scalar::kBool) {
-      std::string byte = Fresh("byte");
-      Line(absl::StrCat(byte, " = zext i1 ", value, " to i8"));
-      value = byte;
-    }
+    std::string value = Op(in.src[1]);  // never a bool (Legalize)
     std::string addr = Address(in.slot, d, Op(in.src[0]));
     Line(absl::StrCat("store ", MemType(d), " ", value, ", ptr ", addr));
     if (masked) {
@@ -1187,21 +1142,6 @@ class IrWriter {
 
 std::string RenderLlvmIr(const LinearProgram& program) { return IrWriter(program).Render(); }
 
-namespace {
-
-// Whether instruction `i` is a constant (or a broadcast one) with no lane 0 or -1.
-bool IsSafeConstDivisor(const LinearProgram& program, int i) {
-  const Instr* c = &program.instrs[i];
-  if (c->kind == InstrKind::kBroadcast) c = &program.instrs[c->src[0]];
-  if (c->kind != InstrKind::kConst) return false;
-  if (c->arg.kind != ArgKind::kI64 && c->arg.kind != ArgKind::kU64) return false;
-  std::vector<int64_t> lanes = c->arg.ints;
-  if (lanes.empty()) lanes.push_back(c->arg.i);
-  return std::none_of(lanes.begin(), lanes.end(), [](int64_t v) { return v == 0 || v == -1; });
-}
-
-}  // namespace
-
 bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
   // Types LLVM vectors compute in directly: not the emulated small floats, not bools in memory.
   auto plain = [](const DType& d) { return !IsNarrowFloat(d.scalar) && d.scalar != Scalar::kVoid; };
@@ -1257,9 +1197,7 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
           return IsFloat(d.scalar);
         case Op::kIdiv:
         case Op::kMod:
-          // By a constant that is neither 0 nor -1, the division needs no guard.
-          return !IsFloat(d.scalar) && d.scalar != Scalar::kBool &&
-                 IsSafeConstDivisor(program, in.src[1]);
+          return !IsFloat(d.scalar) && d.scalar != Scalar::kBool;  // Legalize guards divisors
         default:
           return false;
       }
@@ -1284,7 +1222,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   if (expand.keep != nullptr) lower_options.vector_range = FindRange(*expanded, expand.keep->arg());
   UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
                         LowerKernel(*expanded, SanitizeKernelName(name), lower_options));
-  LinearProgram program = Devectorize(lowered, LlvmKeepsVector);
+  LinearProgram program = Legalize(Devectorize(lowered, LlvmKeepsVector));
   if (options_.gpu_lowering) {
     // The CPU runtime passes core_id and core_count after the client's variables.
     program.var_names.push_back(kCoreIdVar);
@@ -1300,7 +1238,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v4;split=", options_.min_parallel_work,
+  return absl::StrCat("llvm-ir/v5;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 

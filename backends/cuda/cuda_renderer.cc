@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/codegen/expand.h"
+#include "core/codegen/legalize.h"
 #include "core/codegen/lower.h"
 #include "core/codegen/program_spec_builder.h"
 #include "core/ir/copy_expression.h"
@@ -19,17 +20,7 @@ namespace {
 
 // Helpers every kernel may use; NVRTC compiles them away when unused.
 constexpr char kPrelude[] =
-    R"(// IDIV/MOD with C semantics, defined where C is not: x/0 = 0, x%0 = 0, MIN/-1 wraps.
-template <typename T> __device__ __forceinline__ T uopd_div(T a, T b) {
-  if (b == T(0)) return T(0);
-  if (T(-1) < T(0) && b == T(-1)) return T(0ULL - (unsigned long long)a);
-  return a / b;
-}
-template <typename T> __device__ __forceinline__ T uopd_mod(T a, T b) {
-  if (b == T(0) || (T(-1) < T(0) && b == T(-1))) return T(0);
-  return a % b;
-}
-template <typename To, typename From> __device__ __forceinline__ To uopd_bitcast(From x) {
+    R"(template <typename To, typename From> __device__ __forceinline__ To uopd_bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From), "bitcast between sizes");
   To y;
   memcpy(&y, &x, sizeof(To));
@@ -329,10 +320,10 @@ class CudaWriter {
                        : absl::StrCat("(", a, " * ", b, ")");
       case Op::kFdiv:
         return absl::StrCat("(", a, " / ", b, ")");
-      case Op::kIdiv:
-        return absl::StrCat("uopd_div<", Type(d), ">(", a, ", ", b, ")");
+      case Op::kIdiv:  // Legalize made the divisor safe (never 0, never -1 when signed)
+        return absl::StrCat("(", Type(d), ")(", a, " / ", b, ")");
       case Op::kMod:
-        return absl::StrCat("uopd_mod<", Type(d), ">(", a, ", ", b, ")");
+        return absl::StrCat("(", Type(d), ")(", a, " % ", b, ")");
       case Op::kMax:
         if (IsInt(d.scalar)) return absl::StrCat("uopd_imax<", Type(d), ">(", a, ", ", b, ")");
         return absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
@@ -445,8 +436,9 @@ class CudaWriter {
         } else if (op == Op::kMulacc) {
           expr = Binary(Op::kAdd, Binary(Op::kMul, src(0), src(1), in.dtype), src(2), in.dtype);
         } else if (op == Op::kShl || op == Op::kShr) {
+          // Legalize masked the amount to the width.
           const DType& d = in.dtype;
-          std::string amount = absl::StrCat("((int)", src(1), " & ", Bits(d) - 1, ")");
+          std::string amount = absl::StrCat("(int)", src(1));
           if (op == Op::kShl) {
             expr =
                 absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", src(0), " << ", amount, ")");
@@ -469,13 +461,12 @@ class CudaWriter {
         return;
       case InstrKind::kLoad: {
         const DType& d = in.dtype;
-        std::string zero = d.scalar == Scalar::kBool ? "false" : absl::StrCat("((", Type(d), ")0)");
+        std::string zero = absl::StrCat("((", Type(d), ")0)");  // never a bool (Legalize)
         if (p_.Global(in.slot).size == 0) {
           operand_[i] = Define(i, d, zero);
           return;
         }
         std::string element = absl::StrCat("data", in.slot, "[", src(0), "]");
-        if (d.scalar == Scalar::kBool) element = absl::StrCat("(", element, " != 0)");
         if (in.src.size() > 1)
           element = absl::StrCat("(", src(1), " ? ", element, " : ", zero, ")");
         operand_[i] = Define(i, d, element);
@@ -483,7 +474,6 @@ class CudaWriter {
       }
       case InstrKind::kStore: {
         std::string value = src(1);
-        if (in.dtype.scalar == Scalar::kBool) value = absl::StrCat("(unsigned char)", value);
         std::string store = absl::StrCat("data", in.slot, "[", src(0), "] = ", value, ";");
         std::string condition = in.src.size() > 2 ? src(2) : "";
         if (warps_.enabled) {  // every lane holds the value: one writes it
@@ -627,8 +617,9 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
   LowerOptions options;
   options.gpu_grid = true;
   std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast);
-  UOPD_ASSIGN_OR_RETURN(LinearProgram program,
+  UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
                         LowerKernel(*expanded, SanitizeKernelName(name), options));
+  const LinearProgram program = Legalize(lowered);
   ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
   WarpReductionPlan warps = PlanWarpReductions(program);
   spec.src = RenderCudaC(program, warps);
@@ -644,7 +635,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v6;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v7;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -177,9 +177,10 @@ class Builder {
     r = Where(Ne(d, F(t, kInf)), r, F(t, kInf));
     r = Where(Ne(d, F(t, 0.0)), r, F(t, -kInf));
     r = Where(Lt(d, F(t, -0.0)), F(t, kNan), r);
-    r = Where(Ne(d, d), F(t, kNan), r);
-    // log2(-0.0) = -inf, told apart from +0.0 by its reciprocal.
-    return Where(Ne(Reciprocal(d), F(t, -kInf)), r, F(t, -kInf));
+    // tinygrad ends with reciprocal(d) != -inf ? r : -inf, for targets where -0.0 == 0.0
+    // fails; the reciprocal of a negative denormal overflows to -inf too, which made log2 of
+    // those -inf instead of NaN. IEEE comparisons (above) already send -0.0 to -inf.
+    return Where(Ne(d, d), F(t, kNan), r);
   }
 
   const UOp* Decompose(Op op, const UOp* d) {

@@ -9,7 +9,9 @@
 // against correctly rounded results: exp2 within 1 unit in the last place, log2 within 3: the
 // formula's (m-1)*reciprocal(m+1) rounds twice). Other float types go through float32 and back;
 // for float16 that departs from tinygrad, whose float16 formula flushes exp2 below 2^-22 to
-// zero and is 2.4 units off for log2: through float32 both are within rounding. SIN is left to
+// zero and is 2.4 units off for log2: through float32 both are within rounding. tinygrad's log2
+// also answers -inf for negative denormals below -2^-128 (its -0.0 test takes a reciprocal,
+// which overflows); uopd answers NaN. SIN is left to
 // the backend: its decomposition (Payne-Hanek reduction in 64-bit integers) is not a speed-up
 // on a CPU.
 #ifndef UOPD_CORE_CODEGEN_TRANSCENDENTAL_H_

@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "core/corpus/compare.h"
+#include "core/ir/printer.h"
 #include "core/opt/scheduler.h"
 #include "gtest/gtest.h"
 #include "tests/testing/kernel_runner.h"
@@ -156,7 +157,8 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
                     : again[0].bytes == buffers[0].bytes ? "the same output"
                                                          : "a different output")
                 << ", the reference "
-                << (reference[0] == references[0][0] ? "the same" : "different");
+                << (reference[0] == references[0][0] ? "the same" : "different")
+                << (std::getenv("UOPD_RANDOM_DUMP") != nullptr ? "\n" + PrintGraph(run->root) : "");
 }
 
 // How many seeds to run: UOPD_RANDOM_KERNELS=N overrides the default (more for a longer hunt).

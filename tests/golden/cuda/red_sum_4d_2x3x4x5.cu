@@ -3,8 +3,8 @@ extern "C" __global__ void __launch_bounds__(256) red_sum_4d_2x3x4x5(float* __re
   int v2 = (((int)2LL) * ((int)4LL));
   int v3 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x;
   if (v3 >= v2) return;
-  int v4 = uopd_mod<int>(v3, ((int)4LL));
-  int v5 = uopd_div<int>(v3, ((int)4LL));
+  int v4 = (int)(v3 % ((int)4LL));
+  int v5 = (int)(v3 / ((int)4LL));
   float acc7 = 0x0p+0f;
   for (int v10 = ((int)0LL); v10 < ((int)3LL); ++v10) {
     for (int v13 = ((int)0LL); v13 < ((int)5LL); ++v13) {

@@ -4,8 +4,8 @@ extern "C" __global__ void __launch_bounds__(256) sym_two_vars_i4_j1(float* __re
   int v4 = (v2 * ((int)3LL));
   int v5 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x;
   if (v5 >= v4) return;
-  int v6 = uopd_mod<int>(v5, ((int)3LL));
-  int v7 = uopd_div<int>(v5, ((int)3LL));
+  int v6 = (int)(v5 % ((int)3LL));
+  int v7 = (int)(v5 / ((int)3LL));
   int v8 = (v7 * ((int)3LL));
   int v9 = (v8 + v6);
   bool v10 = (v7 < ((int)var0));
@@ -18,7 +18,7 @@ extern "C" __global__ void __launch_bounds__(256) sym_two_vars_i4_j1(float* __re
   int v20 = (v19 + v7);
   int v21 = (v20 * ((int)3LL));
   int v22 = (v21 + v6);
-  int v24 = uopd_mod<int>(v22, ((int)30LL));
+  int v24 = (int)(v22 % ((int)30LL));
   if (v17 && (unsigned long long)v24 >= 30ULL) { uopd_fail(uopd_status, 3); return; }
   float v26 = (v17 ? data2[v24] : ((float)0));
   float v27 = (v17 ? v26 : 0x0p+0f);
