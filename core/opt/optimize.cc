@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/opt/heuristic.h"
+#include "core/opt/preopt.h"
 #include "core/opt/scheduler.h"
 
 namespace uopd {
@@ -33,8 +34,13 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
                                                const OptTarget& target,
                                                const OptimizeRequest& request) {
   if (request.mode == OptMode::kNone) return OptimizedKernel{std::move(ast), {}};
+  // Opt axes are numbered on the graph tinygrad's pre-optimization passes make (merged, split
+  // and cut ranges), so opts and heuristics start from it. An already optimized AST went
+  // through them before its opts were applied.
+  const bool optimized = IsAlreadyOptimized(*ast);
   if (request.mode == OptMode::kOpts) {
-    Scheduler scheduler(*ast, target);
+    if (request.opts.empty()) return OptimizedKernel{std::move(ast), {}};
+    Scheduler scheduler(optimized ? *ast : *RunPreOptPasses(ast, target), target);
     for (size_t i = 0; i < request.opts.size(); ++i) {
       if (absl::Status applied = scheduler.Apply(request.opts[i]); !applied.ok()) {
         return absl::Status(applied.code(),
@@ -42,12 +48,12 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
                                          "): ", applied.message()));
       }
     }
-    if (request.opts.empty()) return OptimizedKernel{std::move(ast), {}};
     return OptimizedKernel{scheduler.Finish(), scheduler.applied()};
   }
-  // The heuristics (also what a search starts from).
-  if (IsAlreadyOptimized(*ast)) return OptimizedKernel{std::move(ast), {}};
-  Scheduler scheduler(*ast, target);
+  // The heuristics (also what a search starts from). When they choose nothing the kernel runs as
+  // written, so "no opts" names one compiled kernel whatever the mode.
+  if (optimized) return OptimizedKernel{std::move(ast), {}};
+  Scheduler scheduler(*RunPreOptPasses(ast, target), target);
   ApplyHeuristics(scheduler);
   if (scheduler.applied().empty()) return OptimizedKernel{std::move(ast), {}};
   return OptimizedKernel{scheduler.Finish(), scheduler.applied()};

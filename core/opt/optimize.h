@@ -20,7 +20,8 @@ enum class OptMode {
   kDefault,    // the server's default (the heuristics unless it is started to search)
   kHeuristic,  // uopd's hand-written heuristics for the target
   kNone,       // the AST as written (tinygrad's opts_to_apply=())
-  kOpts,       // exactly `opts`, in tinygrad's numbering (errors name the opt)
+  kOpts,       // exactly `opts`, in tinygrad's numbering (of the graph core/opt/preopt.h makes;
+               // errors name the opt)
   kSearch,     // time candidate opt lists on the device (a ProgramSource concern)
 };
 

@@ -1,12 +1,16 @@
 // The Scheduler against tinygrad: every case of the optimized corpus (tests/corpus_opt) replayed
-// from its pre-opt AST with its opts must give tinygrad's optimized AST, node for node.
+// with its opts must give tinygrad's optimized AST, node for node, whether it starts from the
+// pre-opt AST tinygrad's optimizer received or from the scheduled AST a client sends (through
+// uopd's pre-optimization passes).
 #include "core/opt/scheduler.h"
 
 #include <cstdio>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "core/corpus/corpus_file.h"
 #include "core/ir/printer.h"
+#include "core/opt/preopt.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -31,7 +35,13 @@ absl::StatusOr<Opt> OptOf(const v1::CorpusOpt& wire) {
   return opt;
 }
 
-TEST(Scheduler, ReplaysTinygradsOptsToTheSameAst) {
+OptTarget TargetOf(const v1::CorpusCase& kase) {
+  return kase.target() == "CPU" ? OptTarget::Cpu(8) : OptTarget::Cuda("sm_80");
+}
+
+// Applies each case's opts to the AST `start` makes of it and compares with tinygrad's result.
+void ReplayCorpus(
+    const std::function<std::shared_ptr<const KernelAst>(const v1::CorpusCase&)>& start) {
   auto files = ListCorpusFiles({std::string(UOPD_CORPUS_OPT_DIR) + "/cases"});
   UOPD_ASSERT_OK(files);
   int matched = 0, skipped = 0;
@@ -40,12 +50,11 @@ TEST(Scheduler, ReplaysTinygradsOptsToTheSameAst) {
     UOPD_ASSERT_OK(entry);
     const v1::CorpusCase& kase = entry->kase;
     SCOPED_TRACE(kase.name());
-    auto preopt = DecodeKernelAst(kase.ast_preopt());
+    std::shared_ptr<const KernelAst> initial = start(kase);
+    ASSERT_NE(initial, nullptr);
     auto expected = DecodeKernelAst(kase.ast());
-    UOPD_ASSERT_OK(preopt);
     UOPD_ASSERT_OK(expected);
-    Scheduler scheduler(**preopt,
-                        kase.target() == "CPU" ? OptTarget::Cpu(8) : OptTarget::Cuda("sm_80"));
+    Scheduler scheduler(*initial, TargetOf(kase));
     bool unsupported = false;
     for (const v1::CorpusOpt& wire : kase.opts()) {
       auto opt = OptOf(wire);
@@ -71,6 +80,25 @@ TEST(Scheduler, ReplaysTinygradsOptsToTheSameAst) {
   }
   std::printf("[  NOTE    ] %d cases replayed to tinygrad's AST, %d skipped\n", matched, skipped);
   EXPECT_LE(skipped, 1);
+  EXPECT_GE(matched, 54);
+}
+
+TEST(Scheduler, ReplaysTinygradsOptsToTheSameAst) {
+  ReplayCorpus([](const v1::CorpusCase& kase) -> std::shared_ptr<const KernelAst> {
+    auto preopt = DecodeKernelAst(kase.ast_preopt());
+    EXPECT_TRUE(preopt.ok()) << preopt.status();
+    return preopt.ok() ? *preopt : nullptr;
+  });
+}
+
+// What a tinygrad client sends is the scheduled AST: its opts number the axes of the graph the
+// pre-optimization passes make of it.
+TEST(Scheduler, ReplaysTinygradsOptsFromTheScheduledAst) {
+  ReplayCorpus([](const v1::CorpusCase& kase) -> std::shared_ptr<const KernelAst> {
+    auto scheduled = DecodeKernelAst(kase.ast_scheduled());
+    EXPECT_TRUE(scheduled.ok()) << scheduled.status();
+    return scheduled.ok() ? RunPreOptPasses(*scheduled, TargetOf(kase)) : nullptr;
+  });
 }
 
 }  // namespace
