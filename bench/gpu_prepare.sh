@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 grep -qx '/.gpu-deps/' .git/info/exclude 2>/dev/null || echo '/.gpu-deps/' >> .git/info/exclude
 rm -rf .gpu-deps && mkdir -p .gpu-deps/debs .gpu-deps/root .gpu-deps/bin
 packages=(libprotobuf-dev libprotobuf32 libprotoc32 protobuf-compiler libabsl-dev libabsl20220623
-          libssl-dev libssl3 libgtest-dev libgmock-dev zlib1g-dev)
+          libssl-dev libssl3 libgtest-dev libgmock-dev zlib1g-dev
+          libhiredis-dev libhiredis0.14)
 (cd .gpu-deps/debs && apt-get download "${packages[@]}")
 for deb in .gpu-deps/debs/*.deb; do dpkg -x "$deb" .gpu-deps/root; done
 rm -rf .gpu-deps/debs .gpu-deps/root/usr/share/doc .gpu-deps/root/usr/share/man

@@ -5,6 +5,7 @@
 //                                       [--optimize MODE]
 //   uopctl [--server ADDR] run PATH... [--device D] [--optimize MODE] [--verbose]
 //   uopctl [--server ADDR] cache stats
+//   uopctl [--server ADDR] cache warm PATH... [--target T[,T...]] [--optimize MODE]
 //
 // Credentials: --token_file FILE (or $UOPD_TOKEN) for a bearer token; --tls_ca FILE for a TLS
 // server, with --tls_cert FILE --tls_key FILE where the server requires client certificates.
@@ -13,7 +14,9 @@
 // folders, prints one line per failure and ends with "N passed, M failed" (exit 0 only when
 // nothing failed), like uopd-conformance but through the daemon. MODE is heuristic, none, search
 // or an opt list in tinygrad's spelling ("UPCAST(1, 16) UNROLL(0, 4)"); the server's default
-// otherwise.
+// otherwise. `cache warm` compiles every kernel AST under PATH (Graph JSON, corpus cases, plans)
+// into the server's cache, and so into the cluster's shared tier, for each target: a device
+// name (CPU, CUDA:0: that device's own target) or a GPU architecture (sm_80, sm_90).
 #include <unistd.h>
 
 #include <cctype>
@@ -26,6 +29,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/remote_corpus.h"
 #include "client/uopd_client.h"
 #include "core/corpus/corpus_file.h"
@@ -42,6 +46,8 @@ constexpr char kUsage[] =
     "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
     "  (compile, run) --optimize heuristic|none|search|'UPCAST(1, 16) UNROLL(0, 4)'\n"
     "  cache stats                               cache tier and compilation counters\n"
+    "  cache warm PATH... [--target T[,T...]]    compile kernel ASTs into the cache for targets\n"
+    "                                            (CPU, CUDA:0, sm_80, ...; default --device)\n"
     "ADDR defaults to 127.0.0.1:50051 (unix:/path for a unix socket).\n"
     "credentials: --token_file FILE (or $UOPD_TOKEN), --tls_ca FILE [--tls_cert FILE "
     "--tls_key FILE]\n";
@@ -185,13 +191,22 @@ int Run(uopd::Client& client, const std::vector<std::string>& paths, const std::
 int CacheStats(uopd::Client& client) {
   auto stats = client.CacheStats();
   if (!stats.ok()) return Fail(stats.status());
-  std::printf("%-8s %10s %10s %8s %10s %10s %14s\n", "tier", "hits", "misses", "corrupt",
-              "evictions", "entries", "bytes");
+  auto n = [](int64_t v) { return static_cast<long long>(v); };
+  std::printf("%-8s %10s %10s %8s %8s %8s %10s %10s %14s\n", "tier", "hits", "misses", "corrupt",
+              "rejected", "errors", "evictions", "entries", "bytes");
   for (const auto& t : stats->tiers()) {
-    std::printf("%-8s %10lld %10lld %8lld %10lld %10lld %14lld\n", t.tier().c_str(),
-                static_cast<long long>(t.hits()), static_cast<long long>(t.misses()),
-                static_cast<long long>(t.corrupt()), static_cast<long long>(t.evictions()),
-                static_cast<long long>(t.entries()), static_cast<long long>(t.bytes()));
+    std::printf("%-8s %10lld %10lld %8lld %8lld %8lld %10lld %10lld %14lld\n", t.tier().c_str(),
+                n(t.hits()), n(t.misses()), n(t.corrupt()), n(t.rejected()), n(t.errors()),
+                n(t.evictions()), n(t.entries()), n(t.bytes()));
+  }
+  for (const auto& t : stats->tiers()) {
+    if (t.tier() != "redis") continue;  // the shared tier's own figures
+    std::printf(
+        "%s: read %lld bytes, published %lld entries (%lld bytes), %lld refused, %lld dropped, "
+        "%lld bytes queued; breaker %s (tripped %lld times)\n",
+        t.tier().c_str(), n(t.read_bytes()), n(t.published()), n(t.written_bytes()),
+        n(t.publish_failed()), n(t.publish_dropped()), n(t.publish_queue_bytes()),
+        t.breaker_open() ? "OPEN" : "closed", n(t.breaker_trips()));
   }
   for (const auto& c : stats->compiles()) {
     std::printf("compiled %s: %lld kernels in %.3f s (%lld failed)\n", c.backend().c_str(),
@@ -199,6 +214,65 @@ int CacheStats(uopd::Client& client) {
                 static_cast<long long>(c.failures()));
   }
   return 0;
+}
+
+// The kernel ASTs in a corpus file or a Graph JSON file.
+absl::StatusOr<std::vector<uopd::v1::Graph>> GraphsIn(const std::string& path) {
+  auto entry = uopd::LoadCorpusFile(path);
+  if (!entry.ok()) {
+    auto graph = ReadGraph(path);
+    if (!graph.ok()) return entry.status();
+    return std::vector<uopd::v1::Graph>{*graph};
+  }
+  if (!entry->is_plan) return std::vector<uopd::v1::Graph>{entry->kase.ast()};
+  std::vector<uopd::v1::Graph> graphs;
+  for (const auto& kernel : entry->plan.kernels()) graphs.push_back(kernel.ast());
+  return graphs;
+}
+
+int Warm(uopd::Client& client, const std::vector<std::string>& paths,
+         const std::vector<std::string>& targets, const uopd::v1::Optimization& optimization) {
+  auto files = uopd::ListCorpusFiles(paths);
+  if (!files.ok()) return Fail(files.status());
+  int compiled = 0, cached = 0, failed = 0;
+  for (size_t i = 0; i < files->size(); ++i) {
+    const std::string& file = (*files)[i];
+    auto graphs = GraphsIn(file);
+    if (!graphs.ok()) {
+      ++failed;
+      if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r");
+      std::printf("FAIL %s: %s\n", file.c_str(), graphs.status().ToString().c_str());
+    }
+    for (const uopd::v1::Graph& graph : graphs.ok() ? *graphs : std::vector<uopd::v1::Graph>{}) {
+      for (const std::string& target : targets) {
+        uopd::v1::CompileRequest request;
+        *request.mutable_ast() = graph;
+        *request.mutable_optimization() = optimization;
+        // sm_XX is an architecture (no such device needed here); anything else names a device.
+        if (absl::StartsWith(target, "sm_")) {
+          request.set_device("CUDA");
+          request.set_target(target);
+        } else {
+          request.set_device(target);
+        }
+        auto response = client.Compile(request);
+        if (!response.ok()) {
+          ++failed;
+          if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r");
+          std::printf("FAIL %s [%s]: %s\n", file.c_str(), target.c_str(),
+                      response.status().ToString().c_str());
+        } else if (response->cache_tier() == "compiled") {
+          ++compiled;
+        } else {
+          ++cached;
+        }
+      }
+    }
+    std::fflush(stdout);
+    Progress(i + 1, files->size(), failed);
+  }
+  std::printf("%d compiled, %d already cached, %d failed\n", compiled, cached, failed);
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -277,6 +351,12 @@ int main(int argc, char** argv) {
                *optimization, verbose);
   }
   if (command == "cache" && args.size() == 2 && args[1] == "stats") return CacheStats(client);
+  if (command == "cache" && args.size() >= 3 && args[1] == "warm") {
+    std::vector<std::string> targets =
+        absl::StrSplit(target.empty() ? device : target, ',', absl::SkipEmpty());
+    return Warm(client, std::vector<std::string>(args.begin() + 2, args.end()), targets,
+                *optimization);
+  }
   std::fputs(kUsage, stderr);
   return 2;
 }

@@ -7,7 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev llvm-19-dev clang-19 libclang-rt-19-dev clang-format prometheus-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libseccomp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libseccomp-dev libhiredis-dev
+  redis-server python3-yaml
   python3 python3-venv
 )
 

@@ -35,6 +35,15 @@ grpc::Status CacheServiceImpl::Stats(grpc::ServerContext* context, const v1::Cac
       info->set_errors(s.errors);
       info->set_entries(s.entries);
       info->set_bytes(s.bytes);
+      info->set_rejected(s.rejected);
+      info->set_read_bytes(s.read_bytes);
+      info->set_written_bytes(s.written_bytes);
+      info->set_published(s.published);
+      info->set_publish_failed(s.publish_failed);
+      info->set_publish_dropped(s.publish_dropped);
+      info->set_publish_queue_bytes(s.publish_queue_bytes);
+      info->set_breaker_open(s.breaker_open);
+      info->set_breaker_trips(s.breaker_trips);
     }
     for (const auto& [backend, stats] : cache_.compile_stats()) {
       v1::CompileStatsInfo* info = response->add_compiles();

@@ -27,6 +27,7 @@
 #include "core/cache/disk_tier.h"
 #include "core/cache/entry_signature.h"
 #include "core/cache/memory_tier.h"
+#include "core/cache/redis_tier.h"
 #include "core/util/log.h"
 #include "core/worker/compile_worker_pool.h"
 #include "core/worker/sandboxed_compiler.h"
@@ -55,6 +56,20 @@ ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
 ABSL_FLAG(std::string, cluster_key_file, "",
           "the cluster's shared secret (32+ bytes, mode 600): signs cache entries shared between "
           "workers; CacheService.Put accepts only entries signed with it");
+ABSL_FLAG(std::string, redis_url, "",
+          "the cluster's shared cache tier: redis://[user:password@]host[:port][/db] "
+          "(needs --cluster_key_file; a password here is visible in `ps`: prefer a flag file)");
+ABSL_FLAG(std::string, redis_prefix, "uopd:",
+          "namespace of this cluster's keys in Redis (clusters or versions sharing one Redis)");
+ABSL_FLAG(absl::Duration, redis_ttl, absl::Hours(24 * 7),
+          "entries published to Redis expire after this long (0: never)");
+ABSL_FLAG(absl::Duration, redis_connect_timeout, absl::Milliseconds(250),
+          "longest wait to connect to Redis");
+ABSL_FLAG(absl::Duration, redis_command_timeout, absl::Seconds(1),
+          "longest wait for one Redis command (a lookup adds at most this to a request)");
+ABSL_FLAG(absl::Duration, redis_retry_after, absl::Seconds(10),
+          "after 3 failed Redis calls in a row, how long to serve from local tiers only before "
+          "trying Redis again");
 ABSL_FLAG(bool, allow_client_source, false,
           "compile client-rendered source (RenderedSource): lets clients run arbitrary code and "
           "read files on this host");
@@ -217,6 +232,15 @@ int Run() {
         {{"device", device->name()}, {"target", device->compiler().Target()}});
   }
 
+  std::string cluster_key;
+  if (!absl::GetFlag(FLAGS_cluster_key_file).empty()) {
+    auto key = ReadClusterKey(absl::GetFlag(FLAGS_cluster_key_file));
+    if (!key.ok()) {
+      Log(LogLevel::kError, "cannot use the cluster key", {{"error", key.status().ToString()}});
+      return 2;
+    }
+    cluster_key = *std::move(key);
+  }
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<MemoryTier>(absl::GetFlag(FLAGS_memory_cache_bytes)));
   if (absl::GetFlag(FLAGS_disk_cache_bytes) > 0) {
@@ -231,6 +255,32 @@ int Run() {
       Log(LogLevel::kWarning, "no disk cache: serving with the memory tier only",
           {{"dir", dir}, {"error", disk.status().ToString()}});
     }
+  }
+  if (const std::string url = absl::GetFlag(FLAGS_redis_url); !url.empty()) {
+    auto address = ParseRedisUrl(url);
+    if (!address.ok()) {
+      Log(LogLevel::kError, "bad --redis_url", {{"error", address.status().ToString()}});
+      return 2;
+    }
+    if (cluster_key.empty()) {
+      // Entries in a shared store are code every worker runs: never without signatures.
+      Log(LogLevel::kError, "--redis_url needs --cluster_key_file (entries are signed with it)");
+      return 2;
+    }
+    RedisTierOptions redis;
+    redis.address = *std::move(address);
+    redis.cluster_key = cluster_key;
+    redis.prefix = absl::GetFlag(FLAGS_redis_prefix);
+    redis.ttl = absl::GetFlag(FLAGS_redis_ttl);
+    redis.connect_timeout = absl::GetFlag(FLAGS_redis_connect_timeout);
+    redis.command_timeout = absl::GetFlag(FLAGS_redis_command_timeout);
+    redis.breaker_open = absl::GetFlag(FLAGS_redis_retry_after);
+    Log(LogLevel::kInfo, "redis cache tier",
+        {{"host", redis.address.host},
+         {"port", absl::StrCat(redis.address.port)},
+         {"db", absl::StrCat(redis.address.db)},
+         {"prefix", redis.prefix}});
+    tiers.push_back(std::make_unique<RedisTier>(std::move(redis)));
   }
   KernelCache cache(std::move(tiers));
   SearchOptions search;
@@ -260,15 +310,6 @@ int Run() {
   if (!auth.ok()) {
     Log(LogLevel::kError, "cannot load identities", {{"error", auth.status().ToString()}});
     return 2;
-  }
-  std::string cluster_key;
-  if (!absl::GetFlag(FLAGS_cluster_key_file).empty()) {
-    auto key = ReadClusterKey(absl::GetFlag(FLAGS_cluster_key_file));
-    if (!key.ok()) {
-      Log(LogLevel::kError, "cannot use the cluster key", {{"error", key.status().ToString()}});
-      return 2;
-    }
-    cluster_key = *std::move(key);
   }
   auto credentials =
       ServerCredentialsFor(TlsFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),

@@ -80,15 +80,53 @@ class LiveCollector : public prometheus::Collectable {
         "uopd_cache_bytes", "Bytes held by tier.", MetricType::Gauge, {}};
     prometheus::MetricFamily entries{
         "uopd_cache_entries", "Entries held by tier.", MetricType::Gauge, {}};
+    prometheus::MetricFamily errors{"uopd_cache_errors_total",
+                                    "Failed reads or writes by tier (the tier was skipped).",
+                                    MetricType::Counter,
+                                    {}};
+    prometheus::MetricFamily read_bytes{
+        "uopd_cache_read_bytes_total", "Bytes read from a shared tier.", MetricType::Counter, {}};
+    prometheus::MetricFamily written_bytes{"uopd_cache_written_bytes_total",
+                                           "Bytes published to a shared tier.",
+                                           MetricType::Counter,
+                                           {}};
+    prometheus::MetricFamily breaker{
+        "uopd_cache_breaker_open",
+        "1 while a shared tier's circuit breaker is open (not asked after failures).",
+        MetricType::Gauge,
+        {}};
+    prometheus::MetricFamily publish{
+        "uopd_cache_publish_total",
+        "Background publications to a shared tier: published, failed (refused by the store), "
+        "dropped (queue full).",
+        MetricType::Counter,
+        {}};
+    prometheus::MetricFamily publish_queue{"uopd_cache_publish_queue_bytes",
+                                           "Bytes waiting to be published to a shared tier.",
+                                           MetricType::Gauge,
+                                           {}};
     for (const auto& tier : cache_.tiers()) {
       TierStats s = tier->stats();
       std::string name = tier->name();
       requests.metric.push_back(Sample(s.hits, {{"tier", name}, {"result", "hit"}}, true));
       requests.metric.push_back(Sample(s.misses, {{"tier", name}, {"result", "miss"}}, true));
       requests.metric.push_back(Sample(s.corrupt, {{"tier", name}, {"result", "corrupt"}}, true));
+      requests.metric.push_back(Sample(s.rejected, {{"tier", name}, {"result", "rejected"}}, true));
       evictions.metric.push_back(Sample(s.evictions, {{"tier", name}}, true));
       bytes.metric.push_back(Sample(s.bytes, {{"tier", name}}, false));
       entries.metric.push_back(Sample(s.entries, {{"tier", name}}, false));
+      errors.metric.push_back(Sample(s.errors, {{"tier", name}}, true));
+      if (!tier->shared()) continue;
+      read_bytes.metric.push_back(Sample(s.read_bytes, {{"tier", name}}, true));
+      written_bytes.metric.push_back(Sample(s.written_bytes, {{"tier", name}}, true));
+      breaker.metric.push_back(Sample(s.breaker_open ? 1 : 0, {{"tier", name}}, false));
+      publish.metric.push_back(
+          Sample(s.published, {{"tier", name}, {"result", "published"}}, true));
+      publish.metric.push_back(
+          Sample(s.publish_failed, {{"tier", name}, {"result", "failed"}}, true));
+      publish.metric.push_back(
+          Sample(s.publish_dropped, {{"tier", name}, {"result", "dropped"}}, true));
+      publish_queue.metric.push_back(Sample(s.publish_queue_bytes, {{"tier", name}}, false));
     }
     prometheus::MetricFamily compilations{
         "uopd_compilations_total", "Kernels compiled, by backend.", MetricType::Counter, {}};
@@ -124,8 +162,11 @@ class LiveCollector : public prometheus::Collectable {
     prometheus::MetricFamily plans{
         "uopd_plans", "Prepared plans held.", MetricType::Gauge, {Sample(r.plans, {}, false)}};
     std::vector<prometheus::MetricFamily> families = {
-        requests,        evictions,    bytes,        entries, compilations,
+        requests,        evictions,    bytes,        entries, errors, compilations,
         compile_seconds, device_bytes, buffer_bytes, buffers, plans};
+    for (auto* family : {&read_bytes, &written_bytes, &breaker, &publish, &publish_queue}) {
+      if (!family->metric.empty()) families.push_back(*family);
+    }
     if (workers_ != nullptr) {
       CompileWorkerStats w = workers_->stats();
       families.push_back(prometheus::MetricFamily{

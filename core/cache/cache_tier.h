@@ -20,6 +20,16 @@ struct TierStats {
   int64_t errors = 0;  // failed reads or writes (the tier is skipped, not fatal)
   int64_t entries = 0;
   int64_t bytes = 0;
+  // Shared tiers (zero for local ones).
+  int64_t rejected = 0;  // entries with a missing or wrong signature: misses, never used
+  int64_t read_bytes = 0;
+  int64_t written_bytes = 0;
+  int64_t published = 0;        // background publications done
+  int64_t publish_failed = 0;   // refused by the store (full, read-only, ...)
+  int64_t publish_dropped = 0;  // dropped because the queue was full
+  int64_t publish_queue_bytes = 0;
+  bool breaker_open = false;  // not asking the store for a while after failures
+  int64_t breaker_trips = 0;
 };
 
 // Atomic counters behind TierStats, for implementations.
@@ -37,6 +47,9 @@ class CacheTier {
  public:
   virtual ~CacheTier() = default;
   virtual const char* name() const = 0;
+  // Shared between workers (a remote store): its entries are signed, its writes in the
+  // background, and it has the shared-tier figures of TierStats.
+  virtual bool shared() const { return false; }
   // The value, nullopt on a miss (a damaged entry is a miss, and is removed). An error means the
   // tier could not answer; callers treat it as a miss.
   virtual absl::StatusOr<std::optional<std::string>> Get(const std::string& key) = 0;

@@ -122,6 +122,11 @@ class DaemonProcess {
       _exit(127);
     }
     for (int i = 0; i < 400; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {  // it refused to start
+        pid_ = -1;
+        return;
+      }
       std::ifstream in(port_file);
       if (in && std::getline(in, address_) && std::getline(in, metrics_)) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
