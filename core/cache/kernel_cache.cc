@@ -37,6 +37,12 @@ std::optional<CacheLookup> KernelCache::Lookup(const CacheKey& key, const std::s
             {{"tier", tiers_[above]->name()}, {"error", s.ToString()}});
       }
     }
+    // A local tier's hit also goes to the shared tiers below it: what this worker compiled
+    // before it joined the cluster, or while the shared store was away, reaches the others at
+    // its first use (and the store's TTL is refreshed). Memory hits do not repeat it.
+    for (size_t below = i + 1; i > 0 && below < tiers_.size(); ++below) {
+      if (tiers_[below]->shared()) (void)tiers_[below]->Put(key_hex, **value);
+    }
     return CacheLookup{std::move(kernel), tiers_[i]->name()};
   }
   return std::nullopt;

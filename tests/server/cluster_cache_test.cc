@@ -260,6 +260,71 @@ TEST_F(ClusterCache, TargetsAndSearchesTravelUnderTheirOwnKeys) {
 #endif
 }
 
+// The output of `command` (stdout), and its exit status in `status`.
+std::string Shell(const std::string& command, int* status) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
+  *status = pclose(pipe);
+  return out;
+}
+
+TEST_F(ClusterCache, WarmingFromOneWorkerServesAnother) {
+  auto a = Worker("a");
+  const std::string cases = absl::StrCat(UOPD_CORPUS_DIR, "/cases");
+  int status = -1;
+  std::string out = Shell(absl::StrCat(UOPCTL_PATH, " --server ", a->address(), " cache warm ",
+                                       cases, " --target CPU 2>&1"),
+                          &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, " failed") && absl::StrContains(out, ", 0 failed")) << out;
+  const double compiled = Compilations(*a);
+  EXPECT_GT(compiled, 300);
+  out = Shell(absl::StrCat(UOPCTL_PATH, " --server ", a->address(), " cache warm ", cases,
+                           " --target CPU 2>&1"),
+              &status);
+  EXPECT_TRUE(absl::StrContains(out, "0 compiled, ")) << out;
+  ASSERT_TRUE(WaitPublished(*a, compiled));
+
+  // A worker that joins later: its first lookups come from Redis.
+  auto b = Worker("b");
+  out = Shell(absl::StrCat(UOPCTL_PATH, " --server ", b->address(), " cache warm ", cases,
+                           " --target CPU 2>&1"),
+              &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "0 compiled, ")) << out;
+  EXPECT_EQ(Compilations(*b), 0);
+  out = Shell(absl::StrCat(UOPCTL_PATH, " --server ", b->address(), " cache stats 2>&1"), &status);
+  EXPECT_TRUE(absl::StrContains(out, "redis: read ")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "breaker closed")) << out;
+
+  // A bad folder or target is reported, not a crash.
+  out = Shell(absl::StrCat(UOPCTL_PATH, " --server ", b->address(), " cache warm ", cases,
+                           "/no-such-folder 2>&1"),
+              &status);
+  EXPECT_NE(status, 0) << out;
+}
+
+TEST_F(ClusterCache, EntriesCompiledBeforeJoiningReachTheClusterAtFirstUse) {
+  const std::vector<CorpusEntry> corpus = Corpus();
+  const std::vector<CorpusEntry> some(corpus.begin(), corpus.begin() + 10);
+  const std::string cache_dir = dir_ + "/solo";
+  {
+    // The same worker (same disk cache) before it was given the Redis tier.
+    DaemonProcess solo(UOPD_DAEMON_PATH, cache_dir);
+    ASSERT_EQ(RunAll(solo, some, absl::Seconds(60)), 0);
+  }
+  auto a = Worker("solo");
+  ASSERT_EQ(RunAll(*a, some, absl::Seconds(60)), 0);
+  EXPECT_EQ(Compilations(*a), 0) << "served from its disk";
+  ASSERT_TRUE(WaitPublished(*a, 10));
+  auto b = Worker("b");
+  ASSERT_EQ(RunAll(*b, some, absl::Seconds(60)), 0);
+  EXPECT_EQ(Compilations(*b), 0);
+}
+
 TEST(ClusterFlags, RedisWithoutAClusterKeyOrWithABadUrlDoesNotStart) {
   REQUIRE_REDIS();
   const std::string dir = testing::TempDir("cluster-flags");
