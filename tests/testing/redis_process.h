@@ -5,6 +5,7 @@
 #define UOPD_TESTS_TESTING_REDIS_PROCESS_H_
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -85,6 +86,9 @@ class RedisProcess {
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = fork();
     if (pid_ == 0) {
+      // Its start-up banner and warnings (overcommit) are not the test's output.
+      int null = open("/dev/null", O_WRONLY);
+      if (null >= 0) dup2(null, STDOUT_FILENO);
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
