@@ -13,8 +13,9 @@ std::optional<CacheLookup> KernelCache::Lookup(const CacheKey& key, const std::s
   for (size_t i = 0; i < tiers_.size(); ++i) {
     auto value = tiers_[i]->Get(key_hex);
     if (!value.ok()) {
-      Log(LogLevel::kWarning, "cache tier failed",
-          {{"tier", tiers_[i]->name()}, {"error", value.status().ToString()}});
+      // An unreachable tier says so itself, once per outage, not once per lookup.
+      Log(absl::IsUnavailable(value.status()) ? LogLevel::kDebug : LogLevel::kWarning,
+          "cache tier failed", {{"tier", tiers_[i]->name()}, {"error", value.status().ToString()}});
       continue;
     }
     if (!value->has_value()) continue;

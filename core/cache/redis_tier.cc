@@ -270,7 +270,12 @@ absl::StatusOr<std::optional<std::string>> RedisTier::Command(
 
 absl::StatusOr<std::optional<std::string>> RedisTier::Get(const std::string& key) {
   auto value = Command({"GET", options_.prefix + key});
-  if (!value.ok()) return value.status();
+  if (!value.ok()) {
+    // Redis answered with an error (a cluster node's MOVED, a wrong type...): an error too,
+    // though not an outage for the breaker.
+    if (!absl::IsUnavailable(value.status())) counters_.errors.fetch_add(1);
+    return value.status();
+  }
   if (!value->has_value()) {
     counters_.misses.fetch_add(1);
     return std::nullopt;
