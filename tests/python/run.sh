@@ -5,7 +5,7 @@
 #
 # Two virtualenvs are made once per build folder (from PyPI) and kept while what they were made
 # from stays the same: BUILD_DIR/pyvenv, the package's dependencies as pyproject.toml allows them
-# (the newest), with pytest, numpy and ml_dtypes; BUILD_DIR/pyvenv-protoc, the grpcio-tools release
+# (the newest), with pytest, numpy, ml_dtypes and mypy; BUILD_DIR/pyvenv-protoc, the grpcio-tools release
 # that client/python/regen_proto.sh pins, which the staleness test of the generated modules runs.
 # Each run then reinstalls the package itself, offline, from a copy of client/python.
 set -euo pipefail
@@ -22,7 +22,7 @@ if [ "$(cat "$protoc_venv/stamp" 2>/dev/null)" != "$tools_version" ]; then
 fi
 
 venv=$build/pyvenv
-test_deps="pytest numpy ml_dtypes setuptools>=61 wheel"
+test_deps="pytest numpy ml_dtypes mypy grpc-stubs types-protobuf setuptools>=61 wheel"
 stamp="$(sha256sum "$src/client/python/pyproject.toml" | cut -c1-64) $test_deps"
 # Install from a copy: building in place would leave setuptools' build/ in the source tree.
 rm -rf "$build/pyclient" && cp -r "$src/client/python" "$build/pyclient"
@@ -40,7 +40,7 @@ pip_install "$venv/bin/python" -m pip install --no-deps --no-build-isolation --n
 rm -rf "$build/pyclient/build"
 
 export UOPD_DAEMON=$daemon UOPD_CORPUS_DIR=$src/tests/corpus UOPD_SOURCE_DIR=$src \
-  UOPD_PROTOC_PYTHON=$protoc_venv/bin/python
+  UOPD_PROTOC_PYTHON=$protoc_venv/bin/python UOPD_MYPY_CACHE=$venv/mypy-cache
 # From the build folder, so nothing but the installed package is importable as `uopd`.
 cd "$build"
 exec "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"

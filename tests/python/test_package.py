@@ -174,3 +174,36 @@ def test_sign_cache_entry() -> None:
     expected = hmac.new(cluster, struct.pack("<Q", 64) + key.encode() + value,
                         hashlib.sha256).digest()
     assert uopd.sign_cache_entry(cluster, key, value) == expected
+
+
+def test_the_package_type_checks(tmp_path: pathlib.Path) -> None:
+    """mypy --strict passes on the package, and code using the installed package sees its types
+    (py.typed and the generated .pyi files are installed)."""
+    pytest.importorskip("mypy")
+    import sys
+
+    cache = os.environ.get("UOPD_MYPY_CACHE", str(tmp_path / "cache"))
+    check = [sys.executable, "-m", "mypy", "--cache-dir", cache]
+    own = subprocess.run([*check, "--config-file", str(PACKAGE / "pyproject.toml"),
+                          str(PACKAGE / "uopd")], capture_output=True, text=True)
+    assert own.returncode == 0, own.stdout + own.stderr
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import numpy as np\nimport uopd\nimport uopd.aio\n\n\n"
+        "def use(client: uopd.Client) -> tuple[str, int, bytes]:\n"
+        "    buffer = client.create_buffer('FLOAT32', 4)\n"
+        "    array: np.ndarray = buffer.numpy()\n"
+        "    key: str = client.compile({'nodes': []}).cache_key\n"
+        "    result: uopd.RunResult = client.execute([uopd.Kernel({'nodes': []}, [buffer])])\n"
+        "    return client.devices()[0].name + key, buffer.size + len(array), result[0]\n\n\n"
+        "async def use_async(client: uopd.aio.AsyncClient) -> int:\n"
+        "    buffer = await client.create_buffer('INT8', 1)\n"
+        "    return len(await buffer.read())\n\n\n"
+        "def wrong(client: uopd.Client) -> str:\n"
+        "    return client.create_buffer('INT8', 1).size\n")
+    checked = subprocess.run([*check, "--strict", "--ignore-missing-imports", str(user)],
+                             capture_output=True, text=True, cwd=tmp_path)
+    # Exactly the one wrong line: the package's annotations reach its users.
+    assert checked.stdout.count("error:") == 1, checked.stdout
+    assert "user.py:20: error: Incompatible return value type (got \"int\", expected \"str\")" \
+        in checked.stdout, checked.stdout

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 import grpc
 
 from uopd import _core
-from uopd._connection import DEFAULT_ADDRESS, PemLike, Settings, remaining
+from uopd._connection import DEFAULT_ADDRESS, PemLike, Settings, remaining, stubs
 from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, KernelLike, PlanBase,
                         RunResult)
-from uopd._dtypes import DTypeLike
+from uopd._dtypes import DTypeLike, Scalar
 from uopd._errors import error_from_rpc
 from uopd._opts import OptimizationLike
-from uopd.v1 import kernel_service_pb2 as ks, kernel_service_pb2_grpc, program_pb2
+from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,7 +31,7 @@ class Buffer(BufferBase):
 
     __slots__ = ("client",)
 
-    def __init__(self, client: Client, handle: str, scalar: int, size: int, device: str) -> None:
+    def __init__(self, client: Client, handle: str, scalar: Scalar, size: int, device: str) -> None:
         super().__init__(handle, scalar, size, device)
         self.client = client
 
@@ -118,8 +118,7 @@ class Client:
                                                 options=self._settings.options)
         else:
             self._channel = grpc.insecure_channel(address, options=self._settings.options)
-        self._stubs = {"kernels": kernel_service_pb2_grpc.KernelServiceStub(self._channel),
-                       "cache": kernel_service_pb2_grpc.CacheServiceStub(self._channel)}
+        self._stubs = stubs(self._channel)
         self._state = _core.ClientState()
 
     @property

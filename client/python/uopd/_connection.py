@@ -84,3 +84,13 @@ class Settings:
 def remaining(deadline: Optional[float]) -> Optional[float]:
     """Seconds left to ``deadline`` (0 once passed: the call then fails DEADLINE_EXCEEDED)."""
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def stubs(channel: Any) -> dict[str, Any]:
+    """The services' stubs on a sync or ``grpc.aio`` channel, by the name ``Call`` uses. (The
+    generated stubs are untyped: every call goes through the clients' typed ``_run``.)"""
+    from uopd.v1 import kernel_service_pb2_grpc
+
+    generated: Any = kernel_service_pb2_grpc
+    return {"kernels": generated.KernelServiceStub(channel),
+            "cache": generated.CacheServiceStub(channel)}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypeVar, Union
 
 from google.protobuf import json_format
 
-from uopd._dtypes import DTypeLike, SCALARS, itemsize, numpy_dtype, scalar_name, scalar_of
+from uopd._dtypes import DTypeLike, SCALARS, Scalar, itemsize, numpy_dtype, scalar_name, scalar_of
 from uopd._errors import ResourceExhausted, UopdError, Unimplemented
 from uopd._opts import OptimizationLike, optimization_of
 from uopd.v1 import graph_pb2, kernel_service_pb2 as ks, program_pb2
@@ -122,7 +122,7 @@ def as_graph(ast: AstLike) -> graph_pb2.Graph:
         if "nodes" not in ast and "ast" in ast:
             return as_graph(ast["ast"])
         try:
-            return json_format.ParseDict(ast, graph_pb2.Graph())
+            return json_format.ParseDict(dict(ast), graph_pb2.Graph())
         except json_format.ParseError as error:
             raise ValueError(f"the AST is not a Graph: {error}") from None
     raise TypeError(f"cannot use a {type(ast).__name__} as a kernel AST")
@@ -132,7 +132,7 @@ def _is_array(data: Any) -> bool:
     return hasattr(data, "__array_interface__") and hasattr(data, "dtype")
 
 
-def bytes_of(data: Any, scalar: Optional[int] = None) -> bytes:
+def bytes_of(data: Any, scalar: Optional[Scalar] = None) -> bytes:
     """The bytes to store for ``data``: bytes-like as they are; a numpy array (C order) whose
     dtype must be the buffer's, its raw bits for BFLOAT16/fp8 buffers, or anything for a UINT8
     (byte) buffer; a list or scalar converted to the buffer's dtype."""
@@ -164,14 +164,15 @@ def bytes_of(data: Any, scalar: Optional[int] = None) -> bytes:
     return np.asarray(data, dtype=numpy_dtype(scalar)).tobytes()
 
 
-def array_of(data: bytes, scalar: int, dtype: Optional[DTypeLike] = None) -> np.ndarray:
+def array_of(data: bytes, scalar: Scalar, dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """A writable 1-D numpy array of ``data`` read as ``dtype`` (default: the scalar's)."""
     import numpy as np
 
     want = numpy_dtype(scalar if dtype is None else dtype)
     if len(data) % want.itemsize:
         raise ValueError(f"{len(data)} bytes are not a whole number of {want} elements")
-    return np.frombuffer(data, dtype=want).copy()
+    array: np.ndarray = np.frombuffer(data, dtype=want).copy()
+    return array
 
 
 def _vars(values: Optional[Mapping[str, int]]) -> dict[str, int]:
@@ -189,7 +190,7 @@ class BufferBase:
 
     __slots__ = ("handle", "scalar", "size", "device", "freed")
 
-    def __init__(self, handle: str, scalar: int, size: int, device: str) -> None:
+    def __init__(self, handle: str, scalar: Scalar, size: int, device: str) -> None:
         self.handle = handle
         self.scalar = scalar
         self.size = size
@@ -281,7 +282,7 @@ class Kernel:
 
 #: A kernel as execute/prepare take it: a Kernel, a ``KernelInvocation``, a tuple
 #: ``(ast, buffers)``, or a dict with the Kernel's fields.
-KernelLike = Union[Kernel, ks.KernelInvocation, tuple, Mapping[str, Any]]
+KernelLike = Union[Kernel, ks.KernelInvocation, "tuple[Any, ...]", Mapping[str, Any]]
 
 
 class Bindings:
@@ -293,7 +294,7 @@ class Bindings:
         # known=False: the buffers of a plan known by id only; indices are taken on trust.
         self.known = known
         self.refs: list[ks.BufferRef] = []
-        self.scalars: list[Optional[int]] = []
+        self.scalars: list[Optional[Scalar]] = []
         self._index: dict[Any, int] = {}
         self._keep: list[Any] = []  # objects indexed by id() stay alive
         for entry in buffers or ():
@@ -323,7 +324,7 @@ class Bindings:
         return self._add(entry, explicit=False)
 
     def _add(self, entry: Any, *, explicit: bool) -> int:
-        scalar: Optional[int] = None
+        scalar: Optional[Scalar] = None
         if isinstance(entry, ks.BufferRef):
             ref = entry
         elif isinstance(entry, str):
@@ -529,7 +530,7 @@ def op_read(state: ClientState, handle: str, offset: int = 0, length: Optional[i
     return b"".join(chunk.data for chunk in chunks)
 
 
-def op_create_buffer(state: ClientState, scalar: int, size: int, device: str,
+def op_create_buffer(state: ClientState, scalar: Scalar, size: int, device: str,
                      data: Optional[bytes]) -> Op[str]:
     """Creates a buffer (with ``data`` in it, when given); returns its handle."""
     nbytes = size * itemsize(scalar)
@@ -627,14 +628,14 @@ def op_cache_put(key: str, value: Union[bytes, program_pb2.CachedKernel],
     yield _unary("Put", ks.CachePutRequest(key=key, value=value, signature=signature), "cache")
 
 
-def buffer_args(dtype: DTypeLike, size: int, data: Any) -> tuple[int, int, Optional[bytes]]:
+def buffer_args(dtype: DTypeLike, size: int, data: Any) -> tuple[Scalar, int, Optional[bytes]]:
     scalar = scalar_of(dtype)
     if size < 0:
         raise ValueError(f"a buffer of {size} elements")
     return scalar, int(size), None if data is None else bytes_of(data, scalar)
 
 
-def numpy_args(array: Any, dtype: Optional[DTypeLike]) -> tuple[int, int, bytes]:
+def numpy_args(array: Any, dtype: Optional[DTypeLike]) -> tuple[Scalar, int, bytes]:
     if not _is_array(array):
         raise TypeError(f"from_numpy takes a numpy array, not a {type(array).__name__}")
     scalar = scalar_of(array.dtype if dtype is None else dtype)

@@ -7,20 +7,22 @@ their raw bits (uint16, uint8).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from uopd.v1 import graph_pb2
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DTypeLike", "scalar_of", "scalar_name", "itemsize", "numpy_dtype", "SCALARS"]
+__all__ = ["DTypeLike", "Scalar", "scalar_of", "scalar_name", "itemsize", "numpy_dtype", "SCALARS"]
 
 #: A dtype as the API takes it: a scalar name ("FLOAT32", "float32", tinygrad's "float"), the
 #: ``DType.Scalar`` value, a numpy dtype or type, or a tinygrad DType (anything with ``.name``).
 DTypeLike = Union[str, int, Any]
 
 _Scalar = graph_pb2.DType.Scalar
+#: A ``DType.Scalar`` value (an int at run time).
+Scalar = graph_pb2.DType.Scalar
 
 #: Every scalar a buffer can hold, by wire name, with its size in bytes.
 SCALARS: dict[str, int] = {
@@ -50,17 +52,17 @@ _EXTENDED: dict[str, tuple[str, str]] = {
 }
 
 
-def _by_name(name: str) -> int:
+def _by_name(name: str) -> Scalar:
     upper = name.upper()
     if upper in SCALARS:
-        return int(_Scalar.Value(upper))
+        return cast(Scalar, _Scalar.Value(upper))
     if name.lower() in _ALIASES:
-        return int(_Scalar.Value(_ALIASES[name.lower()]))
+        return cast(Scalar, _Scalar.Value(_ALIASES[name.lower()]))
     raise ValueError(f"unknown dtype {name!r}: expected one of {', '.join(SCALARS)} "
                      "(or a numpy dtype)")
 
 
-def scalar_of(dtype: DTypeLike) -> int:
+def scalar_of(dtype: DTypeLike) -> Scalar:
     """The ``DType.Scalar`` value of ``dtype``; ValueError for one no buffer can hold."""
     if isinstance(dtype, bool):
         raise TypeError("a dtype, not a bool")
@@ -68,7 +70,7 @@ def scalar_of(dtype: DTypeLike) -> int:
         name = _Scalar.Name(dtype) if dtype in _Scalar.values() else None
         if name not in SCALARS:
             raise ValueError(f"DType.Scalar {dtype} ({name}) is not a buffer element type")
-        return int(dtype)
+        return cast(Scalar, dtype)
     if isinstance(dtype, str):
         return _by_name(dtype)
     numpy_name = _numpy_name(dtype)
@@ -114,5 +116,5 @@ def numpy_dtype(dtype: DTypeLike) -> np.dtype[Any]:
             import ml_dtypes
         except ImportError:
             return np.dtype(raw)
-        return np.dtype(getattr(ml_dtypes, extended))
+        return cast("np.dtype[Any]", np.dtype(getattr(ml_dtypes, extended)))
     return np.dtype(_NUMPY[name])

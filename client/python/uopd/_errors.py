@@ -42,7 +42,7 @@ class UopdError(Exception):
     def __new__(cls, code: grpc.StatusCode, message: str = "") -> UopdError:
         if cls is UopdError:
             cls = _BY_CODE.get(code, UopdError)
-        return super().__new__(cls)  # type: ignore[no-any-return]
+        return super().__new__(cls)
 
     def __init__(self, code: grpc.StatusCode, message: str = "") -> None:
         # BaseException's own __init__, not OSError's (TimeoutError, ...): no errno here.
@@ -139,7 +139,7 @@ class Cancelled(UopdError):
 
 
 _BY_CODE: dict[grpc.StatusCode, type[UopdError]] = {
-    cls.CODE: cls  # type: ignore[misc]
+    cls.CODE: cls
     for cls in (InvalidArgument, NotFound, AlreadyExists, ResourceExhausted, PermissionDenied,
                 Unauthenticated, FailedPrecondition, Unavailable, DeadlineExceeded, OutOfRange,
                 Unimplemented, Internal, Cancelled)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from uopd.v1 import graph_pb2, kernel_service_pb2
 
@@ -19,7 +19,7 @@ OPT_OPS = ("TC", "UPCAST", "UNROLL", "LOCAL", "THREAD", "GROUP", "GROUPTOP", "NO
 #: One opt: ``graph_pb2.Opt``; a string "UPCAST(1, 4)"; a tuple ("UPCAST", 1, 4), ("NOLOCALS",),
 #: ("TC", 0, (-1, 2, 1)); a dict {"op": "UPCAST", "axis": 1, "arg": 4} (tinygrad's JSON, TC's
 #: arg the list [tc_select, tc_opt, use_tensor_cores]); or a tinygrad ``Opt``.
-OptLike = Union[graph_pb2.Opt, str, tuple, Mapping[str, Any], Any]
+OptLike = Union[graph_pb2.Opt, str, "tuple[Any, ...]", Mapping[str, Any], Any]
 
 #: How a kernel is optimized: None (the AST's opts_to_apply, else the server's default);
 #: "heuristic", "none", "search" or "default"; opts in tinygrad's spelling as one string
@@ -27,8 +27,9 @@ OptLike = Union[graph_pb2.Opt, str, tuple, Mapping[str, Any], Any]
 OptimizationLike = Union[None, str, Iterable[OptLike], kernel_service_pb2.Optimization]
 
 _Mode = kernel_service_pb2.Optimization.Mode
-_MODES = {"default": _Mode.Value("DEFAULT"), "heuristic": _Mode.Value("HEURISTIC"),
-          "none": _Mode.Value("NONE"), "search": _Mode.Value("SEARCH")}
+_MODES = {name: cast(kernel_service_pb2.Optimization.Mode, _Mode.Value(name.upper()))
+          for name in ("default", "heuristic", "none", "search")}
+_OPTS = cast(kernel_service_pb2.Optimization.Mode, _Mode.Value("OPTS"))
 
 
 def _make(op: str, axis: int | None, arg: int = 0, tc: Iterable[int] = ()) -> graph_pb2.Opt:
@@ -120,13 +121,13 @@ def opt_of(opt: OptLike) -> graph_pb2.Opt:
         axis = rest[0] if rest else None
         if op.upper() == "TC":
             tc = rest[1] if len(rest) == 2 else rest[1:]
-            return _make(op, axis, 0, tc)  # type: ignore[arg-type]
+            return _make(op, axis, 0, tc)
         if len(rest) > 2:
             raise ValueError(f"{opt!r}: an opt is (op, axis, amount)")
         return _make(op, axis, rest[1] if len(rest) == 2 else 0)
-    op = getattr(opt, "op", None)  # tinygrad's Opt(op=OptOps.UPCAST, axis=1, arg=4)
-    if op is not None and hasattr(opt, "axis"):
-        name = getattr(op, "name", op)
+    tinygrad_op = getattr(opt, "op", None)  # tinygrad's Opt(op=OptOps.UPCAST, axis=1, arg=4)
+    if tinygrad_op is not None and hasattr(opt, "axis"):
+        name = getattr(tinygrad_op, "name", tinygrad_op)
         arg = getattr(opt, "arg", 0)
         if isinstance(arg, (list, tuple)):
             return _make(str(name), opt.axis, 0, arg)
@@ -144,17 +145,17 @@ def optimization_of(spec: OptimizationLike) -> kernel_service_pb2.Optimization |
         mode = _MODES.get(spec.strip().lower())
         if mode is not None:
             return kernel_service_pb2.Optimization(mode=mode)
-        return kernel_service_pb2.Optimization(mode=_Mode.Value("OPTS"), opts=parse_opts(spec))
+        return kernel_service_pb2.Optimization(mode=_OPTS, opts=parse_opts(spec))
     if (isinstance(spec, tuple) and len(spec) >= 2 and isinstance(spec[0], str)
             and (spec[1] is None or isinstance(spec[1], int))):
         spec = [spec]  # one opt tuple, ("UPCAST", 1, 4), rather than a list of them
     if isinstance(spec, (Mapping, graph_pb2.Opt)):
         spec = [spec]
     try:
-        items = list(spec)  # type: ignore[arg-type]
+        items = list(spec)
     except TypeError:
         raise TypeError(f"cannot use {spec!r} as an optimization") from None
-    return kernel_service_pb2.Optimization(mode=_Mode.Value("OPTS"),
+    return kernel_service_pb2.Optimization(mode=_OPTS,
                                            opts=[opt_of(o) for o in items])
 
 

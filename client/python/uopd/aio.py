@@ -20,13 +20,13 @@ import grpc
 import grpc.aio
 
 from uopd import _core
-from uopd._connection import DEFAULT_ADDRESS, PemLike, Settings, remaining
+from uopd._connection import DEFAULT_ADDRESS, PemLike, Settings, remaining, stubs
 from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, KernelLike, PlanBase,
                         RunResult)
-from uopd._dtypes import DTypeLike
+from uopd._dtypes import DTypeLike, Scalar
 from uopd._errors import UopdError, error_from_rpc
 from uopd._opts import OptimizationLike
-from uopd.v1 import kernel_service_pb2 as ks, kernel_service_pb2_grpc, program_pb2
+from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,7 +41,7 @@ class AsyncBuffer(BufferBase):
 
     __slots__ = ("client",)
 
-    def __init__(self, client: AsyncClient, handle: str, scalar: int, size: int,
+    def __init__(self, client: AsyncClient, handle: str, scalar: Scalar, size: int,
                  device: str) -> None:
         super().__init__(handle, scalar, size, device)
         self.client = client
@@ -114,8 +114,7 @@ class AsyncClient:
                                                     options=self._settings.options)
         else:
             self._channel = grpc.aio.insecure_channel(address, options=self._settings.options)
-        self._stubs = {"kernels": kernel_service_pb2_grpc.KernelServiceStub(self._channel),
-                       "cache": kernel_service_pb2_grpc.CacheServiceStub(self._channel)}
+        self._stubs = stubs(self._channel)
         self._state = _core.ClientState()
 
     @property
@@ -127,7 +126,7 @@ class AsyncClient:
         return self._settings.timeout
 
     async def close(self) -> None:
-        await self._channel.close()
+        await self._channel.close(grace=None)
 
     async def __aenter__(self) -> AsyncClient:
         return self
