@@ -25,6 +25,7 @@ venv=$build/pyvenv
 test_deps="pytest numpy ml_dtypes mypy grpc-stubs types-protobuf setuptools>=61 wheel"
 stamp="$(sha256sum "$src/client/python/pyproject.toml" | cut -c1-64) $test_deps"
 # Install from a copy: building in place would leave setuptools' build/ in the source tree.
+rm -rf "$build/pystubs"  # what the client needed before it shipped its generated modules
 rm -rf "$build/pyclient" && cp -r "$src/client/python" "$build/pyclient"
 rm -rf "$build/pyclient/build" "$build/pyclient"/*.egg-info
 if [ "$(cat "$venv/stamp" 2>/dev/null)" != "$stamp" ]; then

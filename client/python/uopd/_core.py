@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypeVar, Union
 
 from google.protobuf import json_format
 
-from uopd._dtypes import DTypeLike, SCALARS, Scalar, itemsize, numpy_dtype, scalar_name, scalar_of
+from uopd._dtypes import (SCALARS, DTypeLike, Scalar, itemsize, numpy_dtype, require_numpy,
+                          scalar_name, scalar_of)
 from uopd._errors import ResourceExhausted, UopdError, Unimplemented
 from uopd._opts import OptimizationLike, optimization_of
 from uopd.v1 import graph_pb2, kernel_service_pb2 as ks, program_pb2
@@ -155,23 +156,19 @@ def bytes_of(data: Any, scalar: Optional[Scalar] = None) -> bytes:
     if scalar is None:
         raise TypeError(f"cannot write a {type(data).__name__}: pass bytes or a numpy array")
     try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - depends on the environment
-        try:
-            return bytes(memoryview(data).cast("B"))
-        except TypeError:
-            raise TypeError("writing lists needs numpy (pip install uopd[numpy])") from None
-    return np.asarray(data, dtype=numpy_dtype(scalar)).tobytes()
+        numpy = require_numpy()
+    except ImportError as error:
+        raise TypeError(f"writing a {type(data).__name__} needs numpy: {error}") from None
+    return bytes(numpy.asarray(data, dtype=numpy_dtype(scalar)).tobytes())
 
 
 def array_of(data: bytes, scalar: Scalar, dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """A writable 1-D numpy array of ``data`` read as ``dtype`` (default: the scalar's)."""
-    import numpy as np
-
+    numpy = require_numpy()
     want = numpy_dtype(scalar if dtype is None else dtype)
     if len(data) % want.itemsize:
         raise ValueError(f"{len(data)} bytes are not a whole number of {want} elements")
-    array: np.ndarray = np.frombuffer(data, dtype=want).copy()
+    array: np.ndarray = numpy.frombuffer(data, dtype=want).copy()
     return array
 
 

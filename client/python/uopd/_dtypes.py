@@ -95,6 +95,15 @@ def _numpy_name(dtype: Any) -> str | None:
     return str(resolved.name)
 
 
+def require_numpy() -> Any:
+    """The numpy module; ImportError saying how to install it when it is missing."""
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError("this needs numpy: pip install 'uopd[numpy]'") from None
+    return numpy
+
+
 def scalar_name(scalar: int) -> str:
     """The wire name of a ``DType.Scalar`` value: "FLOAT32"."""
     return str(_Scalar.Name(scalar))
@@ -107,6 +116,7 @@ def itemsize(scalar: int) -> int:
 def numpy_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """The numpy dtype that holds ``dtype``'s elements (little-endian). BFLOAT16 and the fp8 types
     are ml_dtypes' types when ml_dtypes is installed, else their raw bits (uint16, uint8)."""
+    require_numpy()
     import numpy as np
 
     name = scalar_name(scalar_of(dtype))
