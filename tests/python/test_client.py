@@ -297,6 +297,7 @@ def test_execute_with_inline_buffers_and_returned_outputs(client: uopd.Client) -
     assert_matches(result[out], expected, "FLOAT32", case["tolerance"])
     assert_matches(result.numpy(0).tobytes(), expected, "FLOAT32", case["tolerance"])
     assert result.numpy(out).dtype == np.float32
+    assert result.numpy(out, dtype="UINT8").tobytes() == expected  # the same bytes, reread
     # The same with explicit buffers and indices, kernels as tuples and dicts.
     buffers = [out, *inputs]
     slots = list(range(len(buffers)))
@@ -401,7 +402,7 @@ def test_a_call_past_its_deadline_stops_its_kernel(daemon: Daemon) -> None:
         start = time.monotonic()
         with pytest.raises(uopd.DeadlineExceeded):
             client.execute([uopd.Kernel(long_sum_ast(1 << 44), [out, data])], timeout=0.5)
-        assert time.monotonic() - start < 2.0
+        assert time.monotonic() - start < 10
         assert client.devices(timeout=math.inf)  # no deadline at all
         # The daemon serves on, this connection too; the session's teardown checks that it
         # still drains and exits cleanly, which it could not with a kernel still running.

@@ -408,7 +408,8 @@ class RunResult:
         if scalar is None and dtype is None:
             raise ValueError(f"the dtype of buffer {index} is unknown (bound by handle, or a plan "
                              "known by id): pass dtype=")
-        return array_of(self.outputs[index], scalar if scalar is not None else scalar_of(dtype))
+        return array_of(self.outputs[index], scalar if scalar is not None else scalar_of(dtype),
+                        dtype)
 
 
 def run_result(response: Union[ks.ExecuteResponse, ks.RunPlanResponse],

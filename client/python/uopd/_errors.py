@@ -146,6 +146,10 @@ _BY_CODE: dict[grpc.StatusCode, type[UopdError]] = {
 }
 
 
+for _cls in (UopdError, *_BY_CODE.values()):
+    _cls.__module__ = "uopd"  # tracebacks say uopd.NotFound, where users find it
+
+
 def _unpickle(code_name: str, message: str) -> UopdError:
     return UopdError(grpc.StatusCode[code_name], message)
 
