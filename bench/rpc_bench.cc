@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: rpc_bench --daemon PATH [--iterations N]\n");
     return 2;
   }
-  uopd::testing::DaemonProcess daemon(daemon_path, uopd::testing::TempDir("rpc-bench"));
+  // FindMissing (the empty RPC) needs the cache_read right.
+  uopd::testing::DaemonProcess daemon(daemon_path, uopd::testing::TempDir("rpc-bench"),
+                                      {"--anonymous_rights=compile,run,cache_read"});
   if (!daemon.running()) return 1;
 
   uopd::testing::GraphBuilder g;
@@ -66,8 +68,12 @@ int main(int argc, char** argv) {
     uopd::v1::FindMissingResponse response;
     if (!cache->FindMissing(&context, uopd::v1::FindMissingRequest(), &response).ok()) std::abort();
   };
-  // Interleaved, so noise on the shared machine hits all three alike.
-  std::vector<double> t_empty, t_compile, t_run;
+  auto handle = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
+  if (!handle.ok()) return 1;
+  const std::string sixteen(16, '\1');
+  // Interleaved, so noise on the shared machine hits every row alike.
+  std::vector<double> t_empty, t_compile, t_run, t_write_stream, t_write_small, t_read_stream,
+      t_read_small;
   for (int i = 0; i < 100; ++i) {
     empty();
     (void)client.Compile(compile);
@@ -81,6 +87,18 @@ int main(int argc, char** argv) {
     t_run.push_back(uopd::bench::SecondsOf([&] {
       if (!client.RunPlan(run).ok()) std::abort();
     }));
+    t_write_stream.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.WriteBuffer(*handle, sixteen).ok()) std::abort();
+    }));
+    t_write_small.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.WriteBufferSmall(*handle, sixteen).ok()) std::abort();
+    }));
+    t_read_stream.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.ReadBuffer(*handle).ok()) std::abort();
+    }));
+    t_read_small.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.ReadBufferSmall(*handle).ok()) std::abort();
+    }));
   }
   using uopd::bench::Percentile;
   double base = Percentile(t_empty, 0.5);
@@ -93,5 +111,9 @@ int main(int argc, char** argv) {
   row("empty RPC (FindMissing, no keys)", t_empty);
   row("Compile, memory cache hit", t_compile);
   row("RunPlan, 16-element kernel", t_run);
+  row("WriteBuffer stream, 16 bytes", t_write_stream);
+  row("WriteBufferSmall (unary), 16 bytes", t_write_small);
+  row("ReadBuffer stream, 16 bytes", t_read_stream);
+  row("ReadBufferSmall (unary), 16 bytes", t_read_small);
   return 0;
 }

@@ -132,6 +132,31 @@ absl::StatusOr<std::string> Client::ReadBuffer(const std::string& handle, int64_
   return out;
 }
 
+absl::Status Client::WriteBufferSmall(const std::string& handle, const std::string& bytes,
+                                      int64_t offset) {
+  v1::WriteBufferChunk chunk;
+  chunk.set_handle(handle);
+  chunk.set_offset(offset);
+  chunk.set_data(bytes);
+  return Unary<v1::WriteBufferResponse>([&](grpc::ClientContext* c, v1::WriteBufferResponse* r) {
+           return kernels_->WriteBufferSmall(c, chunk, r);
+         })
+      .status();
+}
+
+absl::StatusOr<std::string> Client::ReadBufferSmall(const std::string& handle, int64_t offset,
+                                                    int64_t length) {
+  v1::ReadBufferRequest request;
+  request.set_handle(handle);
+  request.set_offset(offset);
+  request.set_length(length);
+  auto chunk = Unary<v1::ReadBufferChunk>([&](grpc::ClientContext* c, v1::ReadBufferChunk* r) {
+    return kernels_->ReadBufferSmall(c, request, r);
+  });
+  if (!chunk.ok()) return chunk.status();
+  return std::move(*chunk->mutable_data());
+}
+
 absl::Status Client::FreeBuffer(const std::string& handle) {
   v1::FreeBufferRequest request;
   request.set_handle(handle);

@@ -44,6 +44,11 @@ class Client {
   // Streams the buffer (or [offset, offset + length)) back.
   absl::StatusOr<std::string> ReadBuffer(const std::string& handle, int64_t offset = 0,
                                          int64_t length = 0);
+  // The same in one unary call each (payloads up to 4 MiB - 64 KiB): what small copies use.
+  absl::Status WriteBufferSmall(const std::string& handle, const std::string& bytes,
+                                int64_t offset = 0);
+  absl::StatusOr<std::string> ReadBufferSmall(const std::string& handle, int64_t offset = 0,
+                                              int64_t length = 0);
   absl::Status FreeBuffer(const std::string& handle);
   absl::StatusOr<v1::ExecuteResponse> Execute(const v1::ExecuteRequest& request);
   absl::StatusOr<v1::PrepareResponse> Prepare(const v1::PrepareRequest& request);

@@ -232,6 +232,34 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
   });
 }
 
+namespace {
+
+absl::Status CopyChunkIn(const BufferView& view, const v1::WriteBufferChunk& chunk) {
+  const int64_t size = static_cast<int64_t>(chunk.data().size());
+  UOPD_RETURN_IF_ERROR(CheckByteRange(chunk.offset(), size, static_cast<int64_t>(view.bytes())));
+  return view.storage->device().allocator().CopyIn(static_cast<char*>(view.data()) + chunk.offset(),
+                                                   chunk.data().data(), size);
+}
+
+// [offset, offset + length) of `view` that `request` asks for, checked.
+absl::StatusOr<std::pair<int64_t, int64_t>> ReadRangeOf(const BufferView& view,
+                                                        const v1::ReadBufferRequest& request) {
+  const int64_t total = static_cast<int64_t>(view.bytes());
+  const int64_t offset = request.offset();
+  UOPD_RETURN_IF_ERROR(CheckByteRange(offset, 0, total));
+  const int64_t length = request.length() == 0 ? total - offset : request.length();
+  UOPD_RETURN_IF_ERROR(CheckByteRange(offset, length, total));
+  return std::make_pair(offset, length);
+}
+
+absl::Status CopyOut(const BufferView& view, int64_t offset, int64_t size, std::string* out) {
+  out->resize(size);
+  return view.storage->device().allocator().CopyOut(
+      out->data(), static_cast<const char*>(view.data()) + offset, size);
+}
+
+}  // namespace
+
 grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
                                             grpc::ServerReader<v1::WriteBufferChunk>* reader,
                                             v1::WriteBufferResponse* response) {
@@ -250,15 +278,28 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
       } else if (!chunk.handle().empty() && chunk.handle() != handle) {
         return absl::InvalidArgumentError("all chunks of one WriteBuffer call go to one handle");
       }
-      int64_t size = static_cast<int64_t>(chunk.data().size());
-      UOPD_RETURN_IF_ERROR(
-          CheckByteRange(chunk.offset(), size, static_cast<int64_t>(view->bytes())));
-      UOPD_RETURN_IF_ERROR(view->storage->device().allocator().CopyIn(
-          static_cast<char*>(view->data()) + chunk.offset(), chunk.data().data(), size));
-      written += size;
+      UOPD_RETURN_IF_ERROR(CopyChunkIn(*view, chunk));
+      written += static_cast<int64_t>(chunk.data().size());
     }
     if (!view) return absl::InvalidArgumentError("no chunks were sent");
     response->set_bytes_written(written);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status KernelServiceImpl::WriteBufferSmall(grpc::ServerContext* context,
+                                                 const v1::WriteBufferChunk* request,
+                                                 v1::WriteBufferResponse* response) {
+  return Serve("WriteBufferSmall", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    if (request->handle().empty()) return absl::InvalidArgumentError("handle is empty");
+    if (static_cast<int64_t>(request->data().size()) > kMaxChunk) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("WriteBufferSmall carries at most ", kMaxChunk, " bytes, not ",
+                       request->data().size(), ": use the WriteBuffer stream"));
+    }
+    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request->handle()));
+    UOPD_RETURN_IF_ERROR(CopyChunkIn(view, *request));
+    response->set_bytes_written(static_cast<int64_t>(request->data().size()));
     return absl::OkStatus();
   });
 }
@@ -268,11 +309,8 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
                                            grpc::ServerWriter<v1::ReadBufferChunk>* writer) {
   return Serve("ReadBuffer", *context, kRightRun, [&](const Identity& who) -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request->handle()));
-    const int64_t total = static_cast<int64_t>(view.bytes());
-    const int64_t offset = request->offset();
-    UOPD_RETURN_IF_ERROR(CheckByteRange(offset, 0, total));
-    const int64_t length = request->length() == 0 ? total - offset : request->length();
-    UOPD_RETURN_IF_ERROR(CheckByteRange(offset, length, total));
+    UOPD_ASSIGN_OR_RETURN(auto range, ReadRangeOf(view, *request));
+    const auto [offset, length] = range;
     int64_t chunk_bytes = request->chunk_bytes() <= 0
                               ? kDefaultChunk
                               : std::min<int64_t>(request->chunk_bytes(), kMaxChunk);
@@ -282,13 +320,27 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
       UOPD_RETURN_IF_ERROR(CheckAlive(*context));
       int64_t size = std::min(chunk_bytes, offset + length - at);
       chunk.set_offset(at);
-      chunk.mutable_data()->resize(size);
-      UOPD_RETURN_IF_ERROR(view.storage->device().allocator().CopyOut(
-          chunk.mutable_data()->data(), static_cast<const char*>(view.data()) + at, size));
+      UOPD_RETURN_IF_ERROR(CopyOut(view, at, size, chunk.mutable_data()));
       if (!writer->Write(chunk)) return absl::CancelledError("the client stopped reading");
       if (length == 0) break;
     }
     return absl::OkStatus();
+  });
+}
+
+grpc::Status KernelServiceImpl::ReadBufferSmall(grpc::ServerContext* context,
+                                                const v1::ReadBufferRequest* request,
+                                                v1::ReadBufferChunk* response) {
+  return Serve("ReadBufferSmall", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request->handle()));
+    UOPD_ASSIGN_OR_RETURN(auto range, ReadRangeOf(view, *request));
+    if (range.second > kMaxChunk) {
+      return absl::ResourceExhaustedError(absl::StrCat("ReadBufferSmall returns at most ",
+                                                       kMaxChunk, " bytes, not ", range.second,
+                                                       ": use the ReadBuffer stream"));
+    }
+    response->set_offset(range.first);
+    return CopyOut(view, range.first, range.second, response->mutable_data());
   });
 }
 

@@ -54,6 +54,10 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                            v1::WriteBufferResponse* response) override;
   grpc::Status ReadBuffer(grpc::ServerContext* context, const v1::ReadBufferRequest* request,
                           grpc::ServerWriter<v1::ReadBufferChunk>* writer) override;
+  grpc::Status WriteBufferSmall(grpc::ServerContext* context, const v1::WriteBufferChunk* request,
+                                v1::WriteBufferResponse* response) override;
+  grpc::Status ReadBufferSmall(grpc::ServerContext* context, const v1::ReadBufferRequest* request,
+                               v1::ReadBufferChunk* response) override;
   grpc::Status FreeBuffer(grpc::ServerContext* context, const v1::FreeBufferRequest* request,
                           v1::FreeBufferResponse* response) override;
   grpc::Status Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,

@@ -186,6 +186,41 @@ TEST(Daemon, BuffersOver64MiBRoundTripThroughStreams) {
   UOPD_EXPECT_OK(client.FreeBuffer(*handle));
 }
 
+TEST(Daemon, SmallBufferCopiesGoInOneUnaryCallWithTheStreamsChecks) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("small-copies"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto handle = client.CreateBuffer("CPU", DType::UINT8, 64);
+  UOPD_ASSERT_OK(handle);
+  UOPD_ASSERT_OK(client.WriteBufferSmall(*handle, "hello", 10));
+  auto back = client.ReadBufferSmall(*handle, 10, 5);
+  UOPD_ASSERT_OK(back);
+  EXPECT_EQ(*back, "hello");
+  auto all = client.ReadBufferSmall(*handle);
+  UOPD_ASSERT_OK(all);
+  EXPECT_EQ(all->size(), 64u);
+  auto streamed = client.ReadBuffer(*handle);
+  UOPD_ASSERT_OK(streamed);
+  EXPECT_EQ(*streamed, *all);
+  EXPECT_TRUE(StatusIs(client.WriteBufferSmall(*handle, "x", 64), absl::StatusCode::kOutOfRange));
+  EXPECT_TRUE(StatusIs(client.ReadBufferSmall(*handle, 60, 5), absl::StatusCode::kOutOfRange));
+  EXPECT_TRUE(StatusIs(client.WriteBufferSmall("buf-nope", "x"), absl::StatusCode::kNotFound,
+                       {"buf-nope"}));
+  EXPECT_TRUE(
+      StatusIs(client.WriteBufferSmall("", "x"), absl::StatusCode::kInvalidArgument, {"handle"}));
+  // Past one message's worth, the unary calls send the client to the streams.
+  auto big = client.CreateBuffer("CPU", DType::UINT8, 5 << 20);
+  UOPD_ASSERT_OK(big);
+  EXPECT_TRUE(StatusIs(client.ReadBufferSmall(*big), absl::StatusCode::kResourceExhausted,
+                       {"ReadBuffer stream"}));
+  EXPECT_TRUE(StatusIs(client.WriteBufferSmall(*big, std::string(4 << 20, 'x')),
+                       absl::StatusCode::kResourceExhausted));
+  UOPD_ASSERT_OK(client.WriteBufferSmall(*big, std::string(3 << 20, 'y'), 1 << 20));
+  auto tail = client.ReadBufferSmall(*big, (4 << 20) - 2, 2);
+  UOPD_ASSERT_OK(tail);
+  EXPECT_EQ(*tail, "yy");
+}
+
 TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan"));
   ASSERT_TRUE(daemon.running());
