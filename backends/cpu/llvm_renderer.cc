@@ -12,6 +12,7 @@
 #include "core/codegen/expand.h"
 #include "core/codegen/legalize.h"
 #include "core/codegen/program_spec_builder.h"
+#include "core/codegen/tinygrad_algebra.h"
 #include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
 #include "core/ir/value_range.h"
@@ -1215,7 +1216,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are
   // written out (register tiles, unrolled reductions).
   // EXP2 and LOG2 as arithmetic: a libm call per element would keep loops scalar.
-  std::shared_ptr<const KernelAst> decomposed = DecomposeTranscendentals(ast);
+  std::shared_ptr<const KernelAst> decomposed = DecomposeTranscendentals(ApplyTinygradAlgebra(ast));
   ExpandOptions expand;
   if (!options_.gpu_lowering) expand.keep = ChooseVectorRange(*decomposed, kMaxVectorLanes);
   std::shared_ptr<const KernelAst> expanded = ExpandRanges(decomposed, expand);
@@ -1238,7 +1239,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v5;split=", options_.min_parallel_work,
+  return absl::StrCat("llvm-ir/v6;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 

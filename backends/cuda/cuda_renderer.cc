@@ -10,6 +10,7 @@
 #include "core/codegen/legalize.h"
 #include "core/codegen/lower.h"
 #include "core/codegen/program_spec_builder.h"
+#include "core/codegen/tinygrad_algebra.h"
 #include "core/ir/copy_expression.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
@@ -616,7 +617,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
                                                  const std::string& name) const {
   LowerOptions options;
   options.gpu_grid = true;
-  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ast);
+  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ApplyTinygradAlgebra(ast));
   UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
                         LowerKernel(*expanded, SanitizeKernelName(name), options));
   const LinearProgram program = Legalize(lowered);
@@ -635,7 +636,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v7;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v8;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd
