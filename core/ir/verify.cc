@@ -68,9 +68,13 @@ absl::Status VerifyIndex(const UOp& node) {
     return Invalid(
         absl::StrCat("the index (source 1) must be an integer, got ", D(node.src(1)->dtype())));
   }
-  if (node.dtype() != buf.dtype() && node.dtype() != buf.dtype().Base()) {
-    return Invalid(absl::StrCat("dtype must be the buffer's pointer ", D(buf.dtype()),
-                                " or its element ", D(buf.dtype().Base())));
+  // A pointer INDEX may carry the size of the slice it addresses (tinygrad's setitem, assign into
+  // a view: float32*[1] into a float32*[10] buffer); accesses are checked against the buffer.
+  const bool pointer = node.dtype().ptr && node.dtype().Base() == buf.dtype().Base() &&
+                       node.dtype().addrspace == buf.dtype().addrspace;
+  if (!pointer && node.dtype() != buf.dtype().Base()) {
+    return Invalid(absl::StrCat("dtype must be a pointer to the buffer's ", D(buf.dtype().Base()),
+                                " (", D(buf.dtype()), " or a slice of it) or the element itself"));
   }
   return absl::OkStatus();
 }
@@ -185,7 +189,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
   }
   switch (op) {
     case Op::kSink:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, SIZE_MAX));
+      // No sources: a kernel that does nothing (tinygrad's custom_kernel of an empty kernel).
+      UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, SIZE_MAX));
       for (const UOp* src : node.src()) {
         if (!IsStatement(*src) || src->op() == Op::kSink) {
           return Invalid(absl::StrCat("sources must be statements (STORE, END, GROUP, AFTER), got ",
