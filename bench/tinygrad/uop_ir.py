@@ -1,15 +1,21 @@
 """Moved: the tinygrad UOp <-> IR v1 encoder now lives in the `uopd` package as `uopd.tinygrad.ir`.
 
-This module re-exports it for the bench scripts. It imports the installed package if there is one,
-else the copy in this checkout (client/python), so the scripts keep working without installing it.
+This module re-exports it for the bench scripts: the installed package's when there is one, else
+the file in this checkout (client/python/uopd/tinygrad/ir.py, loaded on its own: it needs only
+tinygrad, not grpc), so the scripts keep working in a tinygrad-only virtualenv.
 """
+import importlib.util
 import pathlib
 import sys
 
 try:
-    import uopd.tinygrad.ir  # noqa: F401
+    from uopd.tinygrad import ir as _ir
 except ImportError:
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "client" / "python"))
-from uopd.tinygrad.ir import *  # noqa: E402,F401,F403
-from uopd.tinygrad.ir import (IRError, IR_OPS, KERNEL_AST_OPS, SCALAR_NAMES,  # noqa: E402,F401
-                              SCALARS_BY_NAME, decode_graph, encode_graph, scalar_name, toposort)
+    _path = pathlib.Path(__file__).resolve().parents[2] / "client/python/uopd/tinygrad/ir.py"
+    _spec = importlib.util.spec_from_file_location("_uopd_tinygrad_ir", _path)
+    assert _spec is not None and _spec.loader is not None
+    _ir = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _ir
+    _spec.loader.exec_module(_ir)
+
+globals().update({k: v for k, v in vars(_ir).items() if not k.startswith("__")})

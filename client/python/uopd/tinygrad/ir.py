@@ -1,5 +1,8 @@
 """tinygrad 0.12.0 kernel AST (UOp graph) <-> uopd IR v1 Graph JSON (docs/IR.md).
 
+(Moved here from bench/tinygrad/uop_ir.py, which re-exports it; `uopd.tinygrad` encodes every kernel
+tinygrad schedules with it.)
+
 encode_graph(ast) walks the UOp graph sources-first (each distinct UOp once, the root SINK last) and
 spells every node as IR.md says. decode_graph(json) rebuilds the UOps, so an encoding can be checked
 by comparing tinygrad's `ast.key` before and after (the corpus generator's round-trip check).
@@ -26,7 +29,7 @@ IR_OPS = frozenset("""
 SINK DEFINE_GLOBAL DEFINE_VAR CONST RANGE END INDEX LOAD STORE REDUCE AFTER GROUP WHERE CAST BITCAST
 EXP2 LOG2 SIN SQRT RECIPROCAL NEG TRUNC
 ADD SUB MUL FDIV IDIV MOD MAX POW SHL SHR AND OR XOR CMPLT CMPNE CMPEQ
-MULACC THREEFRY
+MULACC THREEFRY RESHAPE
 SPECIAL DEFINE_LOCAL DEFINE_REG BARRIER IF ENDIF GEP VECTORIZE VCONST WMMA UNROLL CONTRACT CUSTOM
 """.split())
 
@@ -34,7 +37,7 @@ SPECIAL DEFINE_LOCAL DEFINE_REG BARRIER IF ENDIF GEP VECTORIZE VCONST WMMA UNROL
 KERNEL_AST_OPS = frozenset("""
 SINK DEFINE_GLOBAL DEFINE_VAR CONST RANGE END INDEX LOAD STORE REDUCE AFTER GROUP WHERE CAST BITCAST
 EXP2 LOG2 SIN SQRT RECIPROCAL NEG TRUNC
-ADD SUB MUL FDIV IDIV MOD MAX POW SHL SHR AND OR XOR CMPLT CMPNE CMPEQ MULACC THREEFRY
+ADD SUB MUL FDIV IDIV MOD MAX POW SHL SHR AND OR XOR CMPLT CMPNE CMPEQ MULACC THREEFRY RESHAPE
 """.split())
 
 SCALAR_NAMES: dict[DType, str] = {
@@ -85,6 +88,16 @@ def decode_dtype(j: dict[str, Any]) -> DType:
     return base
 
 
+def _wrapped_const(v: int, dt: DType) -> dict[str, Any]:
+    """An integer CONST of an integer dtype, taken modulo 2**64 (tinygrad's Python ints are unbounded,
+    e.g. `CONST uint64 2**64+1`; rendered, they mean the value modulo 2**64): u64 for unsigned dtypes,
+    two's complement into i64 for signed ones."""
+    v = int(v) % 2**64
+    if dtypes.is_unsigned(dt):
+        return {"u64": str(v)} if v > INT64_MAX else {"i64": str(v)}
+    return {"i64": str(v - 2**64 if v > INT64_MAX else v)}
+
+
 def _i64(v: int) -> dict[str, Any]:
     v = int(v)
     if v > INT64_MAX:
@@ -119,7 +132,9 @@ def encode_const_arg(u: UOp) -> dict[str, Any]:
     if dtypes.is_int(dt):
         if isinstance(a, float):
             raise IRError(f"integer CONST of dtype {dt!r} with float arg {a!r}")
-        return _i64(a)
+        if -2**63 <= int(a) < (2**64 if dtypes.is_unsigned(dt) else 2**63):
+            return _i64(a)
+        return _wrapped_const(a, dt)
     raise IRError(f"CONST of dtype {dt!r} (arg {a!r}) has no IR v1 spelling")
 
 
@@ -162,9 +177,29 @@ def encode_arg(u: UOp) -> dict[str, Any] | None:
         return {"str": a}
     if op is Ops.GEP:
         return {"ints": [str(int(x)) for x in a]}
+    if op is Ops.RESHAPE:
+        return {"ints": [str(int(x)) for x in reshape_shape(u)]}
     if a is None:
         return None
     raise IRError(f"{op.name} arg {a!r} ({type(a).__name__}) has no IR v1 spelling")
+
+
+def reshape_shape(u: UOp) -> tuple[int, ...]:
+    """The shape of a RESHAPE (of a custom kernel's placeholder): tinygrad keeps it as a second source,
+    a VCONST (or a CONST for one dimension); the wire form has it in arg.ints and no shape node."""
+    if len(u.src) != 2:
+        raise IRError(f"RESHAPE with {len(u.src)} sources, not (buffer, shape)")
+    shape = u.src[1]
+    if shape.op is Ops.VCONST and isinstance(shape.arg, tuple) and all(isinstance(x, int) for x in shape.arg):
+        return tuple(shape.arg)
+    if shape.op is Ops.CONST and isinstance(shape.arg, int):
+        return (shape.arg,)
+    raise IRError(f"RESHAPE shape {shape.op.name} {shape.arg!r} is not constant (symbolic shapes are not in IR v1)")
+
+
+def wire_src(u: UOp) -> tuple[UOp, ...]:
+    """The sources a node has on the wire: a RESHAPE's shape travels as its arg, not as a node."""
+    return u.src[:1] if u.op is Ops.RESHAPE else u.src
 
 
 def toposort(root: UOp) -> list[UOp]:
@@ -181,7 +216,7 @@ def toposort(root: UOp) -> list[UOp]:
             order.append(node)
             continue
         stack.append((node, True))
-        for s in reversed(node.src):
+        for s in reversed(wire_src(node)):
             if s not in seen:
                 stack.append((s, False))
     return order
@@ -203,7 +238,7 @@ def encode_graph(root: UOp, kernel_ast_only: bool = True) -> dict[str, Any]:
         try:
             node: dict[str, Any] = {"op": u.op.name, "dtype": encode_dtype(u.dtype)}
             if u.src:
-                node["src"] = [index[s] for s in u.src]
+                node["src"] = [index[s] for s in wire_src(u)]
             arg = encode_arg(u)
         except IRError as e:
             raise IRError(f"node {i} ({u.op.name}): {e}") from None
@@ -253,5 +288,8 @@ def decode_graph(g: dict[str, Any]) -> UOp:
         arg = _decode_arg(n.get("arg"))
         if op is Ops.CONST and not isinstance(arg, InvalidType):
             arg = dtypes.as_const(arg, dt)
+        if op is Ops.RESHAPE:
+            src = src[:1] + (UOp.const(dtypes.index.vec(len(arg)), arg),)
+            arg = None
         built.append(UOp(op, dt, src, arg))
     return built[-1]
