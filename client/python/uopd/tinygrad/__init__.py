@@ -1,0 +1,88 @@
+"""uopd as a tinygrad (0.12) device: ``Device["UOPD"]`` runs every kernel tinygrad schedules on a
+uopd server.
+
+    import uopd.tinygrad                      # makes tinygrad.runtime.ops_uopd importable
+    from tinygrad import Tensor
+    t = (Tensor([1.0, 2.0], device="UOPD") + 1).numpy()
+
+or, without changing the program (see README.md, "tinygrad backend")::
+
+    UOPD=127.0.0.1:50051 python -m uopd.tinygrad prog.py args...
+    DEV=UOPD python -m uopd.tinygrad prog.py          # the default address
+    python -m uopd.tinygrad --install-pth             # then UOPD=host:port python prog.py works
+
+Buffers live in the daemon (one UINT8 buffer per tinygrad allocation, typed views for kernel
+slots); kernels go as their scheduled AST (the SINK tinygrad's scheduler produces, encoded by
+``uopd.tinygrad.ir``), never as rendered source, and the daemon compiles each once (it caches by
+AST hash). Importing this module does not import tinygrad: it installs an import hook that
+provides ``tinygrad.runtime.ops_uopd`` (``uopd.tinygrad.device``) when tinygrad asks for it, and
+imports that module at once when tinygrad is already imported.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any, Optional, Sequence
+
+MODULE = "tinygrad.runtime.ops_uopd"
+IMPL = "uopd.tinygrad.device"
+
+__all__ = ["install", "select_from_env", "MODULE"]
+
+
+class _Loader(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module(IMPL)
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass  # uopd.tinygrad.device ran when it was imported
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Answers tinygrad's ``importlib.import_module("tinygrad.runtime.ops_uopd")`` with
+    uopd.tinygrad.device (tinygrad looks devices up by that module name)."""
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname != MODULE:
+            return None
+        return importlib.util.spec_from_loader(fullname, _Loader())
+
+
+def install() -> None:
+    """Makes ``Device["UOPD"]`` work: the import hook, and the device module itself when tinygrad
+    is already imported. Idempotent."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+    if "tinygrad" in sys.modules and MODULE not in sys.modules:
+        sys.modules[MODULE] = importlib.import_module(IMPL)
+
+
+def select_from_env() -> bool:
+    """``UOPD=host:port`` (or ``UOPD=1``: the default address) without ``DEV`` selects the UOPD
+    device as tinygrad's default (``DEV=UOPD``); returns whether UOPD is the default device."""
+    want = os.environ.get("UOPD", "")
+    if want and want != "0" and not os.environ.get("DEV"):
+        os.environ["DEV"] = "UOPD"
+    return os.environ.get("DEV", "").upper().split(":")[0] == "UOPD"
+
+
+def _pth_hook() -> None:
+    """What the optional .pth file runs at interpreter start, only when UOPD or DEV=UOPD is set
+    (so other Python processes do not even import this package)."""
+    if select_from_env():
+        install()
+
+
+install()
+
+
+def __getattr__(name: str) -> Any:  # uopd.tinygrad.UopdDevice etc. without importing tinygrad early
+    if name in ("UopdDevice", "UopdRunner", "UopdAllocator", "client_for"):
+        return getattr(importlib.import_module(IMPL), name)
+    raise AttributeError(name)

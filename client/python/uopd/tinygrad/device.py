@@ -1,0 +1,316 @@
+"""tinygrad.runtime.ops_uopd: the UOPD device of tinygrad 0.12 (see uopd/tinygrad/__init__.py).
+
+Device names: ``UOPD`` is the server's default device (``$UOPD_DEVICE``, else CPU); ``UOPD:CUDA``
+(any ``UOPD:<name>``) is the server's device <name>. The server: ``$UOPD`` when it is an address
+(``host:port`` or ``unix:/path``), else ``$UOPD_ADDRESS``, else 127.0.0.1:50051; ``$UOPD_TOKEN``
+or ``$UOPD_TOKEN_FILE`` as the bearer token; ``$UOPD_TIMEOUT`` (seconds) the deadline of each
+call.
+
+How tinygrad's pieces map onto uopd:
+ - Allocator: each tinygrad allocation (bytes) is a UINT8 buffer in the daemon; copies in and out
+   are the client's WriteBuffer/ReadBuffer (the unary *Small calls for small payloads); a
+   sub-buffer (tinygrad's ``offset`` views) is the same handle at a byte offset.
+ - Kernels: ``tinygrad.engine.realize.get_runner`` is wrapped so that for a UOPD device it returns
+   a UopdRunner (a CompiledRunner, so ExecItem and TinyJit treat it as any compiled kernel)
+   instead of lowering and rendering the AST locally. The runner holds the scheduled kernel AST,
+   encoded once to a wire Graph, and runs it with Execute, binding each DEFINE_GLOBAL slot to a
+   ViewRef {handle, byte offset, slot dtype, slot size} and passing symbolic variables as vars.
+   The daemon compiles each AST once (its cache is keyed by the AST hash).
+ - TinyJit: the device's graph (UopdGraph) replays a captured batch of kernels as one Execute
+   call (one round trip for the whole batch) with the current input buffers and variables.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from google.protobuf import json_format
+
+import uopd
+from uopd.tinygrad import ir
+from uopd.v1 import graph_pb2
+from uopd.v1 import kernel_service_pb2 as ks
+
+from tinygrad.device import Compiled, Compiler, CompilerPair, CompilerSet, LRUAllocator, BufferSpec, Buffer
+from tinygrad.dtype import PtrDType, DType
+from tinygrad.engine import realize
+from tinygrad.engine.jit import GraphRunner, GraphException
+from tinygrad.engine.realize import CompiledRunner, Runner, ExecItem
+from tinygrad.helpers import DEBUG
+from tinygrad.renderer import Estimates, ProgramSpec, Renderer
+from tinygrad.uop.ops import Ops, UOp, KernelInfo, PatternMatcher, UPat
+
+DEFAULT_ADDRESS = "127.0.0.1:50051"
+
+__all__ = ["UopdDevice", "UopdAllocator", "UopdRunner", "UopdGraph", "client_for", "server_address"]
+
+
+def server_address() -> str:
+    env = os.environ.get("UOPD", "")
+    if env and env not in ("0", "1"):
+        return env
+    return os.environ.get("UOPD_ADDRESS", DEFAULT_ADDRESS)
+
+
+_clients: dict[str, uopd.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def client_for(address: Optional[str] = None) -> uopd.Client:
+    """The process's client of the server at ``address`` (default: server_address()), made once."""
+    address = address or server_address()
+    with _clients_lock:
+        client = _clients.get(address)
+        if client is None:
+            timeout = os.environ.get("UOPD_TIMEOUT")
+            client = uopd.Client(address, token=os.environ.get("UOPD_TOKEN") or None,
+                                 token_file=os.environ.get("UOPD_TOKEN_FILE") or None,
+                                 timeout=float(timeout) if timeout else None)
+            _clients[address] = client
+        return client
+
+
+def remote_device(device: str) -> str:
+    """The server's device for a tinygrad device name: UOPD -> $UOPD_DEVICE or CPU, UOPD:X -> X."""
+    _, _, rest = device.partition(":")
+    return (rest or os.environ.get("UOPD_DEVICE", "") or "CPU").upper()
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffers
+
+
+@dataclass(frozen=True)
+class UopdBuf:
+    """tinygrad's opaque buffer: a daemon UINT8 buffer (handle) and a byte window of it."""
+    handle: str
+    nbytes: int
+    offset: int = 0
+
+
+class UopdAllocator(LRUAllocator["UopdDevice"]):
+    def __init__(self, dev: UopdDevice):
+        super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
+
+    def _alloc(self, size: int, options: BufferSpec) -> UopdBuf:
+        buf = self.dev.client.create_buffer("UINT8", size, device=self.dev.remote)
+        return UopdBuf(buf.handle, size)
+
+    def _free(self, opaque: UopdBuf, options: BufferSpec) -> None:
+        try:
+            self.dev.client.free_buffer(opaque.handle)
+        except Exception:  # at interpreter exit the channel may be gone; the server frees on disconnect
+            pass
+
+    def _copyin(self, dest: UopdBuf, src: memoryview) -> None:
+        self.dev.client.write_buffer(dest.handle, bytes(src.cast("B") if src.ndim != 1 or src.format != "B"
+                                                        else src), offset=dest.offset)
+
+    def _copyout(self, dest: memoryview, src: UopdBuf) -> None:
+        data = self.dev.client.read_buffer(src.handle, src.offset, src.nbytes)
+        dest.cast("B")[:] = data
+
+    def _offset(self, buf: UopdBuf, size: int, offset: int) -> UopdBuf:
+        return UopdBuf(buf.handle, size, buf.offset + offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+class UopdRenderer(Renderer):
+    """Never renders: kernels go to the daemon as ASTs (get_runner is wrapped). It only tells the
+    scheduler what the device is like."""
+    device = "UOPD"
+    has_local = False
+    has_shared = False
+    supports_float4 = False
+
+    def render(self, uops: list[UOp]) -> str:
+        raise RuntimeError("the UOPD device sends kernel ASTs to the daemon; nothing is rendered locally")
+
+
+class UopdCompiler(Compiler):
+    def compile(self, src: str) -> bytes:
+        raise RuntimeError("the UOPD device compiles in the daemon")
+
+
+def _global_of(u: UOp) -> Optional[UOp]:
+    while u.op is not Ops.DEFINE_GLOBAL:
+        if not u.src or u.op not in (Ops.INDEX, Ops.AFTER, Ops.RESHAPE, Ops.CAST, Ops.BITCAST, Ops.LOAD):
+            return None
+        u = u.src[0]
+    return u
+
+
+@dataclass(frozen=True)
+class Slot:
+    index: int          # the DEFINE_GLOBAL slot
+    scalar: str         # wire dtype name of the element
+    size: int           # elements (-1: as many as the buffer holds)
+    itemsize: int
+
+
+def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
+    """The AST to send (SINK's KernelInfo reduced to its name), its opts (or None) and its name."""
+    info = ast.arg
+    name = "uopd_kernel"
+    opts = None
+    if isinstance(info, KernelInfo):
+        name = info.name or name
+        if info.opts_to_apply is not None:
+            opts = list(info.opts_to_apply)
+        if info != KernelInfo(name=info.name):
+            ast = ast.replace(arg=KernelInfo(name=info.name))
+    return ast, opts, name
+
+
+class UopdRunner(CompiledRunner):
+    """A kernel AST on a UOPD device: encoded once, run by the daemon with Execute."""
+
+    def __init__(self, device: str, ast: UOp):
+        if ast.op is not Ops.SINK:
+            raise NotImplementedError(f"the UOPD device runs kernel ASTs (SINK), not {ast.op}")
+        sent, opts, name = _kernel_parts(ast)
+        self.graph: graph_pb2.Graph = json_format.ParseDict(ir.encode_graph(sent), graph_pb2.Graph())
+        self.optimization = opts if opts is not None else None
+        nodes = sent.toposort()
+        globs = sorted({u.arg: u for u in nodes if u.op is Ops.DEFINE_GLOBAL}.items())
+        outs: set[int] = set()
+        ins: set[int] = set()
+        targets = {u.src[0] for u in nodes if u.op is Ops.STORE}
+        loaded = {s for u in nodes if u.op is not Ops.STORE for s in u.src} | {u.src[0] for u in nodes if u.op is Ops.LOAD}
+        for u in nodes:
+            if u.op is Ops.STORE and (g := _global_of(u.src[0])) is not None:
+                outs.add(g.arg)
+            elif u.op is Ops.INDEX and (u not in targets or u in loaded) and (g := _global_of(u)) is not None:
+                ins.add(g.arg)
+        self.slots: list[Slot] = []
+        for slot, g in globs:
+            dt: PtrDType = g.dtype  # type: ignore[assignment]
+            base: DType = dt.base
+            count = base.count
+            self.slots.append(Slot(slot, ir.scalar_name(base.scalar()), dt.size * count if dt.size >= 0 else -1,
+                                   base.scalar().itemsize))
+        variables = sorted({u for u in nodes if u.op is Ops.DEFINE_VAR}, key=lambda v: v.arg)
+        self.remote = remote_device(device)
+        p = ProgramSpec(name, "", device, ast, None, b"", global_size=[1, 1, 1], local_size=None,
+                        vars=variables, globals=[s.index for s in self.slots], outs=sorted(outs),
+                        ins=sorted(ins))
+        self.p = p
+        self._prg = None
+        Runner.__init__(self, f"uopd {name}", device, Estimates())
+
+    def __reduce__(self) -> Any:
+        return self.__class__, (self.p.device, self.p.ast)
+
+    def views(self, rawbufs: list[Buffer]) -> list[uopd.ViewRef]:
+        out = []
+        for s, b in zip(self.slots, rawbufs):
+            ob: UopdBuf = b._buf
+            size = s.size if s.size >= 0 else ob.nbytes // s.itemsize
+            out.append(uopd.ViewRef(ob.handle, ob.offset, s.scalar, size))
+        return out
+
+    def kernel(self, rawbufs: list[Buffer]) -> uopd.Kernel:
+        return uopd.Kernel(self.graph, self.views(rawbufs), optimization=self.optimization)
+
+    def var_values(self, var_vals: Optional[dict[str, int]]) -> dict[str, int]:
+        return {v.expr: (var_vals or {})[v.expr] for v in self.p.vars}
+
+    def __call__(self, rawbufs: list[Buffer], var_vals: Optional[dict[str, int]] = None,
+                 wait: bool = False) -> Optional[float]:
+        client: uopd.Client = self.dev.client
+        st = time.perf_counter()
+        result = client.execute([self.kernel(rawbufs)], vars=self.var_values(var_vals), device=self.remote)
+        if not wait:
+            return None
+        if result.timings:
+            t = result.timings[0]
+            return (t.end_ns - t.start_ns) * 1e-9
+        return time.perf_counter() - st
+
+
+class UopdGraph(GraphRunner):
+    """TinyJit's batch of UOPD kernels, replayed as one Execute call per run."""
+
+    def __init__(self, jit_cache: list[ExecItem], input_buffers: list[Buffer], var_vals: dict[str, int]):
+        if not all(isinstance(ji.prg, UopdRunner) for ji in jit_cache):
+            raise GraphException("UopdGraph runs UopdRunner kernels only")
+        super().__init__(jit_cache, input_buffers, var_vals)
+
+    def __call__(self, input_buffers: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> Optional[float]:
+        for (j, i), input_idx in self.input_replace.items():
+            self.jit_cache[j].bufs[i] = input_buffers[input_idx]
+        kernels, allvars = [], {}
+        for ji in self.jit_cache:
+            prg: UopdRunner = ji.prg  # type: ignore[assignment]
+            bufs = [ji.bufs[i] for i in prg.p.globals]
+            kernels.append(prg.kernel(bufs))  # type: ignore[arg-type]
+            vv = var_vals | ji.fixedvars
+            allvars.update(prg.var_values(vv))
+        dev: UopdDevice = self.dev  # type: ignore[assignment]
+        st = time.perf_counter()
+        result = dev.client.execute(kernels, vars=allvars, device=dev.remote)
+        for (j, i) in self.input_replace.keys():
+            self.jit_cache[j].bufs[i] = None
+        if not wait:
+            return None
+        if result.timings:
+            return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
+        return time.perf_counter() - st
+
+
+# ---------------------------------------------------------------------------------------------
+# The device
+
+
+class UopdDevice(Compiled):
+    def __init__(self, device: str):
+        self.client = client_for()
+        self.remote = remote_device(device)
+        super().__init__(device, UopdAllocator(self), CompilerSet([CompilerPair(UopdRenderer, UopdCompiler)]),
+                         runtime=None, graph=UopdGraph)
+        if DEBUG >= 1:
+            print(f"UOPD: {device} is {self.remote} on {self.client.address}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The hook: get_runner for UOPD devices
+
+
+_runners: dict[tuple[str, bytes], UopdRunner] = {}
+_get_runner = realize.get_runner
+
+
+def _is_uopd(device: str) -> bool:
+    return device.split(":", 1)[0].upper() == "UOPD"
+
+
+@functools.wraps(_get_runner)
+def get_runner(device: str, ast: UOp) -> CompiledRunner:
+    if not _is_uopd(device):
+        return _get_runner(device, ast)
+    key = (device, ast.key)
+    runner = _runners.get(key)
+    if runner is None:
+        runner = _runners[key] = UopdRunner(device, ast)
+    return runner
+
+
+def _lower_uopd(ctx: list[Buffer], sink: UOp) -> Optional[Runner]:
+    if ctx and ctx[0] is not None and _is_uopd(ctx[0].device):
+        return get_runner(ctx[0].device, sink)
+    return None
+
+
+# ExecItem.lower rewrites the AST with realize.si_lowerer, whose rules captured the original
+# get_runner when they were compiled: the UOPD rule goes in front of them.
+if getattr(realize.get_runner, "__uopd__", False) is False:
+    get_runner.__uopd__ = True  # type: ignore[attr-defined]
+    realize.get_runner = get_runner
+    realize.si_lowerer = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_uopd)]) + realize.si_lowerer
