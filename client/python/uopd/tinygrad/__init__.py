@@ -43,15 +43,40 @@ class _Loader(importlib.abc.Loader):
         pass  # uopd.tinygrad.device ran when it was imported
 
 
+class _AfterTinygrad(importlib.abc.Loader):
+    """tinygrad's own loader, then the UOPD device module (whose import wraps tinygrad's kernel
+    lowering), so the hook is in place before tinygrad lowers its first kernel."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        sys.modules[MODULE] = importlib.import_module(IMPL)
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     """Answers tinygrad's ``importlib.import_module("tinygrad.runtime.ops_uopd")`` with
-    uopd.tinygrad.device (tinygrad looks devices up by that module name)."""
+    uopd.tinygrad.device (tinygrad looks devices up by that module name), and imports that module
+    as soon as tinygrad itself has been imported."""
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
                   target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
-        if fullname != MODULE:
-            return None
-        return importlib.util.spec_from_loader(fullname, _Loader())
+        if fullname == MODULE:
+            return importlib.util.spec_from_loader(fullname, _Loader())
+        if fullname == "tinygrad":
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    if spec.loader is not None:
+                        spec.loader = _AfterTinygrad(spec.loader)
+                    return spec
+        return None
 
 
 def install() -> None:
