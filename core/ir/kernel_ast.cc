@@ -1,6 +1,7 @@
 #include "core/ir/kernel_ast.h"
 
 #include "core/ir/decode.h"
+#include "core/ir/flatten_reshapes.h"
 #include "core/ir/hash.h"
 
 namespace uopd {
@@ -15,8 +16,9 @@ absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph
   auto ast = std::make_shared<KernelAst>();
   auto decoded = DecodeGraph(wire, ast->graph, limits);
   if (!decoded.ok()) return decoded.status();
-  ast->root = decoded->root;
-  ast->hash = AstHashHex(ast->root);
+  // The hash is of the kernel as the client sent it; what runs has its RESHAPEs flattened.
+  ast->hash = AstHashHex(decoded->root);
+  ast->root = FlattenReshapes(ast->graph, decoded->root);
   return ast;
 }
 

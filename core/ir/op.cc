@@ -6,7 +6,7 @@
 namespace uopd {
 namespace {
 
-constexpr std::array<std::pair<Op, absl::string_view>, 53> kOpNames = {{
+constexpr std::array<std::pair<Op, absl::string_view>, 54> kOpNames = {{
     {Op::kSink, "SINK"},
     {Op::kDefineGlobal, "DEFINE_GLOBAL"},
     {Op::kDefineVar, "DEFINE_VAR"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<Op, absl::string_view>, 53> kOpNames = {{
     {Op::kWhere, "WHERE"},
     {Op::kCast, "CAST"},
     {Op::kBitcast, "BITCAST"},
+    {Op::kReshape, "RESHAPE"},
     {Op::kExp2, "EXP2"},
     {Op::kLog2, "LOG2"},
     {Op::kSin, "SIN"},

@@ -26,6 +26,7 @@ enum class Op : uint8_t {
   kWhere = 13,
   kCast = 14,
   kBitcast = 15,
+  kReshape = 16,
   kExp2 = 20,
   kLog2 = 21,
   kSin = 22,

@@ -32,7 +32,42 @@ bool IsIndexLike(const DType& dtype) { return !dtype.ptr && IsInt(dtype.scalar);
 
 // A pointer-producing node: the buffer operand of INDEX and AFTER chains.
 bool IsBufferPointer(const UOp& node) {
-  return node.dtype().ptr && (node.op() == Op::kDefineGlobal || node.op() == Op::kAfter);
+  return node.dtype().ptr &&
+         (node.op() == Op::kDefineGlobal || node.op() == Op::kAfter || node.op() == Op::kReshape);
+}
+
+// The shape an INDEX of `buf` indexes: a RESHAPE's (through AFTERs), else one dimension.
+const std::vector<int64_t>* ShapeOf(const UOp& buf) {
+  const UOp* b = &buf;
+  while (b->op() == Op::kAfter) b = b->src(0);
+  return b->op() == Op::kReshape ? &b->arg().ints : nullptr;
+}
+
+absl::Status VerifyReshape(const UOp& node) {
+  const UOp& buf = *node.src(0);
+  if (!IsBufferPointer(buf)) {
+    return Invalid(absl::StrCat("source 0 must be a buffer pointer, got ", OpName(buf.op()), " ",
+                                D(buf.dtype())));
+  }
+  if (node.dtype() != buf.dtype()) {
+    return Invalid(absl::StrCat("dtype must be its source's ", D(buf.dtype())));
+  }
+  const Arg& arg = node.arg();
+  if (arg.kind != ArgKind::kNone || arg.ints.empty()) {
+    return Invalid("takes the shape in arg.ints (and nothing else)");
+  }
+  int64_t elements = 1;
+  for (int64_t d : arg.ints) {
+    if (d <= 0 || elements > (int64_t{1} << 40) / d) {
+      return Invalid(absl::StrCat("shape dimension ", d, " is not in [1, 2^40 / the others]"));
+    }
+    elements *= d;
+  }
+  if (buf.dtype().size >= 0 && elements != buf.dtype().size) {
+    return Invalid(
+        absl::StrCat("shape has ", elements, " elements, the buffer ", buf.dtype().size));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status VerifyConst(const UOp& node) {
@@ -61,12 +96,21 @@ absl::Status VerifyConst(const UOp& node) {
 absl::Status VerifyIndex(const UOp& node) {
   const UOp& buf = *node.src(0);
   if (!IsBufferPointer(buf)) {
-    return Invalid(absl::StrCat("source 0 must be a buffer pointer (DEFINE_GLOBAL or AFTER), got ",
-                                OpName(buf.op()), " ", D(buf.dtype())));
-  }
-  if (!IsIndexLike(node.src(1)->dtype())) {
     return Invalid(
-        absl::StrCat("the index (source 1) must be an integer, got ", D(node.src(1)->dtype())));
+        absl::StrCat("source 0 must be a buffer pointer (DEFINE_GLOBAL, AFTER or RESHAPE), got ",
+                     OpName(buf.op()), " ", D(buf.dtype())));
+  }
+  const std::vector<int64_t>* shape = ShapeOf(buf);
+  const size_t dims = shape == nullptr ? 1 : shape->size();
+  if (node.num_src() != dims + 1) {
+    return Invalid(absl::StrCat("takes one index per dimension of its buffer (", dims, "), got ",
+                                node.num_src() - 1));
+  }
+  for (size_t i = 1; i < node.num_src(); ++i) {
+    if (!IsIndexLike(node.src(i)->dtype())) {
+      return Invalid(absl::StrCat("the index (source ", i, ") must be an integer, got ",
+                                  D(node.src(i)->dtype())));
+    }
   }
   // A pointer INDEX may carry the size of the slice it addresses (tinygrad's setitem, assign into
   // a view: float32*[1] into a float32*[10] buffer); accesses are checked against the buffer.
@@ -255,8 +299,11 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
         }
       }
       break;
+    case Op::kReshape:
+      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
+      return VerifyReshape(node);
     case Op::kIndex:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, 2));
+      UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, SIZE_MAX));
       UOPD_RETURN_IF_ERROR(ExpectNoArg(node));
       return VerifyIndex(node);
     case Op::kLoad:

@@ -89,6 +89,8 @@ int TinyOpOrder(Op op) {
       return 22;
     case Op::kBitcast:
       return 23;
+    case Op::kReshape:  // flattened away after decoding; here for completeness
+      return 75;
     case Op::kExp2:
       return 24;
     case Op::kLog2:

@@ -160,6 +160,7 @@ class Node(_message.Message):
         WHERE: _ClassVar[Node.Op]
         CAST: _ClassVar[Node.Op]
         BITCAST: _ClassVar[Node.Op]
+        RESHAPE: _ClassVar[Node.Op]
         EXP2: _ClassVar[Node.Op]
         LOG2: _ClassVar[Node.Op]
         SIN: _ClassVar[Node.Op]
@@ -214,6 +215,7 @@ class Node(_message.Message):
     WHERE: Node.Op
     CAST: Node.Op
     BITCAST: Node.Op
+    RESHAPE: Node.Op
     EXP2: Node.Op
     LOG2: Node.Op
     SIN: Node.Op

@@ -1,0 +1,17 @@
+// FlattenReshapes: a kernel without RESHAPE that computes the same. Each RESHAPE'd buffer is
+// the buffer itself, and each INDEX of one takes the row-major flat index
+// i0*stride0 + i1*stride1 + ... (tinygrad's meaning). Run once after decoding, so nothing past
+// the decoder ever sees a RESHAPE or a multi-dimensional INDEX.
+#ifndef UOPD_CORE_IR_FLATTEN_RESHAPES_H_
+#define UOPD_CORE_IR_FLATTEN_RESHAPES_H_
+
+#include "core/ir/graph.h"
+
+namespace uopd {
+
+// The new root, built in `graph`; `root` itself when the kernel has no RESHAPE.
+const UOp* FlattenReshapes(Graph& graph, const UOp* root);
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_IR_FLATTEN_RESHAPES_H_
