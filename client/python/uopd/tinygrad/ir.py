@@ -186,14 +186,14 @@ def encode_arg(u: UOp) -> dict[str, Any] | None:
 
 def reshape_shape(u: UOp) -> tuple[int, ...]:
     """The shape of a RESHAPE (of a custom kernel's placeholder): tinygrad keeps it as a second source,
-    a VCONST (or a CONST for one dimension); the wire form has it in arg.ints and no shape node."""
+    a VCONST (or a vector-dtype CONST when all dimensions are equal); the wire form has it in arg.ints and no shape node."""
     if len(u.src) != 2:
         raise IRError(f"RESHAPE with {len(u.src)} sources, not (buffer, shape)")
     shape = u.src[1]
     if shape.op is Ops.VCONST and isinstance(shape.arg, tuple) and all(isinstance(x, int) for x in shape.arg):
         return tuple(shape.arg)
-    if shape.op is Ops.CONST and isinstance(shape.arg, int):
-        return (shape.arg,)
+    if shape.op is Ops.CONST and isinstance(shape.arg, int):  # all dimensions equal: one CONST of a vector dtype
+        return (shape.arg,) * shape.dtype.count
     raise IRError(f"RESHAPE shape {shape.op.name} {shape.arg!r} is not constant (symbolic shapes are not in IR v1)")
 
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs tinygrad 0.12's own tests (and tests/tinygrad/test_uopd_backend.py) on tinygrad's CPU device
+# and on the UOPD device (a real daemon on a free loopback port, through the `uopd` package's
+# tinygrad backend), and fails when a test that passes on CPU does not pass on UOPD, unless
+# tests/tinygrad/exceptions.txt lists it with a reason. CTest runs it as `tinygrad_backend`.
+#
+#   run.sh SOURCE_DIR BUILD_DIR DAEMON_PATH
+#
+# Environment:
+#   TINYGRAD_SUITES  tinygrad test files to compare, relative to the sdist (default: test/test_tiny.py
+#                    plus the extra suites below); "-" for none
+#   TINYGRAD_SRC     an unpacked tinygrad-0.12.0 sdist (default: BUILD_DIR/tinygrad-src/tinygrad-0.12.0,
+#                    fetched once with `pip download --no-binary :all: tinygrad==0.12.0`)
+#   KEEP_RESULTS     a folder to leave the junit XML reports and the daemon's log in
+#
+# The virtualenv BUILD_DIR/tinygrad-test-venv (tinygrad==0.12.0, pytest, numpy and the package's
+# dependencies, from PyPI) is made once and kept while pyproject.toml and the list below stay the
+# same; the package itself is reinstalled, offline, from a copy of client/python on every run.
+set -euo pipefail
+src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) daemon=$3
+here=$src/tests/tinygrad
+TINYGRAD_VERSION=0.12.0
+pip_install() { "$@" -q --disable-pip-version-check; }
+
+venv=$build/tinygrad-test-venv
+deps="tinygrad==$TINYGRAD_VERSION pytest numpy setuptools>=61 wheel"
+stamp="$(sha256sum "$src/client/python/pyproject.toml" | cut -c1-64) $deps"
+copy=$build/pyclient-tinygrad
+rm -rf "$copy" && cp -r "$src/client/python" "$copy" && rm -rf "$copy/build" "$copy"/*.egg-info
+if [ "$(cat "$venv/stamp" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC2086
+  pip_install "$venv/bin/python" -m pip install "$copy[tinygrad]" $deps
+  echo "$stamp" >"$venv/stamp"
+fi
+pip_install "$venv/bin/python" -m pip install --no-deps --no-build-isolation --no-index \
+  --force-reinstall "$copy"
+rm -rf "$copy/build"
+py=$venv/bin/python
+
+tgsrc=${TINYGRAD_SRC:-$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION}
+if [ ! -f "$tgsrc/test/test_tiny.py" ]; then
+  rm -rf "$build/tinygrad-src" && mkdir -p "$build/tinygrad-src"
+  pip_install "$py" -m pip download --no-deps --no-binary :all: "tinygrad==$TINYGRAD_VERSION" \
+    -d "$build/tinygrad-src"
+  tar -xzf "$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION.tar.gz" -C "$build/tinygrad-src"
+  tgsrc=$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION
+fi
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [ -n "${KEEP_RESULTS:-}" ]; then mkdir -p "$KEEP_RESULTS" && cp "$work"/*.xml "$work"/daemon.log "$KEEP_RESULTS"/ 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# A copy of the daemon: the build folder's binary may be replaced while the tests run.
+for _ in $(seq 1 30); do [ -x "$daemon" ] && cp "$daemon" "$work/uopd" && break; sleep 2; done
+"$work/uopd" --listen=127.0.0.1:0 --metrics= --cache_dir="$work/cache" --port_file="$work/port" \
+  --log_level=warning --compile_workers=2 >"$work/daemon.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || { echo "the daemon did not start:"; cat "$work/daemon.log"; exit 1; }
+address=$(cat "$work/port")
+echo "daemon at $address"
+
+export PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0
+unset DEV UOPD UOPD_ADDRESS UOPD_DEVICE CPU PYTHON NULL 2>/dev/null || true
+# run_suite NAME DIR FILE: pytest FILE in DIR on CPU, then on UOPD; junit XML into $work.
+run_suite() {
+  local name=$1 dir=$2 file=$3 t0 t1 t2
+  t0=$(date +%s.%N)
+  (cd "$dir" && DEV=CPU EXPECT_DEVICE=CPU timeout 1800 "$py" -m pytest -q -p no:cacheprovider \
+    -o addopts= --junitxml="$work/$name.cpu.xml" "$file" >"$work/$name.cpu.log" 2>&1) || true
+  t1=$(date +%s.%N)
+  (cd "$dir" && UOPD=$address EXPECT_DEVICE=UOPD timeout 1800 "$py" -m uopd.tinygrad -m pytest -q \
+    -p no:cacheprovider -o addopts= --junitxml="$work/$name.uopd.xml" "$file" >"$work/$name.uopd.log" 2>&1) || true
+  t2=$(date +%s.%N)
+  tail -n 1 "$work/$name.cpu.log" | sed "s/^/$name CPU:  /"
+  tail -n 1 "$work/$name.uopd.log" | sed "s/^/$name UOPD: /"
+  awk -v a="$t0" -v b="$t1" -v c="$t2" -v n="$name" 'BEGIN { printf "%s wall: CPU %.2fs, UOPD %.2fs\n", n, b-a, c-b }'
+  reports+=("$name" "$work/$name.cpu.xml" "$work/$name.uopd.xml")
+}
+
+reports=()
+suites=${TINYGRAD_SUITES:-test/test_tiny.py}
+if [ "$suites" != "-" ]; then
+  for f in $suites; do run_suite "tinygrad:$(basename "$f" .py)" "$tgsrc" "$f"; done
+fi
+run_suite "uopd:test_uopd_backend" "$here" test_uopd_backend.py
+"$py" "$here/compare.py" --exceptions "$here/exceptions.txt" "${reports[@]}"

@@ -1,0 +1,198 @@
+"""Targeted tests of the UOPD tinygrad device, written device-agnostic: run.sh runs this file on
+tinygrad's CPU device and on UOPD (python -m uopd.tinygrad), and compares the outcomes.
+
+Every test checks values against numpy; where a test is UOPD-specific it says so and skips on CPU.
+"""
+import os
+import unittest
+
+import numpy as np
+
+from tinygrad import Device, Tensor, TinyJit, UOp, Variable, dtypes
+from tinygrad.uop.ops import AxisType, KernelInfo
+
+ON_UOPD = Device.DEFAULT.split(":")[0] == "UOPD"
+
+
+def custom_eye_kernel(C: UOp) -> UOp:
+    i = UOp.range(C.shape[0], 0)
+    j = UOp.range(C.shape[1], 1)
+    return C[i, j].store((i.eq(j)).cast(C.dtype.base)).end(i, j).sink(arg=KernelInfo(name=f"custom_eye_{C.size}"))
+
+
+def custom_gemm(C: UOp, A: UOp, B: UOp) -> UOp:
+    i, j, k = UOp.range(C.shape[0], 0), UOp.range(C.shape[1], 1), UOp.range(A.shape[1], 2, axis_type=AxisType.REDUCE)
+    C = C[i, j].set(0.0)
+    C = C[i, j].set(C.after(k)[i, j] + A[i, k] * B[k, j], end=k)
+    return C.end(i, j).sink(arg=KernelInfo(name=f"custom_gemm_{C.shape[0]}_{C.shape[1]}", opts_to_apply=()))
+
+
+def custom_transpose_add(C: UOp, A: UOp, B: UOp) -> UOp:
+    i, j = UOp.range(C.shape[0], 0), UOp.range(C.shape[1], 1)
+    return C[i, j].store(A[j, i] + B[i, j]).end(i, j).sink(arg=KernelInfo(name="custom_transpose_add"))
+
+
+class TestDevice(unittest.TestCase):
+    def test_default_device(self):
+        self.assertEqual(Device.DEFAULT.split(":")[0], os.environ.get("EXPECT_DEVICE", Device.DEFAULT).split(":")[0])
+
+    def test_roundtrip_dtypes(self):
+        for dt, npdt in [(dtypes.float32, np.float32), (dtypes.int32, np.int32), (dtypes.uint8, np.uint8),
+                         (dtypes.int64, np.int64), (dtypes.float64, np.float64), (dtypes.bool, np.bool_)]:
+            a = (np.arange(37) % 5).astype(npdt)
+            np.testing.assert_equal(Tensor(a, dtype=dt).numpy(), a)
+
+    def test_large_copy(self):  # past one unary call (4 MiB): the streamed path
+        a = np.random.default_rng(0).standard_normal(1 << 21).astype(np.float32)  # 8 MiB
+        t = Tensor(a)
+        np.testing.assert_allclose((t * 2).numpy(), a * 2)
+
+    def test_kernel_compiled_once(self):
+        a = Tensor.arange(8).float().realize()
+        outs = [(a * 3 + 1).numpy() for _ in range(3)]
+        for o in outs:
+            np.testing.assert_allclose(o, np.arange(8) * 3 + 1)
+
+
+class TestSetitem(unittest.TestCase):
+    def test_setitem_scalar(self):
+        t = Tensor.zeros(10).contiguous().realize()
+        t[3] = 5.0
+        want = np.zeros(10, np.float32); want[3] = 5
+        np.testing.assert_equal(t.numpy(), want)
+
+    def test_setitem_slice(self):
+        t = Tensor.arange(10).float().contiguous().realize()
+        t[2:4] = Tensor([7.0, 8.0])
+        want = np.arange(10, dtype=np.float32); want[2:4] = [7, 8]
+        np.testing.assert_equal(t.numpy(), want)
+
+    def test_setitem_2d_row(self):
+        t = Tensor.zeros(4, 5).contiguous().realize()
+        t[1] = Tensor.ones(5)
+        want = np.zeros((4, 5), np.float32); want[1] = 1
+        np.testing.assert_equal(t.numpy(), want)
+
+
+class TestAssign(unittest.TestCase):
+    def test_assign_inplace(self):
+        a = Tensor.ones(8).contiguous().realize()
+        for _ in range(3):
+            a.assign(a * 2).realize()
+        np.testing.assert_equal(a.numpy(), np.full(8, 8, np.float32))
+
+    def test_kv_cache_assign(self):
+        max_len, heads, dim = 8, 2, 4
+        cache = Tensor.zeros(heads, max_len, dim).contiguous().realize()
+        want = np.zeros((heads, max_len, dim), np.float32)
+        for pos in range(3):
+            x = Tensor.full((heads, 1, dim), float(pos + 1))
+            cache[:, pos:pos + 1, :].assign(x).realize()
+            want[:, pos:pos + 1, :] = pos + 1
+        np.testing.assert_equal(cache.numpy(), want)
+
+    def test_kv_cache_assign_symbolic(self):
+        max_len, dim = 8, 4
+        cache = Tensor.zeros(max_len, dim).contiguous().realize()
+        want = np.zeros((max_len, dim), np.float32)
+        for pos in range(4):
+            vpos = Variable("start_pos", 0, max_len - 1).bind(pos)
+            cache[vpos:vpos + 1, :].assign(Tensor.full((1, dim), float(pos + 10))).realize()
+            want[pos] = pos + 10
+        np.testing.assert_equal(cache.numpy(), want)
+
+
+class TestJit(unittest.TestCase):
+    def test_jit_replay(self):
+        @TinyJit
+        def f(x: Tensor, y: Tensor) -> Tensor:
+            return ((x * 2 + y).relu().sum(axis=1) + 1).realize()
+
+        rng = np.random.default_rng(1)
+        for _ in range(5):
+            x = rng.standard_normal((4, 6)).astype(np.float32)
+            y = rng.standard_normal((4, 6)).astype(np.float32)
+            got = f(Tensor(x), Tensor(y)).numpy()
+            np.testing.assert_allclose(got, np.maximum(x * 2 + y, 0).sum(axis=1) + 1, rtol=1e-5, atol=1e-5)
+        self.assertGreaterEqual(f.cnt, 5)
+
+    def test_jit_symbolic(self):
+        @TinyJit
+        def f(a: Tensor) -> Tensor:
+            return (a + 1).sum().realize()
+
+        for n in range(1, 6):
+            vn = Variable("n", 1, 10).bind(n)
+            a = Tensor.arange(10).float().contiguous().realize()
+            got = f(a[:vn]).item()
+            self.assertEqual(got, float(sum(range(n)) + n))
+
+
+class TestCustomKernel(unittest.TestCase):
+    def test_empty(self):
+        a = Tensor.empty(1)
+        a = Tensor.custom_kernel(a, fxn=lambda _: UOp.sink())[0]
+        a.realize()
+
+    def test_eye_2d_placeholder(self):
+        c = Tensor.custom_kernel(Tensor.empty(5, 5), fxn=custom_eye_kernel)[0]
+        np.testing.assert_equal(c.numpy(), np.eye(5, dtype=np.float32))
+
+    def test_transpose_add_2d(self):
+        a = np.arange(12, dtype=np.float32).reshape(4, 3)
+        b = np.ones((3, 4), np.float32)
+        c = Tensor.custom_kernel(Tensor.empty(3, 4), Tensor(a), Tensor(b), fxn=custom_transpose_add)[0]
+        np.testing.assert_equal(c.numpy(), a.T + b)
+
+    def test_gemm(self):
+        rng = np.random.default_rng(2)
+        a = rng.standard_normal((8, 5)).astype(np.float32)
+        b = rng.standard_normal((5, 3)).astype(np.float32)
+        c = Tensor.custom_kernel(Tensor.empty(8, 3), Tensor(a), Tensor(b), fxn=custom_gemm)[0]
+        np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+class TestNumerics(unittest.TestCase):
+    def test_sigmoid_extreme(self):
+        np.testing.assert_equal(Tensor([1e4, -1e4]).sigmoid().numpy(), np.array([1.0, 0.0], np.float32))
+
+    def test_gelu_tanh_extreme(self):
+        out = Tensor([1e4, -1e4, 0.0]).tanh().numpy()
+        np.testing.assert_allclose(out, [1.0, -1.0, 0.0])
+        self.assertFalse(np.isnan(Tensor([1e4, -1e4]).gelu().numpy()).any())
+
+    def test_rand_deterministic(self):  # threefry, uint64 arithmetic (CONSTs past 64 bits wrap)
+        Tensor.manual_seed(1337)
+        a = Tensor.rand(64).numpy()
+        self.assertTrue(((a >= 0) & (a < 1)).all())
+        self.assertGreater(len(np.unique(a)), 32)
+
+    def test_uint64_wrap(self):
+        a = Tensor([2**64 - 1, 5], dtype=dtypes.uint64)
+        np.testing.assert_equal((a + 2).numpy(), np.array([1, 7], np.uint64))
+
+
+class TestSymbolic(unittest.TestCase):
+    def test_symbolic_shape(self):
+        a = Tensor.arange(10).float().contiguous().realize()
+        for i in range(1, 5):
+            vi = Variable("i", 1, 10).bind(i)
+            got = (a[:vi] * 2).sum().item()
+            self.assertEqual(got, float(2 * sum(range(i))))
+
+
+@unittest.skipUnless(ON_UOPD, "UOPD only")
+class TestUopdOnly(unittest.TestCase):
+    def test_runner_is_uopd(self):
+        from tinygrad.engine.realize import get_runner
+        from uopd.tinygrad.device import UopdRunner
+        sched = (Tensor.arange(4).float() + 1).schedule()
+        ast = [si.ast for si in sched if si.ast.op.name == "SINK"][0]
+        r = get_runner(Device.DEFAULT, ast)
+        self.assertIsInstance(r, UopdRunner)
+        self.assertIs(r, get_runner(Device.DEFAULT, ast))  # encoded once
+        self.assertEqual(r.p.src, "")  # nothing rendered
+
+
+if __name__ == "__main__":
+    unittest.main()
