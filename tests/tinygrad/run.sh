@@ -7,8 +7,12 @@
 #   run.sh SOURCE_DIR BUILD_DIR DAEMON_PATH
 #
 # Environment:
-#   TINYGRAD_SUITES  tinygrad test files to compare, relative to the sdist (default: test/test_tiny.py
-#                    plus the extra suites below); "-" for none
+#   TINYGRAD_SUITES  tinygrad test files to compare, relative to the sdist (default: test_tiny.py and
+#                    the sdist's other suites that need neither torch nor files the sdist lacks,
+#                    listed below); "-" for none
+#   TINYGRAD_PYTEST_ARGS  more pytest arguments for the tinygrad suites (e.g. "-k conv")
+#   TINYGRAD_VENV    use this virtualenv instead (kept: the test dependencies and the package are
+#                    installed into it; run_test_ops.sh passes one with torch)
 #   TINYGRAD_SRC     an unpacked tinygrad-0.12.0 sdist (default: BUILD_DIR/tinygrad-src/tinygrad-0.12.0,
 #                    fetched once with `pip download --no-binary :all: tinygrad==0.12.0`)
 #   KEEP_RESULTS     a folder to leave the junit XML reports and the daemon's log in
@@ -22,12 +26,18 @@ here=$src/tests/tinygrad
 TINYGRAD_VERSION=0.12.0
 pip_install() { "$@" -q --disable-pip-version-check; }
 
-venv=$build/tinygrad-test-venv
-deps="tinygrad==$TINYGRAD_VERSION pytest numpy setuptools>=61 wheel"
+venv=${TINYGRAD_VENV:-$build/tinygrad-test-venv}
+deps="tinygrad==$TINYGRAD_VERSION pytest hypothesis numpy setuptools>=61 wheel"
 stamp="$(sha256sum "$src/client/python/pyproject.toml" | cut -c1-64) $deps"
 copy=$build/pyclient-tinygrad
 rm -rf "$copy" && cp -r "$src/client/python" "$copy" && rm -rf "$copy/build" "$copy"/*.egg-info
-if [ "$(cat "$venv/stamp" 2>/dev/null)" != "$stamp" ]; then
+if [ -n "${TINYGRAD_VENV:-}" ]; then
+  if [ "$(cat "$venv/stamp" 2>/dev/null)" != "$stamp" ]; then
+    # shellcheck disable=SC2086
+    pip_install "$venv/bin/python" -m pip install "$copy[tinygrad]" $deps
+    echo "$stamp" >"$venv/stamp"
+  fi
+elif [ "$(cat "$venv/stamp" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$venv"
   python3 -m venv "$venv"
   # shellcheck disable=SC2086
@@ -71,12 +81,13 @@ unset DEV UOPD UOPD_ADDRESS UOPD_DEVICE CPU PYTHON NULL 2>/dev/null || true
 # run_suite NAME DIR FILE: pytest FILE in DIR on CPU, then on UOPD; junit XML into $work.
 run_suite() {
   local name=$1 dir=$2 file=$3 t0 t1 t2
+  shift 3
   t0=$(date +%s.%N)
   (cd "$dir" && DEV=CPU EXPECT_DEVICE=CPU timeout 1800 "$py" -m pytest -q -p no:cacheprovider \
-    -o addopts= --junitxml="$work/$name.cpu.xml" "$file" >"$work/$name.cpu.log" 2>&1) || true
+    -o addopts= --junitxml="$work/$name.cpu.xml" "$@" "$file" >"$work/$name.cpu.log" 2>&1) || true
   t1=$(date +%s.%N)
   (cd "$dir" && UOPD=$address EXPECT_DEVICE=UOPD timeout 1800 "$py" -m uopd.tinygrad -m pytest -q \
-    -p no:cacheprovider -o addopts= --junitxml="$work/$name.uopd.xml" "$file" >"$work/$name.uopd.log" 2>&1) || true
+    -p no:cacheprovider -o addopts= --junitxml="$work/$name.uopd.xml" "$@" "$file" >"$work/$name.uopd.log" 2>&1) || true
   t2=$(date +%s.%N)
   tail -n 1 "$work/$name.cpu.log" | sed "s/^/$name CPU:  /"
   tail -n 1 "$work/$name.uopd.log" | sed "s/^/$name UOPD: /"
@@ -85,9 +96,36 @@ run_suite() {
 }
 
 reports=()
-suites=${TINYGRAD_SUITES:-test/test_tiny.py}
+default_suites="test/test_tiny.py test/test_custom_kernel.py test/test_assign.py test/test_setitem.py
+  test/test_jit_cases.py test/test_jit_footguns.py test/test_tensor_variable.py test/test_fusion_op.py
+  test/test_to_numpy.py test/test_pickle.py test/test_softmax_fusion.py test/test_gc.py
+  test/test_outerworld.py test/test_outerworld_range.py"
+suites=${TINYGRAD_SUITES:-$default_suites}
 if [ "$suites" != "-" ]; then
-  for f in $suites; do run_suite "tinygrad:$(basename "$f" .py)" "$tgsrc" "$f"; done
+  # shellcheck disable=SC2086
+  for f in $suites; do run_suite "tinygrad:$(basename "$f" .py)" "$tgsrc" "$f" ${TINYGRAD_PYTEST_ARGS:-}; done
 fi
 run_suite "uopd:test_uopd_backend" "$here" test_uopd_backend.py
-"$py" "$here/compare.py" --exceptions "$here/exceptions.txt" "${reports[@]}"
+status=0
+"$py" "$here/compare.py" --exceptions "$here/exceptions.txt" "${reports[@]}" || status=1
+
+# Selection without code changes: the .pth hook (installed into this virtualenv for the check).
+program='from tinygrad import Device, Tensor; assert Device.DEFAULT == "UOPD", Device.DEFAULT; print((Tensor([1, 2]) + 1).tolist())'
+"$py" -m uopd.tinygrad --install-pth >/dev/null
+if out=$(cd "$work" && UOPD=$address "$py" -c "$program" 2>&1) && [ "$out" = "[2, 3]" ]; then
+  echo "selection by UOPD=$address through the .pth hook: ok"
+else
+  echo "selection by UOPD=$address through the .pth hook FAILED: $out"; status=1
+fi
+if out=$(cd "$work" && UOPD_ADDRESS=$address DEV=UOPD "$py" -c "$program" 2>&1) && [ "$out" = "[2, 3]" ]; then
+  echo "selection by DEV=UOPD (UOPD_ADDRESS=$address) through the .pth hook: ok"
+else
+  echo "selection by DEV=UOPD through the .pth hook FAILED: $out"; status=1
+fi
+"$py" -m uopd.tinygrad --uninstall-pth >/dev/null
+if out=$(cd "$work" && "$py" -c 'import sys, tinygrad; print("uopd" in sys.modules)' 2>&1) && [ "$out" = "False" ]; then
+  echo "without UOPD/DEV nothing of uopd is imported: ok"
+else
+  echo "without UOPD/DEV: unexpected $out"; status=1
+fi
+exit $status

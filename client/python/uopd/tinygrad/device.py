@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (tinygrad is an optional dependency without type information that mypy --strict accepts; the
+# package's type check covers the rest of uopd, and tests/tinygrad runs these modules.)
 """tinygrad.runtime.ops_uopd: the UOPD device of tinygrad 0.12 (see uopd/tinygrad/__init__.py).
 
 Device names: ``UOPD`` is the server's default device (``$UOPD_DEVICE``, else CPU); ``UOPD:CUDA``
@@ -158,7 +161,7 @@ class Slot:
 def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
     """The AST to send (SINK's KernelInfo reduced to its name), its opts (or None) and its name."""
     info = ast.arg
-    name = "uopd_kernel"
+    name = f"uopd_{ast.key.hex()[:10]}"  # scheduled ASTs are unnamed (tinygrad names kernels when it renders)
     opts = None
     if isinstance(info, KernelInfo):
         name = info.name or name
@@ -176,7 +179,7 @@ class UopdRunner(CompiledRunner):
         if ast.op is not Ops.SINK:
             raise NotImplementedError(f"the UOPD device runs kernel ASTs (SINK), not {ast.op}")
         sent, opts, name = _kernel_parts(ast)
-        self.graph: graph_pb2.Graph = json_format.ParseDict(ir.encode_graph(sent), graph_pb2.Graph())
+        self.graph: graph_pb2.Graph = json_format.ParseDict(ir.encode_graph(sent, kernel_ast_only=False), graph_pb2.Graph())
         self.optimization = opts if opts is not None else None
         nodes = sent.toposort()
         globs = sorted({u.arg: u for u in nodes if u.op is Ops.DEFINE_GLOBAL}.items())

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (tinygrad is an optional dependency without type information that mypy --strict accepts; the
+# package's type check covers the rest of uopd, and tests/tinygrad runs these modules.)
 """tinygrad 0.12.0 kernel AST (UOp graph) <-> uopd IR v1 Graph JSON (docs/IR.md).
 
 (Moved here from bench/tinygrad/uop_ir.py, which re-exports it; `uopd.tinygrad` encodes every kernel
