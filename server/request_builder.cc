@@ -133,14 +133,15 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     auto ast = DecodeKernelAst(wire.ast(), ctx.limits);
     if (!ast.ok()) return WithContext(ast.status(), absl::StrCat("kernels[", k, "]"));
     binding.ast = *std::move(ast);
+    const std::string label = absl::StrCat("kernels[", k, "] (", binding.ast->Label(), ")");
     auto device = ctx.devices.Get(DeviceOrDefault(wire.device(), ctx.default_device));
-    if (!device.ok()) return WithContext(device.status(), absl::StrCat("kernels[", k, "]"));
+    if (!device.ok()) return WithContext(device.status(), label);
     binding.device = *device;
     binding.buffers.assign(wire.buffers().begin(), wire.buffers().end());
     binding.fixedvars.insert(wire.fixedvars().begin(), wire.fixedvars().end());
     auto optimization = OptimizationOf(wire.optimization(), wire.ast());
     if (!optimization.ok()) {
-      return WithContext(optimization.status(), absl::StrCat("kernels[", k, "]"));
+      return WithContext(optimization.status(), label);
     }
     binding.optimization = *std::move(optimization);
     built.kernels.push_back(std::move(binding));

@@ -1,5 +1,7 @@
 #include "core/ir/kernel_ast.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "core/ir/decode.h"
 #include "core/ir/flatten_reshapes.h"
 #include "core/ir/hash.h"
@@ -9,6 +11,12 @@ namespace uopd {
 std::string KernelAst::DefaultName() const {
   if (root->arg().kind == ArgKind::kKernel && !root->arg().str.empty()) return root->arg().str;
   return "k_" + hash.substr(0, 12);
+}
+
+std::string KernelAst::Label() const {
+  const std::string name = DefaultName();
+  if (absl::StartsWith(name, "k_") && absl::StartsWith(hash, name.substr(2))) return name;
+  return absl::StrCat(name, ", ast ", hash.substr(0, 12));
 }
 
 absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,

@@ -20,6 +20,9 @@ struct KernelAst {
 
   // The kernel's name from its SINK, or "k_" and the first hash digits when it has none.
   std::string DefaultName() const;
+  // How errors name the kernel: "k_1a2b3c4d5e6f", or "name, ast 1a2b3c4d5e6f" for a named one
+  // (tinygrad's kernels are unnamed or share names: the hash tells them apart).
+  std::string Label() const;
 };
 
 // Decodes and validates `wire` (see DecodeGraph for the errors) and hashes it.

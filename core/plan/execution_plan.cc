@@ -13,7 +13,7 @@ namespace uopd {
 namespace {
 
 std::string KernelLabel(const PreparedKernel& k) {
-  return absl::StrCat("kernel ", k.id, " (", k.program->spec->name, ")");
+  return absl::StrCat("kernel ", k.id, " (", k.ast->Label(), ")");
 }
 
 absl::Status BindingError(int id, const std::string& name, absl::string_view what) {
@@ -27,7 +27,7 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
   const ProgramSpec& spec = *k.program->spec;
   if (static_cast<int>(k.buffer_indices.size()) != spec.buf_count) {
     return BindingError(
-        k.id, spec.name,
+        k.id, k.ast->Label(),
         absl::StrCat("has ", spec.buf_count, " buffer slots, ", k.buffer_indices.size(), " bound"));
   }
   k.buffer_ptrs.assign(spec.buf_count, nullptr);
@@ -35,25 +35,25 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
   for (const BufferParam& param : spec.globals) {
     int index = k.buffer_indices[param.slot];
     if (index < 0 || index >= static_cast<int>(buffers.size())) {
-      return BindingError(k.id, spec.name,
+      return BindingError(k.id, k.ast->Label(),
                           absl::StrCat("slot ", param.slot, " is bound to buffer ", index,
                                        ", which does not exist"));
     }
     const BufferView& view = buffers[index];
     if (view.dtype != param.dtype.scalar) {
       return BindingError(
-          k.id, spec.name,
+          k.id, k.ast->Label(),
           absl::StrCat("slot ", param.slot, " expects ", ScalarName(param.dtype.scalar),
                        ", buffer ", index, " is ", ScalarName(view.dtype)));
     }
     if (view.size < param.size) {
-      return BindingError(k.id, spec.name,
+      return BindingError(k.id, k.ast->Label(),
                           absl::StrCat("slot ", param.slot, " needs ", param.size,
                                        " elements, buffer ", index, " has ", view.size));
     }
     if (&view.storage->device() != k.device) {
       return BindingError(
-          k.id, spec.name,
+          k.id, k.ast->Label(),
           absl::StrCat("slot ", param.slot, ": buffer ", index, " lives on ",
                        view.storage->device().name(), ", the kernel runs on ", k.device->name()));
     }
@@ -70,7 +70,7 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
       const BufferView& vb = buffers[k.buffer_indices[b.slot]];
       if (va.storage != vb.storage) continue;
       if (va.offset < vb.offset + vb.bytes() && vb.offset < va.offset + va.bytes()) {
-        return BindingError(k.id, spec.name,
+        return BindingError(k.id, k.ast->Label(),
                             absl::StrCat("slots ", a.slot, " and ", b.slot,
                                          " overlap in one buffer and one of them is written"));
       }
@@ -87,11 +87,11 @@ absl::Status BindFixedVars(PreparedKernel& k) {
                             [&](const VarInfo& v) { return v.name == name; });
     if (var == spec.vars.end()) {
       return BindingError(
-          k.id, spec.name,
+          k.id, k.ast->Label(),
           absl::StrCat("fixed variable '", name, "' is not a variable of the kernel"));
     }
     if (value < var->min || value > var->max) {
-      return BindingError(k.id, spec.name,
+      return BindingError(k.id, k.ast->Label(),
                           absl::StrCat("fixed variable '", name, "' = ", value, " is outside [",
                                        var->min, ", ", var->max, "]"));
     }
@@ -160,7 +160,10 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
     k.buffer_indices = std::move(binding.buffers);
     k.fixedvars = std::move(binding.fixedvars);
     auto program = source.Get(*binding.device, binding.ast, binding.optimization, stop);
-    if (!program.ok()) return WithContext(program.status(), absl::StrCat("kernel ", i));
+    if (!program.ok()) {
+      return WithContext(program.status(),
+                         absl::StrCat("kernel ", i, " (", binding.ast->Label(), ")"));
+    }
     k.program = *std::move(program);
     UOPD_RETURN_IF_ERROR(BindBuffers(k, plan->buffers_));
     UOPD_RETURN_IF_ERROR(BindFixedVars(k));
