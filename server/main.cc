@@ -7,6 +7,7 @@
 // KernelService, CacheService, grpc.health.v1.Health and server reflection until SIGTERM or
 // SIGINT, which drain in-flight RPCs before exiting.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,9 @@ ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
 ABSL_FLAG(std::string, cluster_key_file, "",
           "the cluster's shared secret (32+ bytes, mode 600): signs cache entries shared between "
           "workers; CacheService.Put accepts only entries signed with it");
+ABSL_FLAG(std::string, unix_socket_mode, "0600",
+          "permissions of a unix:/path socket (octal): who on this machine may connect; 0660 "
+          "lets the socket's group in");
 ABSL_FLAG(std::string, redis_url, "",
           "the cluster's shared cache tier: redis://[user:password@]host[:port][/db] "
           "(needs --cluster_key_file; a password here is visible in `ps`: prefer a flag file)");
@@ -128,6 +132,25 @@ std::string DefaultCacheDir() {
 }
 
 // "host:port" of `listen` with its port replaced by `port`.
+// "0660" -> 0660: permission bits only.
+bool ParseOctalMode(const std::string& text, int* mode) {
+  if (text.empty() || text.size() > 4) return false;
+  int value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return false;
+    value = value * 8 + (c - '0');
+  }
+  *mode = value;
+  return true;
+}
+
+// "unix:/run/uopd.sock" or "unix:///run/uopd.sock" -> "/run/uopd.sock".
+std::string UnixSocketPath(const std::string& listen) {
+  std::string path = listen.substr(5);
+  if (absl::StartsWith(path, "//")) path = path.substr(2);
+  return path;
+}
+
 std::string WithPort(const std::string& listen, int port) {
   if (absl::StartsWith(listen, "unix:")) return listen;
   size_t colon = listen.rfind(':');
@@ -363,9 +386,24 @@ int Run() {
   builder.experimental().SetInterceptorCreators(MalformedRequestInterceptors());
   builder.RegisterService(&kernel_service);
   builder.RegisterService(&cache_service);
+  const bool unix_socket = absl::StartsWith(listen, "unix:");
+  int socket_mode = 0600;
+  if (unix_socket && !ParseOctalMode(absl::GetFlag(FLAGS_unix_socket_mode), &socket_mode)) {
+    Log(LogLevel::kError, "bad --unix_socket_mode (octal, e.g. 0600)",
+        {{"value", absl::GetFlag(FLAGS_unix_socket_mode)}});
+    return 2;
+  }
+  // A unix socket is created owner-only, with no moment where others could connect, then given
+  // the mode asked for: the file's permissions are who may call.
+  const mode_t old_umask = unix_socket ? umask(0177) : 0;
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || (port == 0 && !absl::StartsWith(listen, "unix:"))) {
+  if (unix_socket) umask(old_umask);
+  if (server == nullptr || (port == 0 && !unix_socket)) {
     Log(LogLevel::kError, "cannot listen", {{"address", listen}});
+    return 1;
+  }
+  if (unix_socket && chmod(UnixSocketPath(listen).c_str(), socket_mode) != 0) {
+    Log(LogLevel::kError, "cannot set the unix socket's mode", {{"path", UnixSocketPath(listen)}});
     return 1;
   }
   const std::string bound = WithPort(listen, port);

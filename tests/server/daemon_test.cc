@@ -1,4 +1,6 @@
 // Integration tests: a real uopd on a loopback port, driven as clients drive it.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -219,6 +221,31 @@ TEST(Daemon, SmallBufferCopiesGoInOneUnaryCallWithTheStreamsChecks) {
   auto tail = client.ReadBufferSmall(*big, (4 << 20) - 2, 2);
   UOPD_ASSERT_OK(tail);
   EXPECT_EQ(*tail, "yy");
+}
+
+TEST(Daemon, ServesAUnixSocketOnlyItsOwnerCanOpenUnlessToldOtherwise) {
+  const std::string dir = testing::TempDir("unix-socket");
+  for (const auto& [mode_flag, expected] :
+       {std::pair<std::string, int>{"", 0600}, std::pair<std::string, int>{"0660", 0660}}) {
+    const std::string socket = dir + "/uopd-" + std::to_string(expected) + ".sock";
+    std::vector<std::string> flags = {"--listen=unix:" + socket};
+    if (!mode_flag.empty()) flags.push_back("--unix_socket_mode=" + mode_flag);
+    DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache", flags);
+    ASSERT_TRUE(daemon.running());
+    struct stat info;
+    ASSERT_EQ(stat(socket.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, expected);
+    Client client("unix:" + socket);
+    auto handle = client.CreateBuffer("CPU", DType::UINT8, 16);
+    UOPD_ASSERT_OK(handle);
+    UOPD_ASSERT_OK(client.WriteBufferSmall(*handle, "0123456789abcdef"));
+    auto back = client.ReadBufferSmall(*handle);
+    UOPD_ASSERT_OK(back);
+    EXPECT_EQ(*back, "0123456789abcdef");
+  }
+  DaemonProcess bad(UOPD_DAEMON_PATH, dir + "/cache",
+                    {"--listen=unix:" + dir + "/bad.sock", "--unix_socket_mode=999"});
+  EXPECT_FALSE(bad.running());
 }
 
 TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
