@@ -116,6 +116,24 @@ class TestJit(unittest.TestCase):
             np.testing.assert_allclose(got, np.maximum(x * 2 + y, 0).sum(axis=1) + 1, rtol=1e-5, atol=1e-5)
         self.assertGreaterEqual(f.cnt, 5)
 
+    def test_jit_same_buffers_new_contents(self):
+        # Same input buffers every call (on UOPD: replayed as a prepared plan after the second call),
+        # new contents each time: every replay must read what is in the buffers now.
+        x = Tensor.zeros(8).contiguous().realize()
+
+        @TinyJit
+        def f(x: Tensor) -> Tensor:
+            y = (x * 2).realize()
+            return (y + x).realize()
+
+        for i in range(6):
+            x.assign(Tensor.full((8,), float(i))).realize()
+            np.testing.assert_equal(f(x).numpy(), np.full(8, 3.0 * i, np.float32))
+        if ON_UOPD:
+            from uopd.tinygrad.device import UopdGraph
+            graphs = [ei.prg for ei in f.captured._jit_cache if isinstance(ei.prg, UopdGraph)]
+            self.assertTrue(graphs and graphs[0].plans, "the replays went through a prepared plan")
+
     def test_jit_symbolic(self):
         @TinyJit
         def f(a: Tensor) -> Tensor:

@@ -25,6 +25,7 @@ How tinygrad's pieces map onto uopd:
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 import os
 import threading
 import time
@@ -239,12 +240,22 @@ class UopdRunner(CompiledRunner):
 
 
 class UopdGraph(GraphRunner):
-    """TinyJit's batch of UOPD kernels, replayed as one Execute call per run."""
+    """TinyJit's batch of UOPD kernels, replayed as one call per run.
+
+    The first run with a given set of buffers is one Execute of the whole batch; when the same
+    buffers come again (tinygrad's allocator hands the same daemon buffers back, and intermediates
+    stay put), the batch is prepared once as a plan (Prepare: compiled and bound in the daemon)
+    and every later run with those buffers is a RunPlan carrying only the variable values. At most
+    PLANS plans are kept per graph (least recently used released first)."""
+
+    PLANS = 4
 
     def __init__(self, jit_cache: list[ExecItem], input_buffers: list[Buffer], var_vals: dict[str, int]):
         if not all(isinstance(ji.prg, UopdRunner) for ji in jit_cache):
             raise GraphException("UopdGraph runs UopdRunner kernels only")
         super().__init__(jit_cache, input_buffers, var_vals)
+        self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
+        self.seen: set[tuple] = set()
 
     def __call__(self, input_buffers: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> Optional[float]:
         for (j, i), input_idx in self.input_replace.items():
@@ -252,20 +263,41 @@ class UopdGraph(GraphRunner):
         kernels, allvars = [], {}
         for ji in self.jit_cache:
             prg: UopdRunner = ji.prg  # type: ignore[assignment]
-            bufs = [ji.bufs[i] for i in prg.p.globals]
-            kernels.append(prg.kernel(bufs))  # type: ignore[arg-type]
-            vv = var_vals | ji.fixedvars
-            allvars.update(prg.var_values(vv))
-        dev: UopdDevice = self.dev  # type: ignore[assignment]
-        st = time.perf_counter()
-        result = dev.client.execute(kernels, vars=allvars, device=dev.remote)
+            kernels.append(prg.kernel([ji.bufs[i] for i in prg.p.globals]))  # type: ignore[misc]
+            allvars.update(prg.var_values(var_vals | ji.fixedvars))
         for (j, i) in self.input_replace.keys():
             self.jit_cache[j].bufs[i] = None
+        dev: UopdDevice = self.dev  # type: ignore[assignment]
+        key = tuple((v.base, v.offset, v.size) for k in kernels for v in k.buffers)
+        st = time.perf_counter()
+        plan = self.plans.get(key)
+        if plan is None and key in self.seen:
+            plan = self.plans[key] = dev.client.prepare(kernels, device=dev.remote)
+            while len(self.plans) > self.PLANS:
+                _, old = self.plans.popitem(last=False)
+                _release(old)
+        if plan is not None:
+            self.plans.move_to_end(key)
+            result = plan.run(vars=allvars)
+        else:
+            self.seen.add(key)
+            result = dev.client.execute(kernels, vars=allvars, device=dev.remote)
         if not wait:
             return None
         if result.timings:
             return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
         return time.perf_counter() - st
+
+    def __del__(self) -> None:
+        for plan in getattr(self, "plans", {}).values():
+            _release(plan)
+
+
+def _release(plan: uopd.Plan) -> None:
+    try:
+        plan.release()
+    except Exception:  # at interpreter exit the channel may be gone; the server drops them with the connection
+        pass
 
 
 # ---------------------------------------------------------------------------------------------
