@@ -54,6 +54,29 @@ class TestDevice(unittest.TestCase):
             np.testing.assert_allclose(o, np.arange(8) * 3 + 1)
 
 
+class TestBuffers(unittest.TestCase):
+    def test_to_and_from_cpu(self):
+        x = Tensor.arange(6, device="CPU").float().to(Device.DEFAULT)
+        self.assertEqual((x * 2).to("CPU").tolist(), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0])
+
+    def test_subbuffers(self):
+        # tinygrad's sub-buffers (Buffer(base=, offset=), what its memory planner makes): copies and
+        # kernels through byte offsets into one allocation (on UOPD: ViewRefs at those offsets).
+        from tinygrad.device import Buffer
+        arena = Buffer(Device.DEFAULT, 16, dtypes.float32).allocate()
+        arena.copyin(memoryview(bytearray(np.arange(16, dtype=np.float32).tobytes())))
+        src = Buffer(Device.DEFAULT, 4, dtypes.float32, base=arena, offset=16).allocate()   # elements 4..7
+        dst = Buffer(Device.DEFAULT, 4, dtypes.float32, base=arena, offset=40).allocate()   # elements 10..13
+        np.testing.assert_equal(np.frombuffer(src.as_buffer(), np.float32), [4, 5, 6, 7])
+        sched = (Tensor.empty(4) * 10 + 1).schedule()
+        ei = [si for si in sched if si.ast.op.name == "SINK"][-1]
+        ei.bufs = [dst, src]
+        ei.run()
+        want = np.arange(16, dtype=np.float32)
+        want[10:14] = want[4:8] * 10 + 1
+        np.testing.assert_equal(np.frombuffer(arena.as_buffer(), np.float32), want)
+
+
 class TestSetitem(unittest.TestCase):
     def test_setitem_scalar(self):
         t = Tensor.zeros(10).contiguous().realize()
