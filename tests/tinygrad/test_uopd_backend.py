@@ -224,6 +224,34 @@ class TestSymbolic(unittest.TestCase):
             self.assertEqual(got, float(2 * sum(range(i))))
 
 
+class TestEncoding(unittest.TestCase):
+    """uopd.tinygrad.ir (pure Python, no daemon): what the backend sends."""
+
+    def test_roundtrip_keys(self):
+        from uopd.tinygrad import ir
+        for si in (Tensor.arange(12).reshape(3, 4).float().sum(1) + Tensor.rand(3)).schedule():
+            if si.ast.op.name == "SINK":
+                self.assertEqual(ir.decode_graph(ir.encode_graph(si.ast)).key, si.ast.key)
+
+    def test_reshape_placeholder(self):
+        from uopd.tinygrad import ir
+        ast = custom_transpose_add(UOp.placeholder((3, 4), dtypes.float32, 0), UOp.placeholder((4, 3), dtypes.float32, 1),
+                                   UOp.placeholder((3, 4), dtypes.float32, 2)).replace(arg=None)
+        g = ir.encode_graph(ast)
+        reshapes = [n for n in g["nodes"] if n["op"] == "RESHAPE"]
+        self.assertEqual(sorted(tuple(n["arg"]["ints"]) for n in reshapes), [("3", "4"), ("3", "4"), ("4", "3")])
+        self.assertTrue(all(len(n["src"]) == 1 for n in reshapes))
+        self.assertFalse(any(n["op"] == "VCONST" for n in g["nodes"]))
+        self.assertEqual(ir.decode_graph(g).key, ast.key)
+
+    def test_consts_wrap_modulo_2_64(self):
+        from uopd.tinygrad import ir
+        self.assertEqual(ir.encode_const_arg(UOp.const(dtypes.uint64, 2**64 + 1)), {"i64": "1"})
+        self.assertEqual(ir.encode_const_arg(UOp.const(dtypes.int64, 2**64 - 1)), {"i64": "-1"})
+        self.assertEqual(ir.encode_const_arg(UOp.const(dtypes.uint64, 2**64 - 1)), {"u64": str(2**64 - 1)})
+        self.assertEqual(ir.encode_const_arg(UOp.const(dtypes.uint32, -3)), {"i64": "-3"})
+
+
 @unittest.skipUnless(ON_UOPD, "UOPD only")
 class TestUopdOnly(unittest.TestCase):
     def test_runner_is_uopd(self):
