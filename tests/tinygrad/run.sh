@@ -99,7 +99,9 @@ reports=()
 default_suites="test/test_tiny.py test/test_custom_kernel.py test/test_assign.py test/test_setitem.py
   test/test_jit_cases.py test/test_jit_footguns.py test/test_tensor_variable.py test/test_fusion_op.py
   test/test_to_numpy.py test/test_pickle.py test/test_softmax_fusion.py test/test_gc.py
-  test/test_outerworld.py test/test_outerworld_range.py"
+  test/test_outerworld.py test/test_outerworld_range.py test/test_memory_planner.py test/test_zero_copy.py
+  test/test_kernel_cache.py test/test_compile_failures.py test/test_stunning.py test/test_rangeify.py
+  test/test_uops_stats.py"
 suites=${TINYGRAD_SUITES:-$default_suites}
 if [ "$suites" != "-" ]; then
   # shellcheck disable=SC2086
