@@ -42,6 +42,18 @@ absl::StatusOr<std::string> PercentDecode(absl::string_view text, absl::string_v
   return out;
 }
 
+// One command, its arguments binary-safe; nullptr on an I/O error or time-out (c->errstr says).
+redisReply* RunCommand(redisContext* c, const std::vector<std::string>& argv) {
+  std::vector<const char*> args;
+  std::vector<size_t> lengths;
+  for (const std::string& arg : argv) {
+    args.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  return static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lengths.data()));
+}
+
 }  // namespace
 
 absl::StatusOr<RedisAddress> ParseRedisUrl(const std::string& url) {
@@ -182,15 +194,8 @@ absl::StatusOr<RedisTier::Connection> RedisTier::Connect() {
         absl::StrCat("redis: cannot set the command timeout: ", c->errstr));
   }
   redisEnableKeepAlive(c.get());
-  auto setup = [&](std::vector<std::string> argv) -> absl::Status {
-    std::vector<const char*> args;
-    std::vector<size_t> lengths;
-    for (const std::string& arg : argv) {
-      args.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-    auto* reply = static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(args.size()), args.data(), lengths.data()));
+  auto setup = [&](const std::vector<std::string>& argv) -> absl::Status {
+    redisReply* reply = RunCommand(c.get(), argv);
     if (reply == nullptr) {
       return absl::UnavailableError(absl::StrCat("redis ", argv[0], ": ", c->errstr));
     }
@@ -241,14 +246,7 @@ absl::StatusOr<std::optional<std::string>> RedisTier::Command(
   if (!BreakerAllows()) return absl::UnavailableError("redis: not asking (circuit breaker open)");
   auto connection = Acquire();
   if (!connection.ok()) return connection.status();
-  std::vector<const char*> args;
-  std::vector<size_t> lengths;
-  for (const std::string& arg : argv) {
-    args.push_back(arg.data());
-    lengths.push_back(arg.size());
-  }
-  auto* reply = static_cast<redisReply*>(redisCommandArgv(
-      connection->get(), static_cast<int>(args.size()), args.data(), lengths.data()));
+  redisReply* reply = RunCommand(connection->get(), argv);
   if (reply == nullptr) {
     // I/O error or timeout: the connection's state is unknown, so it is not reused.
     std::string why = absl::StrCat("redis ", argv[0], ": ", (*connection)->errstr);
@@ -320,11 +318,7 @@ absl::Status RedisTier::Put(const std::string& key, const std::string& value) {
   }
   queued_bytes_ += static_cast<int64_t>(p.value.size());
   queue_.push_back(std::move(p));
-  while (queued_bytes_ > options_.max_queued_bytes) {
-    queued_bytes_ -= static_cast<int64_t>(queue_.front().value.size());
-    queue_.pop_front();
-    publish_dropped_.fetch_add(1);
-  }
+  DropOldestPastBound();
   return absl::OkStatus();
 }
 
@@ -335,6 +329,14 @@ absl::Status RedisTier::Erase(const std::string& key) {
   absl::MutexLock lock(&mu_);
   queue_.push_back(std::move(p));
   return absl::OkStatus();
+}
+
+void RedisTier::DropOldestPastBound() {
+  while (queued_bytes_ > options_.max_queued_bytes) {
+    queued_bytes_ -= static_cast<int64_t>(queue_.front().value.size());
+    queue_.pop_front();
+    publish_dropped_.fetch_add(1);
+  }
 }
 
 void RedisTier::PublishLoop() {
@@ -374,11 +376,7 @@ void RedisTier::PublishLoop() {
       // a little rather than spin while the breaker is open.
       queued_bytes_ += static_cast<int64_t>(p.value.size());
       queue_.push_front(std::move(p));
-      while (queued_bytes_ > options_.max_queued_bytes) {
-        queued_bytes_ -= static_cast<int64_t>(queue_.front().value.size());
-        queue_.pop_front();
-        publish_dropped_.fetch_add(1);
-      }
+      DropOldestPastBound();
       mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(100));
       if (stopping_) return;
     } else {

@@ -107,6 +107,7 @@ class RedisTier : public CacheTier {
   void Failed(const std::string& why);
   bool BreakerAllows();
   void PublishLoop();
+  void DropOldestPastBound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RedisTierOptions options_;
 

@@ -39,6 +39,16 @@ RedisTierOptions OptionsFor(const std::string& url, const std::string& cluster_k
 
 std::string Key(char c) { return std::string(64, c); }
 
+// A cache entry of `key` whose compiled bytes are `binary`.
+v1::CachedKernel Entry(const CacheKey& key, const std::string& binary) {
+  v1::CachedKernel kernel;
+  kernel.set_binary(binary);
+  kernel.set_entry("k");
+  kernel.set_key(key.Hex());
+  kernel.set_ast_hash(key.ast_hash);
+  return kernel;
+}
+
 // The value, "<miss>", or "<error>".
 std::string GetValue(RedisTier& tier, const std::string& key) {
   auto value = tier.Get(key);
@@ -175,12 +185,7 @@ TEST(RedisTier, ABadEntryIsCompiledLocallyAndReplaced) {
   int compiles = 0;
   auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
     ++compiles;
-    v1::CachedKernel kernel;
-    kernel.set_binary("local");
-    kernel.set_entry("k");
-    kernel.set_key(key.Hex());
-    kernel.set_ast_hash(key.ast_hash);
-    return kernel;
+    return Entry(key, "local");
   };
   auto result = cache.GetOrCompile(key, compile);
   UOPD_ASSERT_OK(result);
@@ -215,14 +220,8 @@ TEST(RedisTier, ASignedEntryNamingAnotherKernelIsDroppedByTheCache) {
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<RedisTier>(OptionsFor(redis.url())));
   KernelCache cache(std::move(tiers));
-  auto result = cache.GetOrCompile(key, [&]() -> absl::StatusOr<v1::CachedKernel> {
-    v1::CachedKernel kernel;
-    kernel.set_binary("right");
-    kernel.set_entry("k");
-    kernel.set_key(key.Hex());
-    kernel.set_ast_hash(key.ast_hash);
-    return kernel;
-  });
+  auto result = cache.GetOrCompile(
+      key, [&]() -> absl::StatusOr<v1::CachedKernel> { return Entry(key, "right"); });
   UOPD_ASSERT_OK(result);
   EXPECT_EQ(result->answered_by, "compiled");
   EXPECT_EQ(result->kernel->binary(), "right");
@@ -234,14 +233,7 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   testing::RedisProcess redis;
   const CacheKey key{"CUDA", "sm_90", "nvrtc", "r", "ast"};
   auto make = [&](const std::string& binary) {
-    return [&, binary]() -> absl::StatusOr<v1::CachedKernel> {
-      v1::CachedKernel kernel;
-      kernel.set_binary(binary);
-      kernel.set_entry("k");
-      kernel.set_key(key.Hex());
-      kernel.set_ast_hash(key.ast_hash);
-      return kernel;
-    };
+    return [&, binary]() -> absl::StatusOr<v1::CachedKernel> { return Entry(key, binary); };
   };
   auto worker = [&]() {
     std::vector<std::unique_ptr<CacheTier>> tiers;
@@ -267,14 +259,8 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   EXPECT_EQ(third->answered_by, "memory");
   // Another target is another key: sm_90's entry never answers sm_80.
   const CacheKey sm80{"CUDA", "sm_80", "nvrtc", "r", "ast"};
-  auto other = b->GetOrCompile(sm80, [&]() -> absl::StatusOr<v1::CachedKernel> {
-    v1::CachedKernel kernel;
-    kernel.set_binary("sm_80 code");
-    kernel.set_entry("k");
-    kernel.set_key(sm80.Hex());
-    kernel.set_ast_hash(sm80.ast_hash);
-    return kernel;
-  });
+  auto other = b->GetOrCompile(
+      sm80, [&]() -> absl::StatusOr<v1::CachedKernel> { return Entry(sm80, "sm_80 code"); });
   UOPD_ASSERT_OK(other);
   EXPECT_EQ(other->answered_by, "compiled");
 }
