@@ -63,6 +63,9 @@ ABSL_FLAG(std::string, unix_socket_mode, "0600",
 ABSL_FLAG(std::string, redis_url, "",
           "the cluster's shared cache tier: redis://[user:password@]host[:port][/db] "
           "(needs --cluster_key_file; a password here is visible in `ps`: prefer a flag file)");
+ABSL_FLAG(std::string, redis_password_file, "",
+          "Redis password from this file (mode 600; trailing whitespace ignored) instead of the "
+          "URL, where every local user can read it in `ps`");
 ABSL_FLAG(std::string, redis_prefix, "uopd:",
           "namespace of this cluster's keys in Redis (clusters or versions sharing one Redis)");
 ABSL_FLAG(absl::Duration, redis_ttl, absl::Hours(24 * 7),
@@ -289,6 +292,15 @@ int Run() {
       // Entries in a shared store are code every worker runs: never without signatures.
       Log(LogLevel::kError, "--redis_url needs --cluster_key_file (entries are signed with it)");
       return 2;
+    }
+    if (const std::string file = absl::GetFlag(FLAGS_redis_password_file); !file.empty()) {
+      auto password = ReadSecretFile(file, "the Redis password");
+      if (!password.ok()) {
+        Log(LogLevel::kError, "bad --redis_password_file",
+            {{"error", password.status().ToString()}});
+        return 2;
+      }
+      address->password = *std::move(password);
     }
     RedisTierOptions redis;
     redis.address = *std::move(address);

@@ -32,19 +32,27 @@ bool EntrySignatureValid(absl::string_view cluster_key, absl::string_view key_he
   return ConstantTimeEquals(SignEntry(cluster_key, key_hex, value), signature);
 }
 
-absl::StatusOr<std::string> ReadClusterKey(const std::string& path) {
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view what) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot read the cluster key ", path));
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", what, " ", path));
   }
   if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the cluster key ", path, " is readable by others (chmod 600 it)"));
+        absl::StrCat(what, " ", path, " is readable by others (chmod 600 it)"));
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream contents;
   contents << in.rdbuf();
-  std::string key(absl::StripTrailingAsciiWhitespace(contents.str()));
+  std::string secret(absl::StripTrailingAsciiWhitespace(contents.str()));
+  if (secret.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " ", path, " is empty"));
+  return secret;
+}
+
+absl::StatusOr<std::string> ReadClusterKey(const std::string& path) {
+  auto read = ReadSecretFile(path, "the cluster key");
+  if (!read.ok()) return read.status();
+  std::string key = *std::move(read);
   if (key.size() < 32) {
     return absl::InvalidArgumentError(
         absl::StrCat("the cluster key ", path, " has ", key.size(),

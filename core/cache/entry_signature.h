@@ -23,6 +23,10 @@ bool EntrySignatureValid(absl::string_view cluster_key, absl::string_view key_he
 // its owner can read. INVALID_ARGUMENT otherwise, naming why.
 absl::StatusOr<std::string> ReadClusterKey(const std::string& path);
 
+// A secret in `path` (`what` names it in errors): a file only its owner can read, trailing
+// whitespace ignored, not empty.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view what);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_CACHE_ENTRY_SIGNATURE_H_

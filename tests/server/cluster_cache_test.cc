@@ -325,6 +325,41 @@ TEST_F(ClusterCache, EntriesCompiledBeforeJoiningReachTheClusterAtFirstUse) {
   EXPECT_EQ(Compilations(*b), 0);
 }
 
+TEST(ClusterFlags, TheRedisPasswordCanComeFromAnOwnerOnlyFile) {
+  REQUIRE_REDIS();
+  RedisProcess redis({}, "pa55word");
+  ASSERT_TRUE(redis.running());
+  const std::string dir = testing::TempDir("cluster-password");
+  const std::string password = dir + "/redis.password";
+  std::ofstream(password) << "pa55word\n";
+  chmod(password.c_str(), 0600);
+  const std::string url = "redis://127.0.0.1:" + std::to_string(redis.port());
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/c",
+                       {"--redis_url=" + url, "--redis_password_file=" + password,
+                        "--cluster_key_file=" + ClusterKeyFile(dir)});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::CompileRequest request;
+  *request.mutable_ast() = testing::Matmul(4, 4, 4);
+  UOPD_ASSERT_OK(client.Compile(request));
+  EXPECT_TRUE(WaitPublished(daemon, 1));
+  EXPECT_EQ(MetricSum(daemon, "uopd_cache_errors_total", {"tier=\"redis\""}), 0);
+  EXPECT_EQ(std::stoi(redis.Command({"DBSIZE"}).value_or("0")), 1);
+  daemon.Stop();
+
+  // A password file others can read, or a cluster key file, keeps the daemon from starting.
+  chmod(password.c_str(), 0640);
+  DaemonProcess readable(UOPD_DAEMON_PATH, dir + "/c",
+                         {"--redis_url=" + url, "--redis_password_file=" + password,
+                          "--cluster_key_file=" + ClusterKeyFile(dir)});
+  EXPECT_FALSE(readable.running());
+  const std::string key = ClusterKeyFile(dir);
+  chmod(key.c_str(), 0644);
+  DaemonProcess readable_key(UOPD_DAEMON_PATH, dir + "/c",
+                             {"--redis_url=" + url, "--cluster_key_file=" + key});
+  EXPECT_FALSE(readable_key.running());
+}
+
 TEST(ClusterFlags, RedisWithoutAClusterKeyOrWithABadUrlDoesNotStart) {
   REQUIRE_REDIS();
   const std::string dir = testing::TempDir("cluster-flags");
