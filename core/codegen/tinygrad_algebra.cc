@@ -1,5 +1,6 @@
 #include "core/codegen/tinygrad_algebra.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 

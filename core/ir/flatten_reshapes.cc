@@ -6,15 +6,10 @@
 #include "absl/container/flat_hash_map.h"
 
 namespace uopd {
-namespace {
-
-// The RESHAPE's shape an INDEX of `buf` (in the original graph) indexes, through AFTERs.
-const std::vector<int64_t>* ShapeOf(const UOp* buf) {
+const std::vector<int64_t>* ReshapedShape(const UOp* buf) {
   while (buf->op() == Op::kAfter) buf = buf->src(0);
   return buf->op() == Op::kReshape ? &buf->arg().ints : nullptr;
 }
-
-}  // namespace
 
 const UOp* FlattenReshapes(Graph& graph, const UOp* root) {
   std::vector<const UOp*> order = Toposort(root);
@@ -31,7 +26,8 @@ const UOp* FlattenReshapes(Graph& graph, const UOp* root) {
       rebuilt[node] = src[0];
       continue;
     }
-    const std::vector<int64_t>* shape = node->op() == Op::kIndex ? ShapeOf(node->src(0)) : nullptr;
+    const std::vector<int64_t>* shape =
+        node->op() == Op::kIndex ? ReshapedShape(node->src(0)) : nullptr;
     if (shape != nullptr && shape->size() > 1) {
       const UOp* flat = nullptr;
       int64_t stride = 1;

@@ -5,9 +5,16 @@
 #ifndef UOPD_CORE_IR_FLATTEN_RESHAPES_H_
 #define UOPD_CORE_IR_FLATTEN_RESHAPES_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "core/ir/graph.h"
 
 namespace uopd {
+
+// The shape an INDEX of the buffer pointer `buf` indexes: its RESHAPE's (through AFTERs), or
+// nullptr for a flat buffer.
+const std::vector<int64_t>* ReshapedShape(const UOp* buf);
 
 // The new root, built in `graph`; `root` itself when the kernel has no RESHAPE.
 const UOp* FlattenReshapes(Graph& graph, const UOp* root);

@@ -1,6 +1,7 @@
 #include "core/ir/verify.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/ir/flatten_reshapes.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -34,13 +35,6 @@ bool IsIndexLike(const DType& dtype) { return !dtype.ptr && IsInt(dtype.scalar);
 bool IsBufferPointer(const UOp& node) {
   return node.dtype().ptr &&
          (node.op() == Op::kDefineGlobal || node.op() == Op::kAfter || node.op() == Op::kReshape);
-}
-
-// The shape an INDEX of `buf` indexes: a RESHAPE's (through AFTERs), else one dimension.
-const std::vector<int64_t>* ShapeOf(const UOp& buf) {
-  const UOp* b = &buf;
-  while (b->op() == Op::kAfter) b = b->src(0);
-  return b->op() == Op::kReshape ? &b->arg().ints : nullptr;
 }
 
 absl::Status VerifyReshape(const UOp& node) {
@@ -100,7 +94,7 @@ absl::Status VerifyIndex(const UOp& node) {
         absl::StrCat("source 0 must be a buffer pointer (DEFINE_GLOBAL, AFTER or RESHAPE), got ",
                      OpName(buf.op()), " ", D(buf.dtype())));
   }
-  const std::vector<int64_t>* shape = ShapeOf(buf);
+  const std::vector<int64_t>* shape = ReshapedShape(&buf);
   const size_t dims = shape == nullptr ? 1 : shape->size();
   if (node.num_src() != dims + 1) {
     return Invalid(absl::StrCat("takes one index per dimension of its buffer (", dims, "), got ",

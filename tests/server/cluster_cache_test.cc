@@ -24,11 +24,6 @@ namespace {
 using testing::DaemonProcess;
 using testing::RedisProcess;
 
-#define REQUIRE_REDIS()                                                                   \
-  if (testing::RedisServerPath().empty())                                                 \
-  GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh installs it): " \
-                  "the shared cache tier is NOT tested"
-
 std::string ClusterKeyFile(const std::string& dir) {
   std::string path = dir + "/cluster.key";
   std::ofstream(path) << "0123456789abcdef0123456789abcdef-test-key\n";
@@ -106,10 +101,7 @@ int RunAll(const DaemonProcess& daemon, const std::vector<CorpusEntry>& entries,
 class ClusterCache : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (testing::RedisServerPath().empty()) {
-      GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh installs it): "
-                      "the shared cache tier is NOT tested";
-    }
+    UOPD_REQUIRE_REDIS();
     redis_ = std::make_unique<RedisProcess>();
     ASSERT_TRUE(redis_->running());
     dir_ = testing::TempDir("cluster");
@@ -326,7 +318,7 @@ TEST_F(ClusterCache, EntriesCompiledBeforeJoiningReachTheClusterAtFirstUse) {
 }
 
 TEST(ClusterFlags, TheRedisPasswordCanComeFromAnOwnerOnlyFile) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   RedisProcess redis({}, "pa55word");
   ASSERT_TRUE(redis.running());
   const std::string dir = testing::TempDir("cluster-password");
@@ -361,7 +353,7 @@ TEST(ClusterFlags, TheRedisPasswordCanComeFromAnOwnerOnlyFile) {
 }
 
 TEST(ClusterFlags, RedisWithoutAClusterKeyOrWithABadUrlDoesNotStart) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   const std::string dir = testing::TempDir("cluster-flags");
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--redis_url=redis://127.0.0.1:6379"},

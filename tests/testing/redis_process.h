@@ -28,6 +28,12 @@ inline std::string RedisServerPath() {
   return "";
 }
 
+// Skips the test, visibly, where redis-server is missing (CI installs it, so it never skips there).
+#define UOPD_REQUIRE_REDIS()                                                                  \
+  if (::uopd::testing::RedisServerPath().empty())                                             \
+  GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh installs it): the " \
+                  "Redis tier is NOT tested"
+
 inline int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

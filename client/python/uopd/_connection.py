@@ -86,6 +86,15 @@ def remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
 
+def open_channel(settings: Settings, channels: Any) -> Any:
+    """A channel to ``settings.address`` from ``channels`` (``grpc`` or ``grpc.aio``), secure when
+    the settings carry credentials."""
+    if settings.credentials is not None:
+        return channels.secure_channel(settings.address, settings.credentials,
+                                       options=settings.options)
+    return channels.insecure_channel(settings.address, options=settings.options)
+
+
 def stubs(channel: Any) -> dict[str, Any]:
     """The services' stubs on a sync or ``grpc.aio`` channel, by the name ``Call`` uses. (The
     generated stubs are untyped: every call goes through the clients' typed ``_run``.)"""

@@ -20,7 +20,8 @@ import grpc
 import grpc.aio
 
 from uopd import _core
-from uopd._connection import DEFAULT_ADDRESS, PemLike, Settings, remaining, stubs
+from uopd._connection import (DEFAULT_ADDRESS, PemLike, Settings, open_channel, remaining,
+                              stubs)
 from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, KernelLike, PlanBase,
                         RunResult)
 from uopd._dtypes import DTypeLike, Scalar
@@ -109,11 +110,7 @@ class AsyncClient:
             address, token=token, token_file=token_file, tls=tls, tls_root_certs=tls_root_certs,
             tls_cert_chain=tls_cert_chain, tls_private_key=tls_private_key,
             tls_server_name=tls_server_name, timeout=timeout, options=options)
-        if self._settings.credentials is not None:
-            self._channel = grpc.aio.secure_channel(address, self._settings.credentials,
-                                                    options=self._settings.options)
-        else:
-            self._channel = grpc.aio.insecure_channel(address, options=self._settings.options)
+        self._channel = open_channel(self._settings, grpc.aio)
         self._stubs = stubs(self._channel)
         self._state = _core.ClientState()
 

@@ -19,11 +19,6 @@ namespace {
 
 const std::string kClusterKey(32, 'k');
 
-#define REQUIRE_REDIS()                                                                   \
-  if (testing::RedisServerPath().empty())                                                 \
-  GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh installs it): " \
-                  "the Redis tier is NOT tested"
-
 RedisTierOptions OptionsFor(const std::string& url, const std::string& cluster_key = kClusterKey) {
   RedisTierOptions options;
   auto address = ParseRedisUrl(url);
@@ -95,7 +90,7 @@ TEST(RedisUrl, NamesWhatIsWrong) {
 }
 
 TEST(RedisTier, PublishesInTheBackgroundAndReadsBack) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   ASSERT_TRUE(redis.running());
   RedisTier tier(OptionsFor(redis.url()));
@@ -123,7 +118,7 @@ TEST(RedisTier, PublishesInTheBackgroundAndReadsBack) {
 }
 
 TEST(RedisTier, PrefixesKeepClustersApart) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   RedisTierOptions a_options = OptionsFor(redis.url());
   a_options.prefix = "cluster-a:";
@@ -137,7 +132,7 @@ TEST(RedisTier, PrefixesKeepClustersApart) {
 }
 
 TEST(RedisTier, RejectsEntriesNotSignedWithTheClusterKey) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   RedisTier tier(OptionsFor(redis.url()));
   UOPD_ASSERT_OK(tier.Put(Key('a'), "genuine code"));
@@ -173,7 +168,7 @@ TEST(RedisTier, RejectsEntriesNotSignedWithTheClusterKey) {
 }
 
 TEST(RedisTier, ABadEntryIsCompiledLocallyAndReplaced) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   const CacheKey key{"CPU", "x86_64;cpu;+f", "llvm", "r", "ast"};
   redis.Command({"SET", "test:" + key.Hex(), "UOPDSIG1 forged entry with a bad signature...."});
@@ -203,7 +198,7 @@ TEST(RedisTier, ABadEntryIsCompiledLocallyAndReplaced) {
 TEST(RedisTier, ASignedEntryNamingAnotherKernelIsDroppedByTheCache) {
   // Defence in depth under the signature: a worker holding the key that published the wrong
   // entry (a bug) still cannot make another kernel's code run.
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   const CacheKey key{"CPU", "t", "llvm", "r", "ast-1"};
   const CacheKey other{"CPU", "t", "llvm", "r", "ast-2"};
@@ -229,7 +224,7 @@ TEST(RedisTier, ASignedEntryNamingAnotherKernelIsDroppedByTheCache) {
 }
 
 TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   const CacheKey key{"CUDA", "sm_90", "nvrtc", "r", "ast"};
   auto make = [&](const std::string& binary) {
@@ -266,7 +261,7 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
 }
 
 TEST(RedisTier, RedisDownCostsABoundedTimeAndTheBreakerStopsAsking) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   const int port = testing::FreeLoopbackPort();  // nothing listens here
   RedisTierOptions options = OptionsFor(absl::StrCat("redis://127.0.0.1:", port));
   options.breaker_open = absl::Seconds(30);
@@ -290,7 +285,7 @@ TEST(RedisTier, RedisDownCostsABoundedTimeAndTheBreakerStopsAsking) {
 }
 
 TEST(RedisTier, SlowRedisIsCutOffByTheCommandTimeout) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   RedisTierOptions options = OptionsFor(redis.url());
   options.command_timeout = absl::Milliseconds(200);
@@ -307,7 +302,7 @@ TEST(RedisTier, SlowRedisIsCutOffByTheCommandTimeout) {
 }
 
 TEST(RedisTier, PublishingResumesWhenRedisComesBack) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
   RedisTier tier(OptionsFor(redis.url()));
   UOPD_ASSERT_OK(tier.Put(Key('a'), "before"));
@@ -324,7 +319,7 @@ TEST(RedisTier, PublishingResumesWhenRedisComesBack) {
 }
 
 TEST(RedisTier, AFullRedisRefusesAndNothingBreaks) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
   RedisTier tier(OptionsFor(redis.url()));
   UOPD_ASSERT_OK(tier.Put(Key('b'), "small"));
@@ -338,7 +333,7 @@ TEST(RedisTier, AFullRedisRefusesAndNothingBreaks) {
 }
 
 TEST(RedisTier, AuthenticatesAndReportsAWrongPassword) {
-  REQUIRE_REDIS();
+  UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis({}, "s3cret");
   RedisTier tier(OptionsFor(redis.url()));
   UOPD_ASSERT_OK(tier.Put(Key('a'), "alpha"));
