@@ -33,8 +33,9 @@ struct Unspecified {
   uint32_t reduction_shuffle = 0;
 };
 
-// Runs `ast` over `buffers` (raw bytes by slot) with `vars`. OUT_OF_RANGE when an access leaves
-// its buffer (the backends stop there too, so outputs are then not compared).
+// Runs `ast` over `buffers` (raw bytes by slot) with `vars`, with tinygrad's algebraic rewrites
+// applied first (IR.md: they are part of the meaning). OUT_OF_RANGE when an access leaves its
+// buffer (the backends stop there too, so outputs are then not compared).
 absl::Status Interpret(const KernelAst& ast, std::vector<std::string>& buffers,
                        const absl::flat_hash_map<std::string, int64_t>& vars,
                        const Unspecified& unspecified = {});
