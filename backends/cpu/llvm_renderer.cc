@@ -1239,7 +1239,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v6;split=", options_.min_parallel_work,
+  return absl::StrCat("llvm-ir/v7;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "");
 }
 

@@ -636,7 +636,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v8;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v9;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -53,6 +53,22 @@ class Rewriter {
            (IsConstOne(s->src()[1]) && s->src()[0] == x);
   }
 
+  // x * (y * c) -> (x*y) * c, c a constant, when x*y is itself rewritten. tinygrad moves
+  // constants to the end of every product ((x*c)*y -> (x*y)*c), which is how the gradient of
+  // exp(x)/(1+exp(x)), x * ((1/(1+x) * (1-1/(1+x))) * -1), reaches the rules above; uopd moves
+  // a constant only where that exposes one of them (elsewhere the move only shifts rounding).
+  const UOp* MoveConstantOut(const UOp* x, const UOp* product) {
+    if (product->op() != Op::kMul || x->op() == Op::kConst) return nullptr;
+    for (int j = 0; j < 2; ++j) {
+      const UOp* c = product->src()[j];
+      const UOp* y = product->src()[1 - j];
+      if (c->op() != Op::kConst || y->op() == Op::kConst) continue;
+      const UOp* xy = g_.Make(Op::kMul, x->dtype(), {x, y});
+      if (const UOp* rewritten = Rule(xy)) return Mul(Fix(rewritten), c);
+    }
+    return nullptr;
+  }
+
   const UOp* Rule(const UOp* n) {
     if (!IsFloat(n->dtype().scalar) || n->dtype().count != 1) return nullptr;
     if (n->op() == Op::kMul) {
@@ -69,6 +85,7 @@ class Rewriter {
             return Add(OneMinus(d), Mul(x, y));
           }
         }
+        if (const UOp* moved = MoveConstantOut(x, other)) return moved;
       }
       return nullptr;
     }

@@ -8,6 +8,7 @@
 //   1/(x*x)                -> (1/x) * (1/x)         (no overflow to inf before the division)
 //   1/(x*x*x)              -> (1/x) * (1/x) * (1/x)
 //   1/(x*c)                -> (1/x) * (1/c)          c a constant
+//   x * (y * c)            -> (x*y) * c              c a constant, when x*y is one of the above
 //
 // Operands match in either order, as tinygrad's commutative patterns do; `1` is a constant of
 // value one. The rewrites that only move rounding (sum(x*c) -> sum(x)*c, reassociating

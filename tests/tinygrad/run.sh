@@ -16,6 +16,9 @@
 #   TINYGRAD_SRC     an unpacked tinygrad-0.12.0 sdist (default: BUILD_DIR/tinygrad-src/tinygrad-0.12.0,
 #                    fetched once with `pip download --no-binary :all: tinygrad==0.12.0`)
 #   KEEP_RESULTS     a folder to leave the junit XML reports and the daemon's log in
+#   COMPILE_CACHE    a folder for both devices' compiled-kernel caches (the daemon's --cache_dir and
+#                    tinygrad's CACHEDB), kept: a second run with the same folder is a warm run.
+#                    Default: a fresh one per run (both devices compile cold)
 #
 # The virtualenv BUILD_DIR/tinygrad-test-venv (tinygrad==0.12.0, pytest, numpy and the package's
 # dependencies, from PyPI) is made once and kept while pyproject.toml and the list below stay the
@@ -68,7 +71,10 @@ cleanup() {
 trap cleanup EXIT
 # A copy of the daemon: the build folder's binary may be replaced while the tests run.
 for _ in $(seq 1 30); do [ -x "$daemon" ] && cp "$daemon" "$work/uopd" && break; sleep 2; done
-"$work/uopd" --listen=127.0.0.1:0 --metrics= --cache_dir="$work/cache" --port_file="$work/port" \
+cache=${COMPILE_CACHE:-$work/cache}
+mkdir -p "$cache"
+export CACHEDB=$cache/tinygrad-cache.db
+"$work/uopd" --listen=127.0.0.1:0 --metrics= --cache_dir="$cache/uopd" --port_file="$work/port" \
   --log_level=warning --compile_workers=2 >"$work/daemon.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done

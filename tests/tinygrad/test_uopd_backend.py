@@ -204,6 +204,12 @@ class TestNumerics(unittest.TestCase):
         np.testing.assert_allclose(out, [1.0, -1.0, 0.0])
         self.assertFalse(np.isnan(Tensor([1e4, -1e4]).gelu().numpy()).any())
 
+    def test_sigmoid_alt_gradient_extreme(self):  # test_ops' test_sigmoid_alt_extreme
+        for v in (300.0, -300.0):
+            x = Tensor([v])
+            g = (x.exp() / (1 + x.exp()))[0].gradient(x)[0].item()
+            self.assertEqual(g, 0.0)
+
     def test_rand_deterministic(self):  # threefry, uint64 arithmetic (CONSTs past 64 bits wrap)
         Tensor.manual_seed(1337)
         a = Tensor.rand(64).numpy()

@@ -83,6 +83,29 @@ TEST_F(TinygradAlgebra, TheProductAndSumFormsToo) {
   EXPECT_EQ(Run(sum, {3.0f})[0], 0.75f + 1.5f);
 }
 
+TEST_F(TinygradAlgebra, GradientOfExpOverOnePlusExpIsZeroAtExtremes) {
+  // test_ops' test_sigmoid_alt_extreme: d/dx exp(x)/(1+exp(x)) as tinygrad schedules it,
+  // e * (d + ((e*d)*d)*-1) with d = 1/(1+e). tinygrad moves the -1 to the end of the product
+  // e * (((1-d)*d)*-1), which exposes e*(d*y) -> y*(1-d): 0 at e = inf, not inf * -0 = NaN.
+  auto grad = Elementwise(3, [&](GraphBuilder& g, int e) {
+    int d = Recip(g, Add(g, One(g), e));
+    int product = Mul(g, Mul(g, Mul(g, e, d), d), g.Float(S::FLOAT32, -1.0));
+    return Mul(g, e, Add(g, d, product));
+  });
+  std::vector<float> out = Run(grad, {kInf, 0.0f, 1.0f});
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_FLOAT_EQ(out[2], 0.25f);  // e = 1: d = 1/2, (1-d) - (1-d)^2 = 1/4
+}
+
+TEST_F(TinygradAlgebra, ConstantsMoveOnlyWhereTheyExposeARule) {
+  // x * (y * 2) with no reciprocal of 1+x: rounding as written, the AST is kept.
+  auto plain = Elementwise(1, [&](GraphBuilder& g, int x) {
+    return Mul(g, x, Mul(g, Recip(g, Add(g, x, x)), g.Float(S::FLOAT32, 2.0)));
+  });
+  EXPECT_EQ(ApplyTinygradAlgebra(plain), plain);
+}
+
 TEST_F(TinygradAlgebra, ReciprocalsOfProductsDoNotOverflowFirst) {
   auto square = Elementwise(1, [&](GraphBuilder& g, int x) { return Recip(g, Mul(g, x, x)); });
   // 1/(x*x) with x*x = inf in float32 would be 0; (1/x)*(1/x) is 1e-40 (a denormal).
