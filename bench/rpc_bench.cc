@@ -1,10 +1,16 @@
 // RPC overhead of one uopd daemon, in one run: an empty RPC (CacheService.FindMissing with no
-// keys), a cache-hit Compile of a small kernel, and RunPlan of a prepared tiny kernel.
+// keys), a cache-hit Compile of a small kernel, RunPlan of a prepared tiny kernel, Execute of
+// the same kernel over buffer handles (what the tinygrad backend sends), and 16-byte copies.
 //
-//   rpc_bench --daemon PATH [--iterations N]
+//   rpc_bench --daemon PATH [--iterations N]      starts its own daemon on loopback TCP
+//   rpc_bench --address ADDR [--iterations N]     a running daemon (HOST:PORT or unix:/path)
+//                                                 whose anonymous callers hold compile, run
+//                                                 and cache_read
+// --tsv prints `row<TAB>name<TAB>p50 us<TAB>p90 us` lines (bench/local_path_bench.py reads them).
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "bench/bench_util.h"
@@ -16,22 +22,33 @@
 
 int main(int argc, char** argv) {
   int iterations = 2000;
-  std::string daemon_path;
+  bool tsv = false;
+  std::string daemon_path, address;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--daemon" && i + 1 < argc)
       daemon_path = argv[++i];
+    else if (arg == "--address" && i + 1 < argc)
+      address = argv[++i];
     else if (arg == "--iterations" && i + 1 < argc)
       iterations = std::atoi(argv[++i]);
+    else if (arg == "--tsv")
+      tsv = true;
   }
-  if (daemon_path.empty()) {
-    std::fprintf(stderr, "usage: rpc_bench --daemon PATH [--iterations N]\n");
+  if (daemon_path.empty() == address.empty()) {
+    std::fprintf(stderr,
+                 "usage: rpc_bench (--daemon PATH | --address ADDR) [--iterations N] [--tsv]\n");
     return 2;
   }
-  // FindMissing (the empty RPC) needs the cache_read right.
-  uopd::testing::DaemonProcess daemon(daemon_path, uopd::testing::TempDir("rpc-bench"),
-                                      {"--anonymous_rights=compile,run,cache_read"});
-  if (!daemon.running()) return 1;
+  std::unique_ptr<uopd::testing::DaemonProcess> daemon;
+  if (!daemon_path.empty()) {
+    // FindMissing (the empty RPC) needs the cache_read right.
+    daemon = std::make_unique<uopd::testing::DaemonProcess>(
+        daemon_path, uopd::testing::TempDir("rpc-bench"),
+        std::vector<std::string>{"--anonymous_rights=compile,run,cache_read"});
+    if (!daemon->running()) return 1;
+    address = daemon->address();
+  }
 
   uopd::testing::GraphBuilder g;
   int out = g.Buffer(0, uopd::v1::DType::FLOAT32, 16);
@@ -41,7 +58,7 @@ int main(int argc, char** argv) {
                    {g.Load(in, r), g.Float(uopd::v1::DType::FLOAT32, 1.0)});
   uopd::v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
 
-  uopd::Client client(daemon.address());
+  uopd::Client client(address);
   uopd::v1::CompileRequest compile;
   *compile.mutable_ast() = graph;
   if (!client.Compile(compile).ok()) return 1;  // warm: later compiles are memory hits
@@ -61,7 +78,7 @@ int main(int argc, char** argv) {
   uopd::v1::RunPlanRequest run;
   run.set_plan_id(prepared->plan_id());
 
-  auto channel = grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto cache = uopd::v1::CacheService::NewStub(channel);
   auto empty = [&] {
     grpc::ClientContext context;
@@ -70,14 +87,26 @@ int main(int argc, char** argv) {
   };
   auto handle = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
   if (!handle.ok()) return 1;
+  // Execute as the tinygrad backend sends it: the AST and two buffers that live in the daemon.
+  uopd::v1::ExecuteRequest execute;
+  for (int i = 0; i < 2; ++i) {
+    auto buffer = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 16);
+    if (!buffer.ok()) return 1;
+    execute.add_buffers()->set_handle(*buffer);
+  }
+  auto* invocation = execute.add_kernels();
+  *invocation->mutable_ast() = graph;
+  invocation->add_buffers(0);
+  invocation->add_buffers(1);
   const std::string sixteen(16, '\1');
   // Interleaved, so noise on the shared machine hits every row alike.
-  std::vector<double> t_empty, t_compile, t_run, t_write_stream, t_write_small, t_read_stream,
-      t_read_small;
+  std::vector<double> t_empty, t_compile, t_run, t_execute, t_write_stream, t_write_small,
+      t_read_stream, t_read_small;
   for (int i = 0; i < 100; ++i) {
     empty();
     (void)client.Compile(compile);
     (void)client.RunPlan(run);
+    (void)client.Execute(execute);
   }
   for (int i = 0; i < iterations; ++i) {
     t_empty.push_back(uopd::bench::SecondsOf(empty));
@@ -86,6 +115,9 @@ int main(int argc, char** argv) {
     }));
     t_run.push_back(uopd::bench::SecondsOf([&] {
       if (!client.RunPlan(run).ok()) std::abort();
+    }));
+    t_execute.push_back(uopd::bench::SecondsOf([&] {
+      if (!client.Execute(execute).ok()) std::abort();
     }));
     t_write_stream.push_back(uopd::bench::SecondsOf([&] {
       if (!client.WriteBuffer(*handle, sixteen).ok()) std::abort();
@@ -102,15 +134,24 @@ int main(int argc, char** argv) {
   }
   using uopd::bench::Percentile;
   double base = Percentile(t_empty, 0.5);
-  std::printf("%d interleaved iterations, one daemon, one client connection\n", iterations);
-  std::printf("%-36s %10s %10s %8s\n", "RPC", "p50 us", "p90 us", "vs empty");
+  if (!tsv) {
+    std::printf("%d interleaved iterations, one daemon (%s), one client connection\n", iterations,
+                address.c_str());
+    std::printf("%-36s %10s %10s %8s\n", "RPC", "p50 us", "p90 us", "vs empty");
+  }
   auto row = [&](const char* name, const std::vector<double>& t) {
+    if (tsv) {
+      std::printf("row\t%s\t%.1f\t%.1f\n", name, 1e6 * Percentile(t, 0.5),
+                  1e6 * Percentile(t, 0.9));
+      return;
+    }
     std::printf("%-36s %10.1f %10.1f %7.2fx\n", name, 1e6 * Percentile(t, 0.5),
                 1e6 * Percentile(t, 0.9), Percentile(t, 0.5) / base);
   };
   row("empty RPC (FindMissing, no keys)", t_empty);
   row("Compile, memory cache hit", t_compile);
   row("RunPlan, 16-element kernel", t_run);
+  row("Execute, same kernel, 2 handles", t_execute);
   row("WriteBuffer stream, 16 bytes", t_write_stream);
   row("WriteBufferSmall (unary), 16 bytes", t_write_small);
   row("ReadBuffer stream, 16 bytes", t_read_stream);
