@@ -155,19 +155,46 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
     request = recorded.has_value() ? OptimizeRequest{OptMode::kOpts, *std::move(recorded)}
                                    : OptimizeRequest{OptMode::kHeuristic, {}};
   }
-  UOPD_ASSIGN_OR_RETURN(
-      OptimizedKernel optimized,
-      OptimizeKernel(ast, OptTargetFor(base_device, pair.compiler->Target(), threads), request));
+  const OptTarget target = OptTargetFor(base_device, pair.compiler->Target(), threads);
+  // The opts are part of the cache key, so a hit needs them first; the heuristics that choose
+  // them cost more than the rest of a memory hit, and choose the same for the same AST.
+  const std::string chosen_key = absl::StrCat(base_device, "/", pair.compiler->Target(), "/",
+                                              threads, "/", ast->hash, "/", request.Key());
+  std::optional<OptimizedKernel> optimized;
+  std::optional<std::vector<Opt>> applied = ChosenOpts(chosen_key);
+  if (!applied.has_value()) {
+    UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
+    applied = optimized->applied;
+    RememberChosenOpts(chosen_key, optimized->applied);
+  }
   CompileResult result;
-  result.applied = optimized.applied;
-  result.key = KeyFor(base_device, pair, ast->hash, OptsToString(optimized.applied));
+  result.applied = *std::move(applied);
+  result.key = KeyFor(base_device, pair, ast->hash, OptsToString(result.applied));
   result.key_hex = result.key.Hex();
   auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
-    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast));
+    if (!optimized.has_value()) {
+      UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
+    }
+    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized->ast));
     return CompileEntry(pair, spec, result.key, result.key_hex, stop);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
   return result;
+}
+
+std::optional<std::vector<Opt>> CachingProgramSource::ChosenOpts(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = chosen_.find(key);
+  if (it == chosen_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CachingProgramSource::RememberChosenOpts(const std::string& key,
+                                              const std::vector<Opt>& opts) {
+  absl::MutexLock lock(&mu_);
+  // Bounded by starting over: a forgotten choice is only made again, never wrong.
+  if (chosen_.size() >= max_chosen_) chosen_.clear();
+  chosen_.emplace(key, opts);
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(

@@ -5,7 +5,9 @@
 #define UOPD_CORE_CACHE_CACHING_PROGRAM_SOURCE_H_
 
 #include <list>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -76,6 +78,10 @@ class CachingProgramSource : public ProgramSource {
                                            const OptimizeRequest& optimization,
                                            const StopFlag* stop);
 
+  // The opts OptimizeKernel chose, by target, threads, AST hash and request (see CompileFor).
+  std::optional<std::vector<Opt>> ChosenOpts(const std::string& key);
+  void RememberChosenOpts(const std::string& key, const std::vector<Opt>& opts);
+
   using Lru = std::list<std::pair<std::string, std::shared_ptr<const LoadedProgram>>>;
   KernelCache& cache_;
   const size_t max_loaded_;
@@ -84,6 +90,8 @@ class CachingProgramSource : public ProgramSource {
   absl::Mutex mu_;
   Lru loaded_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t max_chosen_ = 1 << 16;
+  absl::flat_hash_map<std::string, std::vector<Opt>> chosen_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace uopd

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "core/cache/caching_program_source.h"
+#include "core/cache/memory_tier.h"
 #include "core/corpus/corpus_runner.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
@@ -346,6 +347,39 @@ TEST_F(ExecutionPlanTest, PreparesAThousandKernelsQuickly) {
   EXPECT_EQ(Compilations(), 1) << "one AST, one compilation";
   UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
   EXPECT_EQ(Read((*plan)->buffers()[0])[0], 1000.0f);
+}
+
+TEST_F(ExecutionPlanTest, CompileRemembersTheOptsItChoseAndRecompilesAfterAnEviction) {
+  // The heuristics' choice is remembered per AST (a memory hit skips them); an entry evicted
+  // from the cache is compiled again with the same opts under the same key.
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache cache(std::move(tiers));
+  CachingProgramSource source(cache);
+  auto ast = DecodeKernelAst(testing::ColumnSumKernel(256, 256));
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  auto first = source.Compile(*device_, *ast);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->lookup.answered_by, "compiled");
+  EXPECT_FALSE(first->applied.empty()) << "a column sum the heuristics leave alone tests less";
+  auto hit = source.Compile(*device_, *ast);
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_EQ(hit->key_hex, first->key_hex);
+  EXPECT_EQ(OptsToString(hit->applied), OptsToString(first->applied));
+  EXPECT_EQ(hit->lookup.answered_by, "memory");
+
+  cache.Invalidate(first->key_hex);
+  auto again = source.Compile(*device_, *ast);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->lookup.answered_by, "compiled");
+  EXPECT_EQ(again->key_hex, first->key_hex);
+  EXPECT_EQ(again->lookup.kernel->binary(), first->lookup.kernel->binary());
+
+  // Another request for the same AST is its own choice.
+  auto none = source.Compile(*device_, *ast, OptimizeRequest{OptMode::kNone, {}});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->applied.empty());
+  EXPECT_NE(none->key_hex, first->key_hex);
 }
 
 }  // namespace
