@@ -121,7 +121,7 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::Comp
   }
   UOPD_ASSIGN_OR_RETURN(CompilerPair pair,
                         ctx_.target_compilers(spec.base_device_key(), request.target()));
-  UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request.ast(), ctx_.limits));
+  UOPD_ASSIGN_OR_RETURN(auto ast, DecodeAst(ctx_.asts, request.ast(), ctx_.limits));
   UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
                         OptimizationOf(request.optimization(), request.ast()));
   return ctx_.programs.Compile(spec.base_device_key(), pair, std::move(ast), optimization, stop);
@@ -182,7 +182,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
     } else {
       UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
       if (request->has_ast()) {
-        UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(request->ast(), ctx_.limits));
+        UOPD_ASSIGN_OR_RETURN(auto ast, DecodeAst(ctx_.asts, request->ast(), ctx_.limits));
         UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
                               OptimizationOf(request->optimization(), request->ast()));
         UOPD_ASSIGN_OR_RETURN(
@@ -357,7 +357,7 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                         const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
   return Serve("Execute", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
+    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
@@ -374,7 +374,7 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
                                         const v1::PrepareRequest* request,
                                         v1::PrepareResponse* response) {
   return Serve("Prepare", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits};
+    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
     RunWatchdog::Watch watch(ctx_.watchdog, *context);

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/cache/caching_program_source.h"
+#include "core/ir/kernel_ast_memo.h"
 #include "core/ir/limits.h"
 #include "core/session/resource_registry.h"
 #include "core/util/thread_pool.h"
@@ -36,6 +37,7 @@ struct ServiceContext {
   // Callers also need the client_source right.
   bool allow_client_source = false;
   const Authenticator* auth = nullptr;  // null: one anonymous caller with every right
+  KernelAstMemo* asts = nullptr;        // decoded ASTs by wire bytes; null: decode every time
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).

@@ -381,9 +381,10 @@ int Run() {
   };
   RunWatchdog watchdog;
   ServerDrain drain;
+  KernelAstMemo asts;
   KernelServiceImpl kernel_service(ServiceContext{
       devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog,
-      &drain, absl::GetFlag(FLAGS_allow_client_source), auth->get()});
+      &drain, absl::GetFlag(FLAGS_allow_client_source), auth->get(), &asts});
   CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get()}, cluster_key);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -130,7 +130,7 @@ absl::StatusOr<BuiltBindings> BuildBindings(
   for (int k = 0; k < kernels.size(); ++k) {
     const v1::KernelInvocation& wire = kernels[k];
     KernelBinding binding;
-    auto ast = DecodeKernelAst(wire.ast(), ctx.limits);
+    auto ast = DecodeAst(ctx.asts, wire.ast(), ctx.limits);
     if (!ast.ok()) return WithContext(ast.status(), absl::StrCat("kernels[", k, "]"));
     binding.ast = *std::move(ast);
     const std::string label = absl::StrCat("kernels[", k, "] (", binding.ast->Label(), ")");
@@ -147,6 +147,12 @@ absl::StatusOr<BuiltBindings> BuildBindings(
     built.kernels.push_back(std::move(binding));
   }
   return built;
+}
+
+absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeAst(KernelAstMemo* memo,
+                                                           const v1::Graph& wire,
+                                                           const IrLimits& limits) {
+  return memo != nullptr ? memo->Decode(wire, limits) : DecodeKernelAst(wire, limits);
 }
 
 }  // namespace uopd

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/ir/kernel_ast_memo.h"
 #include "core/ir/limits.h"
 #include "core/plan/execution_plan.h"
 #include "core/session/resource_registry.h"
@@ -27,7 +28,13 @@ struct RequestContext {
   const DeviceRegistry& devices;
   ResourceRegistry& resources;
   const IrLimits& limits;
+  KernelAstMemo* asts = nullptr;  // null: every AST is decoded
 };
+
+// DecodeKernelAst through `memo` when there is one.
+absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeAst(KernelAstMemo* memo,
+                                                           const v1::Graph& wire,
+                                                           const IrLimits& limits);
 
 absl::StatusOr<BuiltBindings> BuildBindings(
     const RequestContext& ctx, const google::protobuf::RepeatedPtrField<v1::BufferRef>& buffers,
