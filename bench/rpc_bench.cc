@@ -14,6 +14,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
+#include "client/run_channel.h"
 #include "client/uopd_client.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -77,6 +78,15 @@ int main(int argc, char** argv) {
   if (!prepared.ok()) return 1;
   uopd::v1::RunPlanRequest run;
   run.set_plan_id(prepared->plan_id());
+  // The run socket, where the daemon has one (a unix --listen socket, or --run_socket).
+  absl::StatusOr<std::unique_ptr<uopd::RunChannel>> run_channel = uopd::RunChannel::Open(client);
+  if (!run_channel.ok() && !absl::IsFailedPrecondition(run_channel.status())) {
+    std::fprintf(stderr, "the run socket: %s\n", run_channel.status().ToString().c_str());
+    return 1;
+  }
+  auto run_over_socket = [&] {
+    if (!(*run_channel)->RunPlan(run).ok()) std::abort();
+  };
 
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto cache = uopd::v1::CacheService::NewStub(channel);
@@ -100,12 +110,13 @@ int main(int argc, char** argv) {
   invocation->add_buffers(1);
   const std::string sixteen(16, '\1');
   // Interleaved, so noise on the shared machine hits every row alike.
-  std::vector<double> t_empty, t_compile, t_run, t_execute, t_write_stream, t_write_small,
-      t_read_stream, t_read_small;
+  std::vector<double> t_empty, t_compile, t_run, t_run_socket, t_execute, t_write_stream,
+      t_write_small, t_read_stream, t_read_small;
   for (int i = 0; i < 100; ++i) {
     empty();
     (void)client.Compile(compile);
     (void)client.RunPlan(run);
+    if (run_channel.ok()) run_over_socket();
     (void)client.Execute(execute);
   }
   for (int i = 0; i < iterations; ++i) {
@@ -116,6 +127,7 @@ int main(int argc, char** argv) {
     t_run.push_back(uopd::bench::SecondsOf([&] {
       if (!client.RunPlan(run).ok()) std::abort();
     }));
+    if (run_channel.ok()) t_run_socket.push_back(uopd::bench::SecondsOf(run_over_socket));
     t_execute.push_back(uopd::bench::SecondsOf([&] {
       if (!client.Execute(execute).ok()) std::abort();
     }));
@@ -151,6 +163,7 @@ int main(int argc, char** argv) {
   row("empty RPC (FindMissing, no keys)", t_empty);
   row("Compile, memory cache hit", t_compile);
   row("RunPlan, 16-element kernel", t_run);
+  if (run_channel.ok()) row("RunPlan over the run socket (no gRPC)", t_run_socket);
   row("Execute, same kernel, 2 handles", t_execute);
   row("WriteBuffer stream, 16 bytes", t_write_stream);
   row("WriteBufferSmall (unary), 16 bytes", t_write_small);

@@ -193,6 +193,13 @@ absl::Status Client::ReleasePlan(const std::string& plan_id) {
       .status();
 }
 
+absl::StatusOr<v1::OpenRunChannelResponse> Client::OpenRunChannel() {
+  return Unary<v1::OpenRunChannelResponse>(
+      [&](grpc::ClientContext* c, v1::OpenRunChannelResponse* r) {
+        return kernels_->OpenRunChannel(c, v1::OpenRunChannelRequest(), r);
+      });
+}
+
 absl::StatusOr<v1::CacheStatsResponse> Client::CacheStats() {
   return Unary<v1::CacheStatsResponse>([&](grpc::ClientContext* c, v1::CacheStatsResponse* r) {
     return cache_->Stats(c, v1::CacheStatsRequest(), r);

@@ -76,11 +76,10 @@ RunOptions UntilStopped(const RunWatchdog::Watch& watch) {
 absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
                                     const google::protobuf::Map<std::string, int64_t>& vars,
                                     const google::protobuf::RepeatedField<int32_t>& return_buffers,
-                                    grpc::ServerContext& context,
+                                    const RunWatchdog::Watch& watch,
                                     google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                                     google::protobuf::RepeatedPtrField<v1::BufferData>* outputs) {
   absl::flat_hash_map<std::string, int64_t> values(vars.begin(), vars.end());
-  RunWatchdog::Watch watch(ctx_.watchdog, context);
   UOPD_ASSIGN_OR_RETURN(auto run, plan.ExecuteWithVars(values, UntilStopped(watch)));
   if (ctx_.metrics != nullptr) {
     for (const PreparedKernel& kernel : plan.kernels()) {
@@ -365,7 +364,7 @@ grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                                ctx_.programs, ctx_.pool, watch.flag()));
     if (watch.flag()->stopped()) return absl::CancelledError("the call was cancelled");
-    return Run(*plan, request->vars(), request->return_buffers(), *context,
+    return Run(*plan, request->vars(), request->return_buffers(), watch,
                response->mutable_timings(), response->mutable_outputs());
   });
 }
@@ -406,7 +405,8 @@ grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
                                         v1::RunPlanResponse* response) {
   return Serve("RunPlan", *context, kRightRun, [&](const Identity& who) -> absl::Status {
     UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(who, request->plan_id()));
-    return Run(*plan, request->vars(), request->return_buffers(), *context,
+    RunWatchdog::Watch watch(ctx_.watchdog, *context);
+    return Run(*plan, request->vars(), request->return_buffers(), watch,
                response->mutable_timings(), response->mutable_outputs());
   });
 }
@@ -417,6 +417,61 @@ grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
   return Serve("ReleasePlan", *context, kRightRun, [&](const Identity& who) {
     return ctx_.resources.ReleasePlan(who, request->plan_id());
   });
+}
+
+grpc::Status KernelServiceImpl::OpenRunChannel(grpc::ServerContext* context,
+                                               const v1::OpenRunChannelRequest*,
+                                               v1::OpenRunChannelResponse* response) {
+  return Serve("OpenRunChannel", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    if (ctx_.run_tickets == nullptr) {
+      return absl::FailedPreconditionError(
+          "this daemon has no run socket (start it with --run_socket, or listen on a unix "
+          "socket): use RunPlan");
+    }
+    UOPD_ASSIGN_OR_RETURN(std::string ticket, ctx_.run_tickets->Issue(who));
+    response->set_path(ctx_.run_socket_path);
+    response->set_ticket(std::move(ticket));
+    response->set_ticket_seconds(
+        static_cast<int32_t>(absl::ToInt64Seconds(ctx_.run_tickets->lifetime())));
+    return absl::OkStatus();
+  });
+}
+
+v1::RunChannelReply KernelServiceImpl::RunFromSocket(const Identity& who,
+                                                     const v1::RunChannelCall& call,
+                                                     std::function<bool()> gone) {
+  v1::RunChannelReply reply;
+  RpcScope scope(ctx_.metrics, ctx_.drain, "RunChannel.RunPlan");
+  absl::Status status = [&]() -> absl::Status {
+    if (!scope.admitted()) return absl::UnavailableError("the server is shutting down");
+    UOPD_RETURN_IF_ERROR(who.Require(kRightRun, "call RunPlan"));
+    if (call.timeout_us() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("timeout_us is ", call.timeout_us(), "; it must be 0 (none) or more"));
+    }
+    UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(who, call.run().plan_id()));
+    auto deadline = std::chrono::system_clock::time_point::max();
+    if (call.timeout_us() > 0) {
+      deadline = std::chrono::system_clock::now() +
+                 std::chrono::microseconds(std::min<int64_t>(call.timeout_us(), int64_t{1} << 50));
+    }
+    RunWatchdog::Watch watch(ctx_.watchdog, deadline, std::move(gone));
+    absl::Status run = Run(*plan, call.run().vars(), call.run().return_buffers(), watch,
+                           reply.mutable_response()->mutable_timings(),
+                           reply.mutable_response()->mutable_outputs());
+    if (!run.ok() && watch.flag()->stopped() && std::chrono::system_clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the run passed its timeout of ", call.timeout_us(), " µs"));
+    }
+    return run;
+  }();
+  if (!status.ok()) {
+    reply.clear_response();
+    reply.set_code(static_cast<int32_t>(status.code()));
+    reply.set_message(std::string(status.message()));
+  }
+  scope.Done(ToGrpcStatus(status));
+  return reply;
 }
 
 }  // namespace uopd

@@ -9,6 +9,7 @@
 #include "core/ir/kernel_ast_memo.h"
 #include "core/ir/limits.h"
 #include "core/session/resource_registry.h"
+#include "core/session/run_tickets.h"
 #include "core/util/thread_pool.h"
 #include "server/authenticator.h"
 #include "server/metrics.h"
@@ -38,6 +39,10 @@ struct ServiceContext {
   bool allow_client_source = false;
   const Authenticator* auth = nullptr;  // null: one anonymous caller with every right
   KernelAstMemo* asts = nullptr;        // decoded ASTs by wire bytes; null: decode every time
+  // The run socket (server/run_socket.h): its path and the tickets that open connections to it.
+  // Null tickets: the daemon has none, and OpenRunChannel says so.
+  RunTickets* run_tickets = nullptr;
+  std::string run_socket_path;
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).
@@ -70,6 +75,14 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                        v1::RunPlanResponse* response) override;
   grpc::Status ReleasePlan(grpc::ServerContext* context, const v1::ReleasePlanRequest* request,
                            v1::ReleasePlanResponse* response) override;
+  grpc::Status OpenRunChannel(grpc::ServerContext* context,
+                              const v1::OpenRunChannelRequest* request,
+                              v1::OpenRunChannelResponse* response) override;
+
+  // RunPlan for a run-socket connection acting as `who`: the same checks, run and answer as
+  // the RPC's, the run stopping past the call's timeout or once `gone` (the client hung up).
+  v1::RunChannelReply RunFromSocket(const Identity& who, const v1::RunChannelCall& call,
+                                    std::function<bool()> gone);
 
  private:
   template <typename Body>
@@ -79,11 +92,11 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                     std::forward<Body>(body));
   }
 
-  // Runs `plan` with `vars`, stopping if the call is cancelled, and fills the timings and the
-  // bytes of `return_buffers` (indices into the plan's buffers).
+  // Runs `plan` with `vars`, stopping once `watch` says the call is over, and fills the
+  // timings and the bytes of `return_buffers` (indices into the plan's buffers).
   absl::Status Run(ExecutionPlan& plan, const google::protobuf::Map<std::string, int64_t>& vars,
                    const google::protobuf::RepeatedField<int32_t>& return_buffers,
-                   grpc::ServerContext& context,
+                   const RunWatchdog::Watch& watch,
                    google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                    google::protobuf::RepeatedPtrField<v1::BufferData>* outputs);
   absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request,

@@ -13,8 +13,20 @@ RunWatchdog::~RunWatchdog() {
 }
 
 RunWatchdog::Watch::Watch(RunWatchdog* watchdog, const grpc::ServerContext& context)
-    : watchdog_(watchdog), context_(context) {
-  flag_.set_deadline(context.deadline());
+    : watchdog_(watchdog),
+      deadline_(context.deadline()),
+      gone_([&context] { return context.IsCancelled(); }) {
+  Register();
+}
+
+RunWatchdog::Watch::Watch(RunWatchdog* watchdog, std::chrono::system_clock::time_point deadline,
+                          std::function<bool()> gone)
+    : watchdog_(watchdog), deadline_(deadline), gone_(std::move(gone)) {
+  Register();
+}
+
+void RunWatchdog::Watch::Register() {
+  flag_.set_deadline(deadline_);
   if (watchdog_ == nullptr) return;
   absl::MutexLock lock(&watchdog_->mu_);
   position_ = watchdog_->watches_.insert(watchdog_->watches_.end(), this);
@@ -36,9 +48,9 @@ void RunWatchdog::Loop() {
     const auto now = std::chrono::system_clock::now();
     for (Watch* watch : watches_) {
       if (watch->flag_.stopped()) continue;
-      // IsCancelled covers a cancelling or vanished client; the deadline is checked here too,
-      // so a run stops on time even before gRPC notices.
-      if (watch->context_.IsCancelled() || now > watch->context_.deadline()) watch->flag_.Stop();
+      // `gone` covers a cancelling or vanished client; the deadline is checked here too, so a
+      // run stops on time even before gRPC notices.
+      if (now > watch->deadline_ || watch->gone_()) watch->flag_.Stop();
     }
     mu_.AwaitWithTimeout(absl::Condition(&done_), period_);
     if (done_) return;

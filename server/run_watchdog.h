@@ -6,6 +6,7 @@
 #define UOPD_SERVER_RUN_WATCHDOG_H_
 
 #include <chrono>
+#include <functional>
 #include <list>
 #include <thread>
 
@@ -30,6 +31,10 @@ class RunWatchdog {
   class Watch {
    public:
     Watch(RunWatchdog* watchdog, const grpc::ServerContext& context);
+    // A call that is not gRPC's (the run socket): over past `deadline` or once `gone` says so.
+    // `gone` is asked from the watchdog's thread and must be cheap.
+    Watch(RunWatchdog* watchdog, std::chrono::system_clock::time_point deadline,
+          std::function<bool()> gone);
     ~Watch();
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
@@ -37,8 +42,11 @@ class RunWatchdog {
 
    private:
     friend class RunWatchdog;
+    void Register();
+
     RunWatchdog* watchdog_;
-    const grpc::ServerContext& context_;
+    std::chrono::system_clock::time_point deadline_;
+    std::function<bool()> gone_;
     StopFlag flag_;
     std::list<Watch*>::iterator position_;
   };

@@ -14,6 +14,7 @@ namespace {
 
 constexpr uint32_t kMaxParts = 64;
 constexpr int kPollSliceMs = 5;
+constexpr size_t kCoalesceBytes = 64 << 10;
 
 absl::Status SendAll(int fd, const void* data, size_t size) {
   const char* at = static_cast<const char*>(data);
@@ -63,6 +64,14 @@ absl::Status WriteFrame(int fd, const std::vector<absl::string_view>& parts) {
   for (absl::string_view part : parts) {
     const uint64_t size = part.size();
     header.append(reinterpret_cast<const char*>(&size), sizeof(size));
+  }
+  size_t total = header.size();
+  for (absl::string_view part : parts) total += part.size();
+  if (total <= kCoalesceBytes) {
+    // One send: a reader waiting on the socket wakes once, not once per piece (a wake-up is
+    // a good part of a small call's round trip).
+    for (absl::string_view part : parts) header.append(part.data(), part.size());
+    return SendAll(fd, header.data(), header.size());
   }
   if (absl::Status s = SendAll(fd, header.data(), header.size()); !s.ok()) return s;
   for (absl::string_view part : parts) {

@@ -95,6 +95,27 @@ def admin(daemon: Daemon) -> Iterator[uopd.Client]:
         yield c
 
 
+# --- kernels --------------------------------------------------------------------------------
+
+def plus_one_ast(n: int) -> dict[str, Any]:
+    """out[i] = in[i] + 1 over n float32 elements (slots out, in)."""
+    f32, index = {"scalar": "FLOAT32"}, {"scalar": "INDEX"}
+    ptr = {"scalar": "FLOAT32", "ptr": True, "size": n}
+    return {"nodes": [
+        {"op": "DEFINE_GLOBAL", "dtype": ptr, "arg": {"i64": "0"}},
+        {"op": "CONST", "dtype": index, "arg": {"i64": str(n)}},
+        {"op": "RANGE", "dtype": index, "src": [1], "arg": {"range": {"axis": [0], "type": "LOOP"}}},
+        {"op": "INDEX", "dtype": ptr, "src": [0, 2]},
+        {"op": "DEFINE_GLOBAL", "dtype": ptr, "arg": {"i64": "1"}},
+        {"op": "INDEX", "dtype": f32, "src": [4, 2]},
+        {"op": "CONST", "dtype": f32, "arg": {"f64": 1.0}},
+        {"op": "ADD", "dtype": f32, "src": [5, 6]},
+        {"op": "STORE", "dtype": {"scalar": "VOID"}, "src": [3, 7]},
+        {"op": "END", "dtype": {"scalar": "VOID"}, "src": [8, 2]},
+        {"op": "SINK", "dtype": {"scalar": "VOID"}, "src": [9]},
+    ]}
+
+
 # --- the corpus ---------------------------------------------------------------------------------
 
 def load_case(name: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import uopd.aio
 from uopd.v1 import kernel_service_pb2 as ks
 
 from conftest import (NO_SMALL_CALLS, Daemon, RecordingStub, assert_matches, expected_of,
-                      load_case, load_plan, long_sum_ast, slot_dtype)
+                      load_case, load_plan, long_sum_ast, plus_one_ast, slot_dtype, start_daemon)
 
 T = TypeVar("T")
 
@@ -192,3 +192,27 @@ def test_shares_request_building_with_the_sync_client() -> None:
     for name, method in inspect.getmembers(uopd._client.Buffer, inspect.isfunction):
         if not name.startswith("_") and name not in vars(uopd.BufferBase):
             assert inspect.iscoroutinefunction(getattr(uopd.aio.AsyncBuffer, name)), name
+
+
+def test_run_channel(tmp_path: Any) -> None:
+    socket = f"unix:{tmp_path}/uopd.sock"
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)
+
+    async def main() -> None:
+        async with uopd.aio.AsyncClient(socket, timeout=30) as client:
+            out = await client.create_buffer("float32", 8)
+            src = await client.create_buffer("float32", 8, data=np.arange(8, dtype=np.float32))
+            plan = await client.prepare([uopd.Kernel(plus_one_ast(8), [out, src])])
+            async with await client.open_run_channel() as channel:
+                results = await asyncio.gather(
+                    *(channel.run_plan(plan, return_buffers=[out]) for _ in range(4)))
+                for result in results:
+                    assert np.array_equal(result.numpy(out), np.arange(8, dtype=np.float32) + 1)
+                with pytest.raises(uopd.NotFound):
+                    await channel.run_plan("plan-none")
+            await plan.release()
+
+    try:
+        run(main())
+    finally:
+        d.stop()

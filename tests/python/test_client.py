@@ -22,7 +22,8 @@ import uopd
 from uopd.v1 import graph_pb2, kernel_service_pb2 as ks
 
 from conftest import (NO_SMALL_CALLS, Daemon, RecordingStub, assert_matches, case_buffers,
-                      expected_of, load_case, load_plan, long_sum_ast, slot_dtype, start_daemon)
+                      expected_of, load_case, load_plan, long_sum_ast, plus_one_ast, slot_dtype,
+                      start_daemon)
 
 # --- devices and compilation -------------------------------------------------------------------
 
@@ -480,6 +481,38 @@ def test_unix_socket_address(tmp_path: pathlib.Path) -> None:
             client.wait_ready(timeout=0.5)
         with pytest.raises(uopd.Unavailable):
             client.devices()
+
+
+def test_run_channel_runs_plans_without_grpc(tmp_path: pathlib.Path, daemon: Daemon) -> None:
+    socket = f"unix:{tmp_path}/uopd.sock"
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)
+    try:
+        with uopd.Client(socket, timeout=30) as client, \
+                client.create_buffer("float32", 8) as out, \
+                client.from_numpy(np.arange(8, dtype=np.float32)) as src:
+            ast = plus_one_ast(8)
+            with client.prepare([uopd.Kernel(ast, [out, src])]) as plan, \
+                    client.open_run_channel() as channel:
+                assert channel.path == f"{tmp_path}/uopd.sock.run"
+                for _ in range(3):
+                    result = channel.run_plan(plan, return_buffers=[out])
+                    assert np.array_equal(result.numpy(out), np.arange(8, dtype=np.float32) + 1)
+                    assert len(result.timings) == 1
+                with pytest.raises(uopd.InvalidArgument, match="nope"):
+                    channel.run_plan(plan, vars={"nope": 1})
+                with pytest.raises(uopd.NotFound):
+                    channel.run_plan("plan-none")
+                assert channel.run_plan(plan.plan_id, return_buffers=[0]).outputs[0] == out.read()
+                # Another client's channel is another identity: the plan is not its to run.
+                with uopd.Client(socket, timeout=30) as other, other.open_run_channel() as theirs:
+                    with pytest.raises(uopd.NotFound):
+                        theirs.run_plan(plan.plan_id)
+    finally:
+        d.stop()
+    # A daemon on TCP has no run socket unless told to.
+    with uopd.Client(daemon.address, timeout=30) as client:
+        with pytest.raises(uopd.FailedPrecondition, match="run_socket"):
+            client.open_run_channel()
 
 
 # --- the cache service -------------------------------------------------------------------------

@@ -590,13 +590,22 @@ def op_prepare(request: ks.PrepareRequest) -> Op[ks.PrepareResponse]:
     return (yield _unary("Prepare", request))  # type: ignore[no-any-return]
 
 
-def op_run_plan(plan_id: str, bindings: Bindings, vars: Optional[Mapping[str, int]],
-                return_buffers: Optional[Iterable[Any]]) -> Op[RunResult]:
+def run_plan_request(plan_id: str, bindings: Bindings, vars: Optional[Mapping[str, int]],
+                     return_buffers: Optional[Iterable[Any]]) -> ks.RunPlanRequest:
     request = ks.RunPlanRequest(plan_id=plan_id, return_buffers=bindings.indices(return_buffers))
     for name, value in _vars(vars).items():
         request.vars[name] = value
-    response = yield _unary("RunPlan", request)
+    return request
+
+
+def op_run_plan(plan_id: str, bindings: Bindings, vars: Optional[Mapping[str, int]],
+                return_buffers: Optional[Iterable[Any]]) -> Op[RunResult]:
+    response = yield _unary("RunPlan", run_plan_request(plan_id, bindings, vars, return_buffers))
     return run_result(response, bindings)
+
+
+def op_open_run_channel() -> Op[ks.OpenRunChannelResponse]:
+    return (yield _unary("OpenRunChannel", ks.OpenRunChannelRequest()))  # type: ignore[no-any-return]
 
 
 def op_release_plan(plan_id: str) -> Op[None]:

@@ -27,6 +27,7 @@ from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, Kernel
 from uopd._dtypes import DTypeLike, Scalar
 from uopd._errors import UopdError, error_from_rpc
 from uopd._opts import OptimizationLike
+from uopd._run_channel import AsyncRunChannel
 from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["AsyncClient", "AsyncBuffer", "AsyncPlan"]
+__all__ = ["AsyncClient", "AsyncBuffer", "AsyncPlan", "AsyncRunChannel"]
 
 
 class AsyncBuffer(BufferBase):
@@ -232,6 +233,12 @@ class AsyncClient:
                              else (plan, _core.Bindings(known=False)))
         return await self._run(_core.op_run_plan(plan_id, bindings, vars, return_buffers),
                                timeout)
+
+    async def open_run_channel(self, *,
+                               timeout: Optional[float] = None) -> AsyncRunChannel:
+        """``Client.open_run_channel`` for asyncio."""
+        response = await self._run(_core.op_open_run_channel(), timeout)
+        return await AsyncRunChannel.connect(response.path, response.ticket)
 
     async def release_plan(self, plan: Union[AsyncPlan, str], *,
                            timeout: Optional[float] = None) -> None:

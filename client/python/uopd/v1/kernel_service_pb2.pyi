@@ -343,6 +343,44 @@ class ReleasePlanResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class OpenRunChannelRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class OpenRunChannelResponse(_message.Message):
+    __slots__ = ("path", "ticket", "ticket_seconds")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    TICKET_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    ticket: bytes
+    ticket_seconds: int
+    def __init__(self, path: _Optional[str] = ..., ticket: _Optional[bytes] = ..., ticket_seconds: _Optional[int] = ...) -> None: ...
+
+class RunChannelHello(_message.Message):
+    __slots__ = ("ticket",)
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    ticket: bytes
+    def __init__(self, ticket: _Optional[bytes] = ...) -> None: ...
+
+class RunChannelCall(_message.Message):
+    __slots__ = ("run", "timeout_us")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_US_FIELD_NUMBER: _ClassVar[int]
+    run: RunPlanRequest
+    timeout_us: int
+    def __init__(self, run: _Optional[_Union[RunPlanRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
+
+class RunChannelReply(_message.Message):
+    __slots__ = ("code", "message", "response")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    response: RunPlanResponse
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., response: _Optional[_Union[RunPlanResponse, _Mapping]] = ...) -> None: ...
+
 class CacheStatsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -74,6 +74,11 @@ class KernelServiceStub(object):
                 request_serializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanRequest.SerializeToString,
                 response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanResponse.FromString,
                 )
+        self.OpenRunChannel = channel.unary_unary(
+                '/uopd.v1.KernelService/OpenRunChannel',
+                request_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelRequest.SerializeToString,
+                response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelResponse.FromString,
+                )
 
 
 class KernelServiceServicer(object):
@@ -163,6 +168,16 @@ class KernelServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenRunChannel(self, request, context):
+        """The run socket: RunPlan without gRPC, for clients on the daemon's machine (a gRPC round
+        trip costs more than a small plan's whole run). Returns the socket's path and a ticket
+        that makes a connection to it act as the caller (docs/ARCHITECTURE.md, "The run socket").
+        FAILED_PRECONDITION when the daemon has no run socket.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KernelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -225,6 +240,11 @@ def add_KernelServiceServicer_to_server(servicer, server):
                     servicer.ReleasePlan,
                     request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanRequest.FromString,
                     response_serializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanResponse.SerializeToString,
+            ),
+            'OpenRunChannel': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenRunChannel,
+                    request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelRequest.FromString,
+                    response_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -437,6 +457,23 @@ class KernelService(object):
         return grpc.experimental.unary_unary(request, target, '/uopd.v1.KernelService/ReleasePlan',
             uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanRequest.SerializeToString,
             uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def OpenRunChannel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/uopd.v1.KernelService/OpenRunChannel',
+            uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelRequest.SerializeToString,
+            uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

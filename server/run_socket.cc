@@ -1,0 +1,223 @@
+#include "server/run_socket.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/log.h"
+#include "core/worker/frame_io.h"
+
+namespace uopd {
+namespace {
+
+constexpr int64_t kMaxHelloBytes = 4096;
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("run socket ", path, ": ", what, ": ", std::strerror(errno)));
+}
+
+v1::RunChannelReply ErrorReply(const absl::Status& status) {
+  v1::RunChannelReply reply;
+  reply.set_code(static_cast<int32_t>(status.code()));
+  reply.set_message(std::string(status.message()));
+  return reply;
+}
+
+bool Send(int fd, const v1::RunChannelReply& reply) {
+  const std::string bytes = reply.SerializeAsString();
+  return WriteFrame(fd, {bytes}).ok();
+}
+
+// Whether the client has hung up: asked by the watchdog while a run is going on.
+bool HungUp(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RunSocket>> RunSocket::Start(RunSocketOptions options,
+                                                            RunTickets* tickets,
+                                                            RunSocketHandler handler) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (options.path.empty() || options.path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run socket path '", options.path, "' must be 1 to ", sizeof(addr.sun_path) - 1, " bytes"));
+  }
+  std::memcpy(addr.sun_path, options.path.data(), options.path.size());
+  struct stat existing {};
+  if (lstat(options.path.c_str(), &existing) == 0) {
+    // A socket left by an earlier daemon is replaced; anything else is not ours to delete.
+    if (!S_ISSOCK(existing.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run socket ", options.path, ": a file that is not a socket is there"));
+    }
+    unlink(options.path.c_str());
+  }
+  std::unique_ptr<RunSocket> socket(new RunSocket(std::move(options), tickets, std::move(handler)));
+  const std::string& path = socket->options_.path;
+  socket->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (socket->listen_fd_ < 0) return Errno("socket", path);
+  // Created owner-only, then given the mode asked for: no moment where others could connect.
+  const mode_t old_umask = umask(0177);
+  const int bound = bind(socket->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  umask(old_umask);
+  if (bound != 0) return Errno("bind", path);
+  if (chmod(path.c_str(), static_cast<mode_t>(socket->options_.mode)) != 0) {
+    return Errno("chmod", path);
+  }
+  if (listen(socket->listen_fd_, 128) != 0) return Errno("listen", path);
+  socket->wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (socket->wake_fd_ < 0) return Errno("eventfd", path);
+  RunSocket* self = socket.get();
+  socket->acceptor_ = std::thread([self] { self->AcceptLoop(); });
+  return socket;
+}
+
+RunSocket::~RunSocket() { Stop(); }
+
+int RunSocket::connections() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(open_.size());
+}
+
+void RunSocket::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  if (acceptor_.joinable()) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+    acceptor_.join();
+  }
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    // A connection's thread is blocked reading its next frame, or serving a call whose reply
+    // will find the connection closed: either way it ends.
+    for (int fd : open_) shutdown(fd, SHUT_RDWR);
+    for (auto& [id, thread] : threads_) threads.push_back(std::move(thread));
+    threads_.clear();
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  if (listen_fd_ >= 0) unlink(options_.path.c_str());
+  listen_fd_ = wake_fd_ = -1;
+}
+
+void RunSocket::ReapFinished() {
+  std::vector<std::thread> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int64_t id : finished_) {
+      auto it = threads_.find(id);
+      if (it == threads_.end()) continue;
+      done.push_back(std::move(it->second));
+      threads_.erase(it);
+    }
+    finished_.clear();
+  }
+  for (std::thread& thread : done) thread.join();
+}
+
+void RunSocket::AcceptLoop() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Log(LogLevel::kError, "run socket: poll failed; no longer accepting",
+          {{"error", std::strerror(errno)}});
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    ReapFinished();
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      // Out of descriptors: wait a little rather than spin on a listener that stays readable.
+      if (errno == EMFILE || errno == ENFILE)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;  // or the client went away before we took it
+    }
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || static_cast<int>(open_.size()) >= options_.max_connections) {
+      Send(fd, ErrorReply(absl::ResourceExhaustedError(
+                   absl::StrCat("the run socket serves at most ", options_.max_connections,
+                                " connections at once: use RunPlan over gRPC, or close one"))));
+      close(fd);
+      continue;
+    }
+    open_.insert(fd);
+    const int64_t id = next_thread_id_++;
+    threads_.emplace(id, std::thread([this, fd, id] {
+                       Serve(fd);
+                       absl::MutexLock done(&mu_);
+                       open_.erase(fd);
+                       close(fd);
+                       finished_.push_back(id);
+                     }));
+  }
+}
+
+void RunSocket::Serve(int fd) {
+  const absl::Time hello_deadline = absl::Now() + options_.hello_timeout;
+  absl::StatusOr<std::vector<std::string>> hello_frame =
+      ReadFrame(fd, kMaxHelloBytes, [&]() -> absl::Status {
+        if (absl::Now() > hello_deadline) {
+          return absl::DeadlineExceededError(
+              absl::StrCat("no hello within ", absl::FormatDuration(options_.hello_timeout)));
+        }
+        return absl::OkStatus();
+      });
+  if (!hello_frame.ok()) {
+    Send(fd, ErrorReply(hello_frame.status()));
+    return;
+  }
+  v1::RunChannelHello hello;
+  if (hello_frame->size() != 1 || !hello.ParseFromString((*hello_frame)[0])) {
+    Send(fd, ErrorReply(absl::InvalidArgumentError(
+                 "the first frame must be one RunChannelHello (a ticket from OpenRunChannel)")));
+    return;
+  }
+  absl::StatusOr<Identity> who = tickets_->Redeem(hello.ticket());
+  if (!who.ok()) {
+    Send(fd, ErrorReply(who.status()));
+    return;
+  }
+  if (!Send(fd, v1::RunChannelReply())) return;
+  while (true) {
+    absl::StatusOr<std::vector<std::string>> frame = ReadFrame(fd, options_.max_frame_bytes);
+    if (!frame.ok()) {
+      // The client hung up (or Stop did): nothing to answer. A frame too large or malformed:
+      // say so, then end, as the next frame's start is unknown.
+      if (!absl::IsUnavailable(frame.status())) {
+        Send(fd, ErrorReply(absl::InvalidArgumentError(absl::StrCat(
+                     "unreadable frame (the connection ends): ", frame.status().message()))));
+      }
+      return;
+    }
+    v1::RunChannelCall call;
+    v1::RunChannelReply reply;
+    if (frame->size() != 1 || !call.ParseFromString((*frame)[0])) {
+      reply = ErrorReply(absl::InvalidArgumentError(
+          absl::StrCat("a frame of ", frame->size(), " part(s) that is not one RunChannelCall")));
+    } else {
+      reply = handler_(*who, call, [fd] { return HungUp(fd); });
+    }
+    if (!Send(fd, reply)) return;
+  }
+}
+
+}  // namespace uopd

@@ -1,0 +1,51 @@
+#include "core/session/run_tickets.h"
+
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::StatusIs;
+
+Identity Alice() { return Identity{"alice", "alice", kRightRun, /*anonymous=*/false}; }
+
+TEST(RunTickets, ATicketNamesItsIdentityOnce) {
+  RunTickets tickets;
+  auto ticket = tickets.Issue(Alice());
+  UOPD_ASSERT_OK(ticket);
+  EXPECT_EQ(ticket->size(), 32u);
+  auto who = tickets.Redeem(*ticket);
+  UOPD_ASSERT_OK(who);
+  EXPECT_EQ(who->id, "alice");
+  EXPECT_EQ(who->rights, kRightRun);
+  EXPECT_TRUE(StatusIs(tickets.Redeem(*ticket), absl::StatusCode::kUnauthenticated,
+                       {"unknown or already used"}));
+  EXPECT_TRUE(StatusIs(tickets.Redeem(""), absl::StatusCode::kUnauthenticated));
+}
+
+TEST(RunTickets, TicketsExpireAndDifferFromEachOther) {
+  RunTickets tickets(absl::Seconds(30));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  auto first = tickets.Issue(Alice(), t0);
+  auto second = tickets.Issue(Alice(), t0);
+  UOPD_ASSERT_OK(first);
+  UOPD_ASSERT_OK(second);
+  EXPECT_NE(*first, *second);
+  EXPECT_TRUE(StatusIs(tickets.Redeem(*first, t0 + absl::Seconds(31)),
+                       absl::StatusCode::kUnauthenticated, {"expired"}));
+  UOPD_EXPECT_OK(tickets.Redeem(*second, t0 + absl::Seconds(29)));
+}
+
+TEST(RunTickets, OutstandingTicketsAreBoundedAndExpiredOnesMakeRoom) {
+  RunTickets tickets(absl::Seconds(30), /*max_outstanding=*/2);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  UOPD_ASSERT_OK(tickets.Issue(Alice(), t0));
+  UOPD_ASSERT_OK(tickets.Issue(Alice(), t0));
+  EXPECT_TRUE(StatusIs(tickets.Issue(Alice(), t0 + absl::Seconds(1)),
+                       absl::StatusCode::kResourceExhausted, {"tickets are waiting"}));
+  UOPD_EXPECT_OK(tickets.Issue(Alice(), t0 + absl::Seconds(31)));
+}
+
+}  // namespace
+}  // namespace uopd
