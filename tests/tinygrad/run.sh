@@ -74,12 +74,14 @@ for _ in $(seq 1 30); do [ -x "$daemon" ] && cp "$daemon" "$work/uopd" && break;
 cache=${COMPILE_CACHE:-$work/cache}
 mkdir -p "$cache"
 export CACHEDB=$cache/tinygrad-cache.db
-"$work/uopd" --listen=127.0.0.1:0 --metrics= --cache_dir="$cache/uopd" --port_file="$work/port" \
+# On a unix socket, as a daemon on the tinygrad user's own machine would be: JIT replays then go
+# over its run socket (RunPlan without gRPC).
+"$work/uopd" --listen="unix:$work/uopd.sock" --metrics= --cache_dir="$cache/uopd" --port_file="$work/port" \
   --log_level=warning --compile_workers=2 >"$work/daemon.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "the daemon did not start:"; cat "$work/daemon.log"; exit 1; }
-address=$(cat "$work/port")
+address=$(head -n 1 "$work/port")
 echo "daemon at $address"
 
 # DERANDOMIZE_CI: tinygrad's hypothesis tests (test_dtype_alu) draw the same examples on both devices.
