@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Issue 11's local-path benchmark, in one run: the host time of an empty RPC, a tiny RunPlan and
-a tiny Execute (a 16-element float32 `out = in + 1`), over loopback TCP and over a unix socket,
-from C++ (build/bench/rpc_bench) and from Python (the `uopd` package), next to tinygrad 0.12's own
-host time for the same kernel called locally on its CPU device.
+a tiny Execute (a 16-element float32 `out = in + 1`) and buffer calls, over loopback TCP, over a
+unix socket and over the daemon's local socket (no gRPC), from C++ (build/bench/rpc_bench) and
+from Python (the `uopd` package), next to tinygrad 0.12's own host time for the same kernel
+called locally on its CPU device.
 
     python bench/local_path_bench.py DAEMON RPC_BENCH [--rounds R] [--iterations N]
 
@@ -73,8 +74,8 @@ def plus_one_ast(n: int = 16) -> dict[str, Any]:
     return {"nodes": nodes}
 
 
-def python_rows(address: str, label: str) -> tuple[dict[str, Callable[[], Any]], Callable[[], None]]:
-    client = uopd.Client(address)
+def python_rows(address: str, label: str, local_socket: bool) -> tuple[dict[str, Callable[[], Any]], Callable[[], None]]:
+    client = uopd.Client(address, local_socket=local_socket)
     ast = uopd.as_graph(plus_one_ast())  # converted once, as a hot loop should (see as_graph)
     out = client.create_buffer("float32", 16)
     src = client.create_buffer("float32", 16, data=np.arange(16, dtype=np.float32))
@@ -83,28 +84,19 @@ def python_rows(address: str, label: str) -> tuple[dict[str, Callable[[], Any]],
     client.execute([kernel])
     if not np.array_equal(out.numpy(), np.arange(16, dtype=np.float32) + 1):
         raise SystemExit(f"{label}: the kernel computed the wrong values")
+    if (client.local_socket is not None) != local_socket:
+        raise SystemExit(f"{label}: the client's local socket is {client.local_socket}")
     rows = {
-        f"Python, {label}: empty RPC (cache_find_missing([]))": lambda: client.cache_find_missing([]),
         f"Python, {label}: RunPlan, 16-element kernel": plan.run,
         f"Python, {label}: Execute, same kernel, 2 handles": lambda: client.execute([kernel]),
         f"Python, {label}: create_buffer + free (two calls)":
             lambda: client.create_buffer("float32", 4).free(),
     }
-    channel: Optional[uopd.RunChannel] = None
-    try:
-        channel = client.open_run_channel()
-    except uopd.FailedPrecondition:
-        pass  # no run socket beside a TCP listener
-    if channel is not None:
-        result = channel.run_plan(plan, return_buffers=[out])
-        if not np.array_equal(result.numpy(out), np.arange(16, dtype=np.float32) + 1):
-            raise SystemExit(f"{label}: the run socket returned the wrong values")
-        rows[f"Python, {label}: RunPlan over the run socket (no gRPC)"] = \
-            lambda: channel.run_plan(plan)
+    if not local_socket:
+        rows = {f"Python, {label}: empty RPC (cache_find_missing([]))":
+                lambda: client.cache_find_missing([]), **rows}
 
     def close() -> None:
-        if channel is not None:
-            channel.close()
         plan.release()
         client.close()
 
@@ -169,8 +161,10 @@ def main() -> None:
     closers = []
     try:
         py: dict[str, Callable[[], Any]] = {}
-        for label, address in addresses.items():
-            rows, close = python_rows(address, label)
+        for label, address, local_socket in [("TCP", addresses["TCP"], False),
+                                             ("unix", addresses["unix"], False),
+                                             ("unix, local socket", addresses["unix"], True)]:
+            rows, close = python_rows(address, label, local_socket)
             py.update(rows)
             closers.append(close)
         local = tinygrad_rows()
@@ -187,7 +181,7 @@ def main() -> None:
         print("| call | median µs | vs empty RPC (same client, transport) |")
         print("|---|---|---|")
         for name, t in median.items():
-            client_transport = name.split(":")[0]
+            client_transport = name.split(":")[0].replace(", local socket", "")
             empty = next((v for k, v in median.items()
                           if k.startswith(client_transport + ":") and "empty RPC" in k), None)
             ratio = f"{t / empty:.2f}x" if empty and "tinygrad" not in name else ""
@@ -197,11 +191,15 @@ def main() -> None:
         else:
             tiny = median["tinygrad CPU, local: TinyJit replay of the 1-kernel function"]
             print()
-            for client in ("C++", "Python"):
+            for client, fast_row in (("C++", "C++, unix: local socket: RunPlan"),
+                                     ("Python", "Python, unix, local socket: RunPlan, 16-element kernel")):
                 t = median[f"{client}, unix: RunPlan, 16-element kernel"]
-                fast = median[f"{client}, unix: RunPlan over the run socket (no gRPC)"]
                 print(f"{client} RunPlan / tinygrad's local TinyJit replay: over the unix gRPC "
-                      f"socket {t / tiny:.2f}x, over the run socket {fast / tiny:.2f}x")
+                      f"socket {t / tiny:.2f}x, over the local socket {median[fast_row] / tiny:.2f}x")
+        empty = median["Python, unix: empty RPC (cache_find_missing([]))"]
+        pair = median["Python, unix, local socket: create_buffer + free (two calls)"]
+        print(f"Python create_buffer + free over the local socket / an empty gRPC call over the "
+              f"unix socket: {pair / empty:.2f}x")
     finally:
         for close in closers:
             close()

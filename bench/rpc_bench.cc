@@ -14,7 +14,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
-#include "client/run_channel.h"
+#include "client/local_channel.h"
 #include "client/uopd_client.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -78,14 +78,15 @@ int main(int argc, char** argv) {
   if (!prepared.ok()) return 1;
   uopd::v1::RunPlanRequest run;
   run.set_plan_id(prepared->plan_id());
-  // The run socket, where the daemon has one (a unix --listen socket, or --run_socket).
-  absl::StatusOr<std::unique_ptr<uopd::RunChannel>> run_channel = uopd::RunChannel::Open(client);
-  if (!run_channel.ok() && !absl::IsFailedPrecondition(run_channel.status())) {
-    std::fprintf(stderr, "the run socket: %s\n", run_channel.status().ToString().c_str());
+  // The local socket, where the daemon has one (a unix --listen socket, or --local_socket).
+  absl::StatusOr<std::unique_ptr<uopd::LocalChannel>> local_channel =
+      uopd::LocalChannel::Open(client);
+  if (!local_channel.ok() && !absl::IsFailedPrecondition(local_channel.status())) {
+    std::fprintf(stderr, "the local socket: %s\n", local_channel.status().ToString().c_str());
     return 1;
   }
   auto run_over_socket = [&] {
-    if (!(*run_channel)->RunPlan(run).ok()) std::abort();
+    if (!(*local_channel)->RunPlan(run).ok()) std::abort();
   };
 
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
@@ -110,13 +111,24 @@ int main(int argc, char** argv) {
   invocation->add_buffers(1);
   const std::string sixteen(16, '\1');
   // Interleaved, so noise on the shared machine hits every row alike.
-  std::vector<double> t_empty, t_compile, t_run, t_run_socket, t_execute, t_write_stream,
-      t_write_small, t_read_stream, t_read_small;
+  std::vector<double> t_empty, t_compile, t_run, t_execute, t_create_free, t_write_stream,
+      t_write_small, t_read_stream, t_read_small, t_local_run, t_local_execute, t_local_create_free;
+  const bool local = local_channel.ok();
+  auto execute_over_socket = [&] {
+    if (!(*local_channel)->Execute(execute).ok()) std::abort();
+  };
+  auto create_free_over_socket = [&] {
+    auto created = (*local_channel)->CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
+    if (!created.ok() || !(*local_channel)->FreeBuffer(*created).ok()) std::abort();
+  };
   for (int i = 0; i < 100; ++i) {
     empty();
     (void)client.Compile(compile);
     (void)client.RunPlan(run);
-    if (run_channel.ok()) run_over_socket();
+    if (local) {
+      run_over_socket();
+      execute_over_socket();
+    }
     (void)client.Execute(execute);
   }
   for (int i = 0; i < iterations; ++i) {
@@ -127,7 +139,15 @@ int main(int argc, char** argv) {
     t_run.push_back(uopd::bench::SecondsOf([&] {
       if (!client.RunPlan(run).ok()) std::abort();
     }));
-    if (run_channel.ok()) t_run_socket.push_back(uopd::bench::SecondsOf(run_over_socket));
+    t_create_free.push_back(uopd::bench::SecondsOf([&] {
+      auto created = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
+      if (!created.ok() || !client.FreeBuffer(*created).ok()) std::abort();
+    }));
+    if (local) {
+      t_local_run.push_back(uopd::bench::SecondsOf(run_over_socket));
+      t_local_execute.push_back(uopd::bench::SecondsOf(execute_over_socket));
+      t_local_create_free.push_back(uopd::bench::SecondsOf(create_free_over_socket));
+    }
     t_execute.push_back(uopd::bench::SecondsOf([&] {
       if (!client.Execute(execute).ok()) std::abort();
     }));
@@ -163,11 +183,16 @@ int main(int argc, char** argv) {
   row("empty RPC (FindMissing, no keys)", t_empty);
   row("Compile, memory cache hit", t_compile);
   row("RunPlan, 16-element kernel", t_run);
-  if (run_channel.ok()) row("RunPlan over the run socket (no gRPC)", t_run_socket);
   row("Execute, same kernel, 2 handles", t_execute);
   row("WriteBuffer stream, 16 bytes", t_write_stream);
   row("WriteBufferSmall (unary), 16 bytes", t_write_small);
   row("ReadBuffer stream, 16 bytes", t_read_stream);
   row("ReadBufferSmall (unary), 16 bytes", t_read_small);
+  row("CreateBuffer + FreeBuffer (two calls)", t_create_free);
+  if (local) {
+    row("local socket: RunPlan", t_local_run);
+    row("local socket: Execute, same kernel", t_local_execute);
+    row("local socket: CreateBuffer + FreeBuffer", t_local_create_free);
+  }
   return 0;
 }

@@ -193,10 +193,10 @@ absl::Status Client::ReleasePlan(const std::string& plan_id) {
       .status();
 }
 
-absl::StatusOr<v1::OpenRunChannelResponse> Client::OpenRunChannel() {
-  return Unary<v1::OpenRunChannelResponse>(
-      [&](grpc::ClientContext* c, v1::OpenRunChannelResponse* r) {
-        return kernels_->OpenRunChannel(c, v1::OpenRunChannelRequest(), r);
+absl::StatusOr<v1::OpenLocalChannelResponse> Client::OpenLocalChannel() {
+  return Unary<v1::OpenLocalChannelResponse>(
+      [&](grpc::ClientContext* c, v1::OpenLocalChannelResponse* r) {
+        return kernels_->OpenLocalChannel(c, v1::OpenLocalChannelRequest(), r);
       });
 }
 

@@ -54,8 +54,8 @@ class Client {
   absl::StatusOr<v1::PrepareResponse> Prepare(const v1::PrepareRequest& request);
   absl::StatusOr<v1::RunPlanResponse> RunPlan(const v1::RunPlanRequest& request);
   absl::Status ReleasePlan(const std::string& plan_id);
-  // The run socket's path and a ticket for it (client/run_channel.h opens the channel).
-  absl::StatusOr<v1::OpenRunChannelResponse> OpenRunChannel();
+  // The local socket's path and a ticket for it (client/local_channel.h opens the channel).
+  absl::StatusOr<v1::OpenLocalChannelResponse> OpenLocalChannel();
   absl::StatusOr<v1::CacheStatsResponse> CacheStats();
 
   // Waits until the server answers (or `seconds` pass).

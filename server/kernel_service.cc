@@ -65,6 +65,26 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
 // cancelled or past its deadline (within its period, 5 ms). The run does not ask gRPC itself:
 // ServerContext::IsCancelled on a synchronous call polls the completion queue, ~25 µs a time,
 // more than a tiny RunPlan's whole work.
+const char* LocalMethodName(v1::LocalCall::CallCase call) {
+  switch (call) {
+    case v1::LocalCall::kRunPlan:
+      return "RunPlan";
+    case v1::LocalCall::kExecute:
+      return "Execute";
+    case v1::LocalCall::kCreateBuffer:
+      return "CreateBuffer";
+    case v1::LocalCall::kFreeBuffer:
+      return "FreeBuffer";
+    case v1::LocalCall::kWriteBufferSmall:
+      return "WriteBufferSmall";
+    case v1::LocalCall::kReadBufferSmall:
+      return "ReadBufferSmall";
+    case v1::LocalCall::CALL_NOT_SET:
+      break;
+  }
+  return "Unset";
+}
+
 RunOptions UntilStopped(const RunWatchdog::Watch& watch) {
   RunOptions options;
   options.stop = watch.flag();
@@ -208,28 +228,33 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
   });
 }
 
+absl::Status KernelServiceImpl::DoCreateBuffer(const Identity& who,
+                                               const v1::CreateBufferRequest& request,
+                                               v1::CreateBufferResponse* response) {
+  UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request.dtype()));
+  UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, request.size()));
+  if (!request.initial().empty() && static_cast<int64_t>(request.initial().size()) != bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("initial has ", request.initial().size(),
+                                                   " bytes, size * itemsize is ", bytes));
+  }
+  UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request.device())));
+  UOPD_ASSIGN_OR_RETURN(auto storage, ctx_.resources.Allocate(who, *device, bytes));
+  if (!request.initial().empty()) {
+    UOPD_RETURN_IF_ERROR(
+        device->allocator().CopyIn(storage->data(), request.initial().data(), bytes));
+  }
+  UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
+  UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(who, std::move(view)));
+  response->set_handle(handle);
+  response->set_bytes(bytes);
+  return absl::OkStatus();
+}
+
 grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                              const v1::CreateBufferRequest* request,
                                              v1::CreateBufferResponse* response) {
-  return Serve("CreateBuffer", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request->dtype()));
-    UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, request->size()));
-    if (!request->initial().empty() && static_cast<int64_t>(request->initial().size()) != bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("initial has ", request->initial().size(),
-                                                     " bytes, size * itemsize is ", bytes));
-    }
-    UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
-    UOPD_ASSIGN_OR_RETURN(auto storage, ctx_.resources.Allocate(who, *device, bytes));
-    if (!request->initial().empty()) {
-      UOPD_RETURN_IF_ERROR(
-          device->allocator().CopyIn(storage->data(), request->initial().data(), bytes));
-    }
-    UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
-    UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(who, std::move(view)));
-    response->set_handle(handle);
-    response->set_bytes(bytes);
-    return absl::OkStatus();
-  });
+  return Serve("CreateBuffer", *context, kRightRun,
+               [&](const Identity& who) { return DoCreateBuffer(who, *request, response); });
 }
 
 namespace {
@@ -287,21 +312,26 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
   });
 }
 
+absl::Status KernelServiceImpl::DoWriteBufferSmall(const Identity& who,
+                                                   const v1::WriteBufferChunk& request,
+                                                   v1::WriteBufferResponse* response) {
+  if (request.handle().empty()) return absl::InvalidArgumentError("handle is empty");
+  if (static_cast<int64_t>(request.data().size()) > kMaxChunk) {
+    return absl::ResourceExhaustedError(absl::StrCat("WriteBufferSmall carries at most ", kMaxChunk,
+                                                     " bytes, not ", request.data().size(),
+                                                     ": use the WriteBuffer stream"));
+  }
+  UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request.handle()));
+  UOPD_RETURN_IF_ERROR(CopyChunkIn(view, request));
+  response->set_bytes_written(static_cast<int64_t>(request.data().size()));
+  return absl::OkStatus();
+}
+
 grpc::Status KernelServiceImpl::WriteBufferSmall(grpc::ServerContext* context,
                                                  const v1::WriteBufferChunk* request,
                                                  v1::WriteBufferResponse* response) {
-  return Serve("WriteBufferSmall", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    if (request->handle().empty()) return absl::InvalidArgumentError("handle is empty");
-    if (static_cast<int64_t>(request->data().size()) > kMaxChunk) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("WriteBufferSmall carries at most ", kMaxChunk, " bytes, not ",
-                       request->data().size(), ": use the WriteBuffer stream"));
-    }
-    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request->handle()));
-    UOPD_RETURN_IF_ERROR(CopyChunkIn(view, *request));
-    response->set_bytes_written(static_cast<int64_t>(request->data().size()));
-    return absl::OkStatus();
-  });
+  return Serve("WriteBufferSmall", *context, kRightRun,
+               [&](const Identity& who) { return DoWriteBufferSmall(who, *request, response); });
 }
 
 grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
@@ -328,44 +358,59 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
   });
 }
 
+absl::Status KernelServiceImpl::DoReadBufferSmall(const Identity& who,
+                                                  const v1::ReadBufferRequest& request,
+                                                  v1::ReadBufferChunk* response) {
+  UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request.handle()));
+  UOPD_ASSIGN_OR_RETURN(auto range, ReadRangeOf(view, request));
+  if (range.second > kMaxChunk) {
+    return absl::ResourceExhaustedError(absl::StrCat("ReadBufferSmall returns at most ", kMaxChunk,
+                                                     " bytes, not ", range.second,
+                                                     ": use the ReadBuffer stream"));
+  }
+  response->set_offset(range.first);
+  return CopyOut(view, range.first, range.second, response->mutable_data());
+}
+
 grpc::Status KernelServiceImpl::ReadBufferSmall(grpc::ServerContext* context,
                                                 const v1::ReadBufferRequest* request,
                                                 v1::ReadBufferChunk* response) {
-  return Serve("ReadBufferSmall", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    UOPD_ASSIGN_OR_RETURN(BufferView view, ctx_.resources.GetBuffer(who, request->handle()));
-    UOPD_ASSIGN_OR_RETURN(auto range, ReadRangeOf(view, *request));
-    if (range.second > kMaxChunk) {
-      return absl::ResourceExhaustedError(absl::StrCat("ReadBufferSmall returns at most ",
-                                                       kMaxChunk, " bytes, not ", range.second,
-                                                       ": use the ReadBuffer stream"));
-    }
-    response->set_offset(range.first);
-    return CopyOut(view, range.first, range.second, response->mutable_data());
-  });
+  return Serve("ReadBufferSmall", *context, kRightRun,
+               [&](const Identity& who) { return DoReadBufferSmall(who, *request, response); });
+}
+
+absl::Status KernelServiceImpl::DoFreeBuffer(const Identity& who,
+                                             const v1::FreeBufferRequest& request,
+                                             v1::FreeBufferResponse*) {
+  return ctx_.resources.FreeBuffer(who, request.handle());
 }
 
 grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
                                            const v1::FreeBufferRequest* request,
-                                           v1::FreeBufferResponse*) {
-  return Serve("FreeBuffer", *context, kRightRun, [&](const Identity& who) {
-    return ctx_.resources.FreeBuffer(who, request->handle());
-  });
+                                           v1::FreeBufferResponse* response) {
+  return Serve("FreeBuffer", *context, kRightRun,
+               [&](const Identity& who) { return DoFreeBuffer(who, *request, response); });
+}
+
+absl::Status KernelServiceImpl::DoExecute(const Identity& who, const v1::ExecuteRequest& request,
+                                          const CallEnd& end, v1::ExecuteResponse* response) {
+  RequestContext rc{who, request.device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
+  UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
+                        BuildBindings(rc, request.buffers(), request.kernels()));
+  RunWatchdog::Watch watch(ctx_.watchdog, end);
+  UOPD_ASSIGN_OR_RETURN(auto plan,
+                        ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
+                                             ctx_.programs, ctx_.pool, watch.flag()));
+  if (watch.flag()->stopped()) return absl::CancelledError("the call was cancelled");
+  return Run(*plan, request.vars(), request.return_buffers(), watch, response->mutable_timings(),
+             response->mutable_outputs());
 }
 
 grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                         const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
-  return Serve("Execute", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
-    UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
-                          BuildBindings(rc, request->buffers(), request->kernels()));
-    RunWatchdog::Watch watch(ctx_.watchdog, *context);
-    UOPD_ASSIGN_OR_RETURN(auto plan,
-                          ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
-                                               ctx_.programs, ctx_.pool, watch.flag()));
-    if (watch.flag()->stopped()) return absl::CancelledError("the call was cancelled");
-    return Run(*plan, request->vars(), request->return_buffers(), watch,
-               response->mutable_timings(), response->mutable_outputs());
+  return Serve("Execute", *context, kRightRun, [&](const Identity& who) {
+    return DoExecute(who, *request, CallEndOf(*context), response);
   });
 }
 
@@ -400,14 +445,19 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
   });
 }
 
+absl::Status KernelServiceImpl::DoRunPlan(const Identity& who, const v1::RunPlanRequest& request,
+                                          const CallEnd& end, v1::RunPlanResponse* response) {
+  UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(who, request.plan_id()));
+  RunWatchdog::Watch watch(ctx_.watchdog, end);
+  return Run(*plan, request.vars(), request.return_buffers(), watch, response->mutable_timings(),
+             response->mutable_outputs());
+}
+
 grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
                                         const v1::RunPlanRequest* request,
                                         v1::RunPlanResponse* response) {
-  return Serve("RunPlan", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(who, request->plan_id()));
-    RunWatchdog::Watch watch(ctx_.watchdog, *context);
-    return Run(*plan, request->vars(), request->return_buffers(), watch,
-               response->mutable_timings(), response->mutable_outputs());
+  return Serve("RunPlan", *context, kRightRun, [&](const Identity& who) {
+    return DoRunPlan(who, *request, CallEndOf(*context), response);
   });
 }
 
@@ -419,58 +469,71 @@ grpc::Status KernelServiceImpl::ReleasePlan(grpc::ServerContext* context,
   });
 }
 
-grpc::Status KernelServiceImpl::OpenRunChannel(grpc::ServerContext* context,
-                                               const v1::OpenRunChannelRequest*,
-                                               v1::OpenRunChannelResponse* response) {
-  return Serve("OpenRunChannel", *context, kRightRun, [&](const Identity& who) -> absl::Status {
-    if (ctx_.run_tickets == nullptr) {
+grpc::Status KernelServiceImpl::OpenLocalChannel(grpc::ServerContext* context,
+                                                 const v1::OpenLocalChannelRequest*,
+                                                 v1::OpenLocalChannelResponse* response) {
+  return Serve("OpenLocalChannel", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    if (ctx_.local_tickets == nullptr) {
       return absl::FailedPreconditionError(
-          "this daemon has no run socket (start it with --run_socket, or listen on a unix "
-          "socket): use RunPlan");
+          "this daemon has no local socket (start it with --local_socket, or listen on a unix "
+          "socket): use gRPC");
     }
-    UOPD_ASSIGN_OR_RETURN(std::string ticket, ctx_.run_tickets->Issue(who));
-    response->set_path(ctx_.run_socket_path);
+    UOPD_ASSIGN_OR_RETURN(std::string ticket, ctx_.local_tickets->Issue(who));
+    response->set_path(ctx_.local_socket_path);
     response->set_ticket(std::move(ticket));
     response->set_ticket_seconds(
-        static_cast<int32_t>(absl::ToInt64Seconds(ctx_.run_tickets->lifetime())));
+        static_cast<int32_t>(absl::ToInt64Seconds(ctx_.local_tickets->lifetime())));
     return absl::OkStatus();
   });
 }
 
-v1::RunChannelReply KernelServiceImpl::RunFromSocket(const Identity& who,
-                                                     const v1::RunChannelCall& call,
-                                                     std::function<bool()> gone) {
-  v1::RunChannelReply reply;
-  RpcScope scope(ctx_.metrics, ctx_.drain, "RunChannel.RunPlan");
+v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::LocalCall& call,
+                                             std::function<bool()> gone) {
+  v1::LocalReply reply;
+  CallEnd end{std::chrono::system_clock::time_point::max(), std::move(gone)};
+  if (call.timeout_us() > 0) {
+    end.deadline = std::chrono::system_clock::now() + std::chrono::microseconds(std::min<int64_t>(
+                                                          call.timeout_us(), int64_t{1} << 50));
+  }
+  const char* method = LocalMethodName(call.call_case());
+  // Recorded as "Local.<method>", beside the same method over gRPC.
+  RpcScope scope(ctx_.metrics, ctx_.drain, absl::StrCat("Local.", method));
   absl::Status status = [&]() -> absl::Status {
     if (!scope.admitted()) return absl::UnavailableError("the server is shutting down");
-    UOPD_RETURN_IF_ERROR(who.Require(kRightRun, "call RunPlan"));
     if (call.timeout_us() < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("timeout_us is ", call.timeout_us(), "; it must be 0 (none) or more"));
     }
-    UOPD_ASSIGN_OR_RETURN(auto plan, ctx_.resources.GetPlan(who, call.run().plan_id()));
-    auto deadline = std::chrono::system_clock::time_point::max();
-    if (call.timeout_us() > 0) {
-      deadline = std::chrono::system_clock::now() +
-                 std::chrono::microseconds(std::min<int64_t>(call.timeout_us(), int64_t{1} << 50));
+    UOPD_RETURN_IF_ERROR(who.Require(kRightRun, absl::StrCat("call ", method)));
+    switch (call.call_case()) {
+      case v1::LocalCall::kRunPlan:
+        return DoRunPlan(who, call.run_plan(), end, reply.mutable_run_plan());
+      case v1::LocalCall::kExecute:
+        return DoExecute(who, call.execute(), end, reply.mutable_execute());
+      case v1::LocalCall::kCreateBuffer:
+        return DoCreateBuffer(who, call.create_buffer(), reply.mutable_create_buffer());
+      case v1::LocalCall::kFreeBuffer:
+        return DoFreeBuffer(who, call.free_buffer(), reply.mutable_free_buffer());
+      case v1::LocalCall::kWriteBufferSmall:
+        return DoWriteBufferSmall(who, call.write_buffer_small(),
+                                  reply.mutable_write_buffer_small());
+      case v1::LocalCall::kReadBufferSmall:
+        return DoReadBufferSmall(who, call.read_buffer_small(), reply.mutable_read_buffer_small());
+      case v1::LocalCall::CALL_NOT_SET:
+        break;
     }
-    RunWatchdog::Watch watch(ctx_.watchdog, deadline, std::move(gone));
-    absl::Status run = Run(*plan, call.run().vars(), call.run().return_buffers(), watch,
-                           reply.mutable_response()->mutable_timings(),
-                           reply.mutable_response()->mutable_outputs());
-    if (!run.ok() && watch.flag()->stopped() && std::chrono::system_clock::now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the run passed its timeout of ", call.timeout_us(), " µs"));
-    }
-    return run;
+    return absl::InvalidArgumentError("the call names no method (LocalCall.call is unset)");
   }();
+  if (!status.ok() && std::chrono::system_clock::now() > end.deadline) {
+    status = absl::DeadlineExceededError(
+        absl::StrCat(method, " passed its timeout of ", call.timeout_us(), " µs"));
+  }
+  scope.Done(ToGrpcStatus(status));
   if (!status.ok()) {
-    reply.clear_response();
+    reply.clear_reply();
     reply.set_code(static_cast<int32_t>(status.code()));
     reply.set_message(std::string(status.message()));
   }
-  scope.Done(ToGrpcStatus(status));
   return reply;
 }
 

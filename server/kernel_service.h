@@ -8,8 +8,8 @@
 #include "core/cache/caching_program_source.h"
 #include "core/ir/kernel_ast_memo.h"
 #include "core/ir/limits.h"
+#include "core/session/local_tickets.h"
 #include "core/session/resource_registry.h"
-#include "core/session/run_tickets.h"
 #include "core/util/thread_pool.h"
 #include "server/authenticator.h"
 #include "server/metrics.h"
@@ -39,10 +39,10 @@ struct ServiceContext {
   bool allow_client_source = false;
   const Authenticator* auth = nullptr;  // null: one anonymous caller with every right
   KernelAstMemo* asts = nullptr;        // decoded ASTs by wire bytes; null: decode every time
-  // The run socket (server/run_socket.h): its path and the tickets that open connections to it.
-  // Null tickets: the daemon has none, and OpenRunChannel says so.
-  RunTickets* run_tickets = nullptr;
-  std::string run_socket_path;
+  // The local socket (server/local_socket.h): its path and the tickets that open connections to it.
+  // Null tickets: the daemon has none, and OpenLocalChannel says so.
+  LocalTickets* local_tickets = nullptr;
+  std::string local_socket_path;
 };
 
 // Safe for concurrent use (gRPC calls it from many threads).
@@ -75,14 +75,14 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                        v1::RunPlanResponse* response) override;
   grpc::Status ReleasePlan(grpc::ServerContext* context, const v1::ReleasePlanRequest* request,
                            v1::ReleasePlanResponse* response) override;
-  grpc::Status OpenRunChannel(grpc::ServerContext* context,
-                              const v1::OpenRunChannelRequest* request,
-                              v1::OpenRunChannelResponse* response) override;
+  grpc::Status OpenLocalChannel(grpc::ServerContext* context,
+                                const v1::OpenLocalChannelRequest* request,
+                                v1::OpenLocalChannelResponse* response) override;
 
-  // RunPlan for a run-socket connection acting as `who`: the same checks, run and answer as
-  // the RPC's, the run stopping past the call's timeout or once `gone` (the client hung up).
-  v1::RunChannelReply RunFromSocket(const Identity& who, const v1::RunChannelCall& call,
-                                    std::function<bool()> gone);
+  // One call of a local-socket connection acting as `who`: the method's own checks, work and
+  // answer, as over gRPC, stopping past the call's timeout or once `gone` (the client hung up).
+  v1::LocalReply ServeLocal(const Identity& who, const v1::LocalCall& call,
+                            std::function<bool()> gone);
 
  private:
   template <typename Body>
@@ -99,6 +99,19 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                    const RunWatchdog::Watch& watch,
                    google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                    google::protobuf::RepeatedPtrField<v1::BufferData>* outputs);
+  // The bodies of the methods the local socket serves too, after authentication.
+  absl::Status DoCreateBuffer(const Identity& who, const v1::CreateBufferRequest& request,
+                              v1::CreateBufferResponse* response);
+  absl::Status DoWriteBufferSmall(const Identity& who, const v1::WriteBufferChunk& request,
+                                  v1::WriteBufferResponse* response);
+  absl::Status DoReadBufferSmall(const Identity& who, const v1::ReadBufferRequest& request,
+                                 v1::ReadBufferChunk* response);
+  absl::Status DoFreeBuffer(const Identity& who, const v1::FreeBufferRequest& request,
+                            v1::FreeBufferResponse* response);
+  absl::Status DoExecute(const Identity& who, const v1::ExecuteRequest& request, const CallEnd& end,
+                         v1::ExecuteResponse* response);
+  absl::Status DoRunPlan(const Identity& who, const v1::RunPlanRequest& request, const CallEnd& end,
+                         v1::RunPlanResponse* response);
   absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request,
                                                  const StopFlag* stop);
   absl::StatusOr<CompileResult> CompileSource(const Identity& who, Device& device,

@@ -42,9 +42,9 @@
 #include "server/cache_service.h"
 #include "server/compile_worker_main.h"
 #include "server/kernel_service.h"
+#include "server/local_socket.h"
 #include "server/malformed_request_interceptor.h"
 #include "server/metrics.h"
-#include "server/run_socket.h"
 #include "server/transport_credentials.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -59,11 +59,11 @@ ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
 ABSL_FLAG(std::string, cluster_key_file, "",
           "the cluster's shared secret (32+ bytes, mode 600): signs cache entries shared between "
           "workers; CacheService.Put accepts only entries signed with it");
-ABSL_FLAG(
-    std::string, run_socket, "auto",
-    "the run socket, RunPlan without gRPC for clients on this machine: a path, 'auto' (beside "
-    "a unix:/path --listen socket, as PATH.run; none with a TCP --listen) or '' (none); it "
-    "gets --unix_socket_mode");
+ABSL_FLAG(std::string, local_socket, "auto",
+          "the local socket, the hot calls (RunPlan, Execute, small buffer calls) without gRPC for "
+          "clients on this machine: a path, 'auto' (beside "
+          "a unix:/path --listen socket, as PATH.local; none with a TCP --listen) or '' (none); it "
+          "gets --unix_socket_mode");
 ABSL_FLAG(std::string, unix_socket_mode, "0600",
           "permissions of a unix:/path socket (octal): who on this machine may connect; 0660 "
           "lets the socket's group in");
@@ -161,12 +161,12 @@ std::string UnixSocketPath(const std::string& listen) {
   return path;
 }
 
-// The run socket's path from --run_socket: "auto" puts it beside a unix --listen socket.
-// Absolute, as clients get it from OpenRunChannel and need not share the daemon's directory.
-std::string RunSocketPath(const std::string& flag, const std::string& listen) {
+// The local socket's path from --local_socket: "auto" puts it beside a unix --listen socket.
+// Absolute, as clients get it from OpenLocalChannel and need not share the daemon's directory.
+std::string LocalSocketPath(const std::string& flag, const std::string& listen) {
   std::string path = flag;
   if (flag == "auto")
-    path = absl::StartsWith(listen, "unix:") ? UnixSocketPath(listen) + ".run" : "";
+    path = absl::StartsWith(listen, "unix:") ? UnixSocketPath(listen) + ".local" : "";
   if (path.empty() || path[0] == '/') return path;
   std::error_code error;
   std::filesystem::path absolute = std::filesystem::absolute(path, error);
@@ -402,12 +402,12 @@ int Run() {
   ServerDrain drain;
   KernelAstMemo asts;
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  const std::string run_socket_path = RunSocketPath(absl::GetFlag(FLAGS_run_socket), listen);
-  RunTickets run_tickets;
+  const std::string local_socket_path = LocalSocketPath(absl::GetFlag(FLAGS_local_socket), listen);
+  LocalTickets local_tickets;
   KernelServiceImpl kernel_service(ServiceContext{
       devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog,
       &drain, absl::GetFlag(FLAGS_allow_client_source), auth->get(), &asts,
-      run_socket_path.empty() ? nullptr : &run_tickets, run_socket_path});
+      local_socket_path.empty() ? nullptr : &local_tickets, local_socket_path});
   CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get()}, cluster_key);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -423,7 +423,7 @@ int Run() {
   builder.RegisterService(&cache_service);
   const bool unix_socket = absl::StartsWith(listen, "unix:");
   int socket_mode = 0600;
-  if ((unix_socket || !run_socket_path.empty()) &&
+  if ((unix_socket || !local_socket_path.empty()) &&
       !ParseOctalMode(absl::GetFlag(FLAGS_unix_socket_mode), &socket_mode)) {
     Log(LogLevel::kError, "bad --unix_socket_mode (octal, e.g. 0600)",
         {{"value", absl::GetFlag(FLAGS_unix_socket_mode)}});
@@ -442,20 +442,20 @@ int Run() {
     Log(LogLevel::kError, "cannot set the unix socket's mode", {{"path", UnixSocketPath(listen)}});
     return 1;
   }
-  std::unique_ptr<RunSocket> run_socket;
-  if (!run_socket_path.empty()) {
-    absl::StatusOr<std::unique_ptr<RunSocket>> started = RunSocket::Start(
-        RunSocketOptions{.path = run_socket_path, .mode = socket_mode}, &run_tickets,
-        [&kernel_service](const Identity& who, const v1::RunChannelCall& call,
+  std::unique_ptr<LocalSocket> local_socket;
+  if (!local_socket_path.empty()) {
+    absl::StatusOr<std::unique_ptr<LocalSocket>> started = LocalSocket::Start(
+        LocalSocketOptions{.path = local_socket_path, .mode = socket_mode}, &local_tickets,
+        [&kernel_service](const Identity& who, const v1::LocalCall& call,
                           std::function<bool()> gone) {
-          return kernel_service.RunFromSocket(who, call, std::move(gone));
+          return kernel_service.ServeLocal(who, call, std::move(gone));
         });
     if (!started.ok()) {
-      Log(LogLevel::kError, "cannot open the run socket",
+      Log(LogLevel::kError, "cannot open the local socket",
           {{"error", std::string(started.status().message())}});
       return 1;
     }
-    run_socket = std::move(*started);
+    local_socket = std::move(*started);
   }
   const std::string bound = WithPort(listen, port);
   const std::string metrics_bound =
@@ -463,7 +463,7 @@ int Run() {
   Log(LogLevel::kInfo, "serving",
       {{"grpc", bound},
        {"metrics", metrics_bound},
-       {"run_socket", run_socket_path},
+       {"local_socket", local_socket_path},
        {"tls", absl::GetFlag(FLAGS_tls_cert).empty() ? "off" : "on"},
        {"identities", absl::StrCat((*auth)->identities())},
        {"anonymous_rights", RightsToString((*auth)->anonymous_rights())}});
@@ -493,7 +493,7 @@ int Run() {
     if (!drain.WaitIdle(absl::Seconds(30))) {
       Log(LogLevel::kWarning, "calls still running after 30 s are cancelled");
     }
-    if (run_socket != nullptr) run_socket->Stop();
+    if (local_socket != nullptr) local_socket->Stop();
     server->Shutdown(std::chrono::system_clock::now());
   });
   std::atomic<bool> stopping{false};

@@ -12,21 +12,16 @@ RunWatchdog::~RunWatchdog() {
   thread_.join();
 }
 
+CallEnd CallEndOf(const grpc::ServerContext& context) {
+  return CallEnd{context.deadline(), [&context] { return context.IsCancelled(); }};
+}
+
 RunWatchdog::Watch::Watch(RunWatchdog* watchdog, const grpc::ServerContext& context)
-    : watchdog_(watchdog),
-      deadline_(context.deadline()),
-      gone_([&context] { return context.IsCancelled(); }) {
-  Register();
-}
+    : Watch(watchdog, CallEndOf(context)) {}
 
-RunWatchdog::Watch::Watch(RunWatchdog* watchdog, std::chrono::system_clock::time_point deadline,
-                          std::function<bool()> gone)
-    : watchdog_(watchdog), deadline_(deadline), gone_(std::move(gone)) {
-  Register();
-}
-
-void RunWatchdog::Watch::Register() {
-  flag_.set_deadline(deadline_);
+RunWatchdog::Watch::Watch(RunWatchdog* watchdog, CallEnd end)
+    : watchdog_(watchdog), end_(std::move(end)) {
+  flag_.set_deadline(end_.deadline);
   if (watchdog_ == nullptr) return;
   absl::MutexLock lock(&watchdog_->mu_);
   position_ = watchdog_->watches_.insert(watchdog_->watches_.end(), this);
@@ -50,7 +45,9 @@ void RunWatchdog::Loop() {
       if (watch->flag_.stopped()) continue;
       // `gone` covers a cancelling or vanished client; the deadline is checked here too, so a
       // run stops on time even before gRPC notices.
-      if (now > watch->deadline_ || watch->gone_()) watch->flag_.Stop();
+      if (now > watch->end_.deadline || (watch->end_.gone && watch->end_.gone())) {
+        watch->flag_.Stop();
+      }
     }
     mu_.AwaitWithTimeout(absl::Condition(&done_), period_);
     if (done_) return;

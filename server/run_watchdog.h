@@ -18,6 +18,16 @@
 
 namespace uopd {
 
+// When a call is over, however it arrived: past `deadline`, or once `gone` says so (asked from
+// the watchdog's thread: it must be cheap).
+struct CallEnd {
+  std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
+  std::function<bool()> gone;
+};
+
+// A gRPC call's: its deadline, and cancelled or vanished.
+CallEnd CallEndOf(const grpc::ServerContext& context);
+
 // Safe for concurrent use.
 class RunWatchdog {
  public:
@@ -31,10 +41,7 @@ class RunWatchdog {
   class Watch {
    public:
     Watch(RunWatchdog* watchdog, const grpc::ServerContext& context);
-    // A call that is not gRPC's (the run socket): over past `deadline` or once `gone` says so.
-    // `gone` is asked from the watchdog's thread and must be cheap.
-    Watch(RunWatchdog* watchdog, std::chrono::system_clock::time_point deadline,
-          std::function<bool()> gone);
+    Watch(RunWatchdog* watchdog, CallEnd end);
     ~Watch();
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
@@ -42,11 +49,8 @@ class RunWatchdog {
 
    private:
     friend class RunWatchdog;
-    void Register();
-
     RunWatchdog* watchdog_;
-    std::chrono::system_clock::time_point deadline_;
-    std::function<bool()> gone_;
+    CallEnd end_;
     StopFlag flag_;
     std::list<Watch*>::iterator position_;
   };

@@ -194,23 +194,29 @@ def test_shares_request_building_with_the_sync_client() -> None:
             assert inspect.iscoroutinefunction(getattr(uopd.aio.AsyncBuffer, name)), name
 
 
-def test_run_channel(tmp_path: Any) -> None:
+def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: Any) -> None:
     socket = f"unix:{tmp_path}/uopd.sock"
     d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)
 
     async def main() -> None:
         async with uopd.aio.AsyncClient(socket, timeout=30) as client:
+            stub = RecordingStub(client._stubs["kernels"], without_small_calls=False,
+                                 asynchronous=True)
+            client._stubs["kernels"] = stub
             out = await client.create_buffer("float32", 8)
             src = await client.create_buffer("float32", 8, data=np.arange(8, dtype=np.float32))
+            assert client.local_socket == f"{tmp_path}/uopd.sock.local"
             plan = await client.prepare([uopd.Kernel(plus_one_ast(8), [out, src])])
-            async with await client.open_run_channel() as channel:
-                results = await asyncio.gather(
-                    *(channel.run_plan(plan, return_buffers=[out]) for _ in range(4)))
-                for result in results:
-                    assert np.array_equal(result.numpy(out), np.arange(8, dtype=np.float32) + 1)
-                with pytest.raises(uopd.NotFound):
-                    await channel.run_plan("plan-none")
+            results = await asyncio.gather(
+                *(plan.run(return_buffers=[out]) for _ in range(4)))
+            for result in results:
+                assert np.array_equal(result.numpy(out), np.arange(8, dtype=np.float32) + 1)
+            with pytest.raises(uopd.NotFound):
+                await client.run_plan("plan-none")
             await plan.release()
+            await out.free()
+            await src.free()
+            assert set(stub.calls) == {"OpenLocalChannel", "Prepare", "ReleasePlan"}, stub.calls
 
     try:
         run(main())

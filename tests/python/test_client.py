@@ -483,36 +483,52 @@ def test_unix_socket_address(tmp_path: pathlib.Path) -> None:
             client.devices()
 
 
-def test_run_channel_runs_plans_without_grpc(tmp_path: pathlib.Path, daemon: Daemon) -> None:
+def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: pathlib.Path,
+                                                       daemon: Daemon) -> None:
     socket = f"unix:{tmp_path}/uopd.sock"
     d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)
     try:
-        with uopd.Client(socket, timeout=30) as client, \
-                client.create_buffer("float32", 8) as out, \
-                client.from_numpy(np.arange(8, dtype=np.float32)) as src:
-            ast = plus_one_ast(8)
-            with client.prepare([uopd.Kernel(ast, [out, src])]) as plan, \
-                    client.open_run_channel() as channel:
-                assert channel.path == f"{tmp_path}/uopd.sock.run"
-                for _ in range(3):
-                    result = channel.run_plan(plan, return_buffers=[out])
-                    assert np.array_equal(result.numpy(out), np.arange(8, dtype=np.float32) + 1)
-                    assert len(result.timings) == 1
-                with pytest.raises(uopd.InvalidArgument, match="nope"):
-                    channel.run_plan(plan, vars={"nope": 1})
-                with pytest.raises(uopd.NotFound):
-                    channel.run_plan("plan-none")
-                assert channel.run_plan(plan.plan_id, return_buffers=[0]).outputs[0] == out.read()
-                # Another client's channel is another identity: the plan is not its to run.
-                with uopd.Client(socket, timeout=30) as other, other.open_run_channel() as theirs:
+        with uopd.Client(socket, timeout=30) as client:
+            stub = RecordingStub(client._stubs["kernels"], without_small_calls=False)
+            client._stubs["kernels"] = stub
+            assert client.local_socket == f"{tmp_path}/uopd.sock.local"
+            with client.create_buffer("float32", 8) as out, \
+                    client.from_numpy(np.arange(8, dtype=np.float32)) as src:
+                kernel = uopd.Kernel(plus_one_ast(8), [out, src])
+                result = client.execute([kernel], return_buffers=[out])
+                assert np.array_equal(result.numpy(out), np.arange(8, dtype=np.float32) + 1)
+                with client.prepare([kernel]) as plan:
+                    for i in range(3):
+                        src.write(np.full(8, i, dtype=np.float32))
+                        result = plan.run(return_buffers=[out])
+                        assert np.array_equal(result.numpy(out), np.full(8, i + 1, np.float32))
+                        assert np.array_equal(out.numpy(), np.full(8, i + 1, np.float32))
+                    with pytest.raises(uopd.InvalidArgument, match="nope"):
+                        plan.run(vars={"nope": 1})  # the RPC's errors, as the RPC says them
                     with pytest.raises(uopd.NotFound):
-                        theirs.run_plan(plan.plan_id)
+                        client.run_plan("plan-none")
+                    # Another client is another identity, over its own local channel too.
+                    with uopd.Client(socket, timeout=30) as other:
+                        assert other.local_socket is not None
+                        with pytest.raises(uopd.NotFound):
+                            other.run_plan(plan.plan_id)
+                        with pytest.raises(uopd.NotFound):
+                            other.read_buffer(out.handle)
+            assert set(stub.calls) == {"OpenLocalChannel", "Prepare", "ReleasePlan"}, stub.calls
+            with pytest.raises(uopd.NotFound):
+                client.free_buffer(out.handle)  # freed once, on leaving the with block
+        with uopd.Client(socket, timeout=30, local_socket=False) as client:
+            assert client.local_socket is None
+            assert client.create_buffer("uint8", 4).read() == bytes(4)
     finally:
         d.stop()
-    # A daemon on TCP has no run socket unless told to.
+    # A daemon on TCP has no local socket unless told to: calls stay on gRPC, or fail if it is
+    # required.
     with uopd.Client(daemon.address, timeout=30) as client:
-        with pytest.raises(uopd.FailedPrecondition, match="run_socket"):
-            client.open_run_channel()
+        assert client.local_socket is None
+    with uopd.Client(daemon.address, timeout=30, local_socket=True) as client:
+        with pytest.raises(uopd.FailedPrecondition, match="local_socket"):
+            client.create_buffer("uint8", 4)
 
 
 # --- the cache service -------------------------------------------------------------------------

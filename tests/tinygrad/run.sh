@@ -75,7 +75,7 @@ cache=${COMPILE_CACHE:-$work/cache}
 mkdir -p "$cache"
 export CACHEDB=$cache/tinygrad-cache.db
 # On a unix socket, as a daemon on the tinygrad user's own machine would be: JIT replays then go
-# over its run socket (RunPlan without gRPC).
+# over its local socket (RunPlan without gRPC).
 "$work/uopd" --listen="unix:$work/uopd.sock" --metrics= --cache_dir="$cache/uopd" --port_file="$work/port" \
   --log_level=warning --compile_workers=2 >"$work/daemon.log" 2>&1 &
 pid=$!

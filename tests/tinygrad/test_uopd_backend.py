@@ -158,9 +158,9 @@ class TestJit(unittest.TestCase):
             from uopd.tinygrad.device import UopdGraph
             graphs = [ei.prg for ei in f.captured._jit_cache if isinstance(ei.prg, UopdGraph)]
             self.assertTrue(graphs and graphs[0].plans, "the replays went through a prepared plan")
-            from uopd.tinygrad.device import client_for, run_channel_for
+            from uopd.tinygrad.device import client_for
             if client_for().address.startswith("unix:"):
-                self.assertIsNotNone(run_channel_for(client_for()), "a local daemon's run socket")
+                self.assertIsNotNone(client_for().local_socket, "a local daemon's local socket")
 
     def test_jit_symbolic(self):
         @TinyJit

@@ -24,13 +24,12 @@ from uopd._errors import (AlreadyExists, Cancelled, DeadlineExceeded, FailedPrec
                           Internal, InvalidArgument, NotFound, OutOfRange, PermissionDenied,
                           ResourceExhausted, Unauthenticated, Unavailable, Unimplemented,
                           UopdError)
-from uopd._run_channel import RunChannel
 from uopd._opts import OptimizationLike, OptLike, opts_to_string, parse_opts
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "Client", "Buffer", "Plan", "RunChannel", "BufferBase", "PlanBase", "Kernel", "Inline", "ViewRef",
+    "Client", "Buffer", "Plan", "BufferBase", "PlanBase", "Kernel", "Inline", "ViewRef",
     "RunResult", "CacheEntry", "as_graph", "sign_cache_entry", "parse_opts", "opts_to_string",
     "numpy_dtype", "scalar_of", "scalar_name", "SCALARS", "SMALL_BYTES",
     "MAX_INLINE_RETURN_BYTES", "AstLike", "BufferArg", "KernelLike", "DTypeLike", "OptLike",

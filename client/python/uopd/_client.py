@@ -14,9 +14,9 @@ from uopd._connection import (DEFAULT_ADDRESS, PemLike, Settings, open_channel, 
 from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, KernelLike, PlanBase,
                         RunResult)
 from uopd._dtypes import DTypeLike, Scalar
-from uopd._errors import error_from_rpc
+from uopd._errors import UopdError, error_from_rpc
+from uopd._local_channel import LOCAL_METHODS, LocalChannel, LocalState
 from uopd._opts import OptimizationLike
-from uopd._run_channel import RunChannel
 from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
@@ -102,6 +102,12 @@ class Client:
     bytes or text, or a file path) or ``tls=True`` (the system's roots). ``timeout`` is the
     default deadline of every call in seconds (None: none); each method takes its own
     ``timeout=`` too (``math.inf``: none). Failures raise ``uopd.UopdError`` subclasses.
+
+    With a daemon on this machine, the hot calls (``run_plan``, ``execute``, buffer creation,
+    frees and small copies) go over its local socket instead of gRPC, as the same identity:
+    ``local_socket=None`` (the default) does so for ``unix:`` addresses when the daemon has one,
+    ``True`` requires it (for any address), ``False`` never. ``local_socket`` (the property)
+    says which.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: Optional[str] = None,
@@ -110,7 +116,8 @@ class Client:
                  tls_cert_chain: Optional[PemLike] = None,
                  tls_private_key: Optional[PemLike] = None,
                  tls_server_name: Optional[str] = None, timeout: Optional[float] = None,
-                 options: Optional[list[tuple[str, Any]]] = None) -> None:
+                 options: Optional[list[tuple[str, Any]]] = None,
+                 local_socket: Optional[bool] = None) -> None:
         self._settings = Settings(
             address, token=token, token_file=token_file, tls=tls, tls_root_certs=tls_root_certs,
             tls_cert_chain=tls_cert_chain, tls_private_key=tls_private_key,
@@ -118,6 +125,7 @@ class Client:
         self._channel = open_channel(self._settings, grpc)
         self._stubs = stubs(self._channel)
         self._state = _core.ClientState()
+        self._local = LocalState(local_socket, address)
 
     @property
     def address(self) -> str:
@@ -128,7 +136,16 @@ class Client:
         """The default deadline of calls, seconds."""
         return self._settings.timeout
 
+    @property
+    def local_socket(self) -> Optional[str]:
+        """The daemon's local socket this client's hot calls go over (opened on first use), or
+        None: they go over gRPC."""
+        channel = self._local_channel()
+        return channel.path if channel is not None else None
+
     def close(self) -> None:
+        if self._local.channel is not None:
+            self._local.channel.close()
         self._channel.close()
 
     def __enter__(self) -> Client:
@@ -147,6 +164,10 @@ class Client:
         deadline = self._settings.deadline(timeout)
 
         def invoke(call: Call) -> Any:
+            if call.method in LOCAL_METHODS and call.service == "kernels":
+                channel = self._local_channel()
+                if channel is not None:
+                    return channel.call(call.method, call.request, remaining(deadline))
             method = getattr(self._stubs[call.service], call.method)
             try:
                 if call.shape == "unary_stream":
@@ -158,6 +179,24 @@ class Client:
                 raise error_from_rpc(error) from None
 
         return _core.run_sync(op, invoke)
+
+    def _local_channel(self) -> Optional[LocalChannel]:
+        local = self._local
+        channel: Optional[LocalChannel] = local.channel
+        if local.decided:
+            return channel
+        with local.lock:
+            if not local.decided:
+                if local.wanted:
+                    try:
+                        response = self._run(_core.op_open_local_channel(), None)
+                        local.channel = LocalChannel(response.path, response.ticket)
+                    except UopdError:
+                        if local.required:
+                            raise
+                local.decided = True
+        channel = local.channel
+        return channel
 
     def wait_ready(self, timeout: Optional[float] = None) -> None:
         """Waits until the channel is connected; ``uopd.Unavailable`` after ``timeout`` s."""
@@ -256,14 +295,6 @@ class Client:
                              else (plan, _core.Bindings(known=False)))
         return self._run(_core.op_run_plan(plan_id, bindings, vars, return_buffers), timeout)
 
-    def open_run_channel(self, *, timeout: Optional[float] = None) -> RunChannel:
-        """A connection to the daemon's run socket acting as this client's identity, whose
-        ``run_plan`` skips gRPC (a small plan's call costs a fraction of RunPlan's). For a
-        daemon on this machine: FailedPrecondition when it has no run socket, Unavailable when
-        its socket cannot be reached from here. Close it (or use ``with``) when done."""
-        response = self._run(_core.op_open_run_channel(), timeout)
-        return RunChannel(response.path, response.ticket)
-
     def release_plan(self, plan: Union[Plan, str], *, timeout: Optional[float] = None) -> None:
         if isinstance(plan, Plan):
             return plan.release(timeout=timeout)
@@ -289,3 +320,4 @@ class Client:
         """Stores an entry signed with the cluster key (``uopd.sign_cache_entry``, or the
         signature another server's ``cache_get`` returned); needs cache_write."""
         self._run(_core.op_cache_put(key, value, signature), timeout)
+

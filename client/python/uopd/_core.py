@@ -604,8 +604,8 @@ def op_run_plan(plan_id: str, bindings: Bindings, vars: Optional[Mapping[str, in
     return run_result(response, bindings)
 
 
-def op_open_run_channel() -> Op[ks.OpenRunChannelResponse]:
-    return (yield _unary("OpenRunChannel", ks.OpenRunChannelRequest()))  # type: ignore[no-any-return]
+def op_open_local_channel() -> Op[ks.OpenLocalChannelResponse]:
+    return (yield _unary("OpenLocalChannel", ks.OpenLocalChannelRequest()))  # type: ignore[no-any-return]
 
 
 def op_release_plan(plan_id: str) -> Op[None]:

@@ -12,6 +12,8 @@ Make the client inside the event loop that uses it.
 
 from __future__ import annotations
 
+import asyncio
+
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
@@ -26,8 +28,8 @@ from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, Kernel
                         RunResult)
 from uopd._dtypes import DTypeLike, Scalar
 from uopd._errors import UopdError, error_from_rpc
+from uopd._local_channel import LOCAL_METHODS, AsyncLocalChannel, LocalState
 from uopd._opts import OptimizationLike
-from uopd._run_channel import AsyncRunChannel
 from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["AsyncClient", "AsyncBuffer", "AsyncPlan", "AsyncRunChannel"]
+__all__ = ["AsyncClient", "AsyncBuffer", "AsyncPlan"]
 
 
 class AsyncBuffer(BufferBase):
@@ -106,7 +108,8 @@ class AsyncClient:
                  tls_cert_chain: Optional[PemLike] = None,
                  tls_private_key: Optional[PemLike] = None,
                  tls_server_name: Optional[str] = None, timeout: Optional[float] = None,
-                 options: Optional[list[tuple[str, Any]]] = None) -> None:
+                 options: Optional[list[tuple[str, Any]]] = None,
+                 local_socket: Optional[bool] = None) -> None:
         self._settings = Settings(
             address, token=token, token_file=token_file, tls=tls, tls_root_certs=tls_root_certs,
             tls_cert_chain=tls_cert_chain, tls_private_key=tls_private_key,
@@ -114,6 +117,8 @@ class AsyncClient:
         self._channel = open_channel(self._settings, grpc.aio)
         self._stubs = stubs(self._channel)
         self._state = _core.ClientState()
+        self._local = LocalState(local_socket, address)
+        self._local_lock: Optional[asyncio.Lock] = None  # made in the loop that first needs it
 
     @property
     def address(self) -> str:
@@ -123,7 +128,16 @@ class AsyncClient:
     def timeout(self) -> Optional[float]:
         return self._settings.timeout
 
+    @property
+    def local_socket(self) -> Optional[str]:
+        """The daemon's local socket this client's hot calls go over, or None: gRPC (or no hot
+        call made yet)."""
+        channel = self._local.channel
+        return channel.path if channel is not None else None
+
     async def close(self) -> None:
+        if self._local.channel is not None:
+            await self._local.channel.close()
         await self._channel.close(grace=None)
 
     async def __aenter__(self) -> AsyncClient:
@@ -140,6 +154,10 @@ class AsyncClient:
         deadline = self._settings.deadline(timeout)
 
         async def invoke(call: Call) -> Any:
+            if call.method in LOCAL_METHODS and call.service == "kernels":
+                channel = await self._local_channel()
+                if channel is not None:
+                    return await channel.call(call.method, call.request, remaining(deadline))
             method = getattr(self._stubs[call.service], call.method)
             try:
                 if call.shape == "unary_stream":
@@ -153,9 +171,27 @@ class AsyncClient:
 
         return await _core.run_async(op, invoke)
 
-    async def wait_ready(self, timeout: Optional[float] = None) -> None:
-        import asyncio
+    async def _local_channel(self) -> Optional[AsyncLocalChannel]:
+        local = self._local
+        channel: Optional[AsyncLocalChannel] = local.channel
+        if local.decided:
+            return channel
+        if self._local_lock is None:
+            self._local_lock = asyncio.Lock()
+        async with self._local_lock:
+            if not local.decided:
+                try:
+                    response = await self._run(_core.op_open_local_channel(), None)
+                    local.channel = await AsyncLocalChannel.connect(response.path,
+                                                                    response.ticket)
+                except UopdError:
+                    if local.required:
+                        raise
+                local.decided = True
+        channel = local.channel
+        return channel
 
+    async def wait_ready(self, timeout: Optional[float] = None) -> None:
         try:
             await asyncio.wait_for(self._channel.channel_ready(), timeout)
         except asyncio.TimeoutError:
@@ -233,12 +269,6 @@ class AsyncClient:
                              else (plan, _core.Bindings(known=False)))
         return await self._run(_core.op_run_plan(plan_id, bindings, vars, return_buffers),
                                timeout)
-
-    async def open_run_channel(self, *,
-                               timeout: Optional[float] = None) -> AsyncRunChannel:
-        """``Client.open_run_channel`` for asyncio."""
-        response = await self._run(_core.op_open_run_channel(), timeout)
-        return await AsyncRunChannel.connect(response.path, response.ticket)
 
     async def release_plan(self, plan: Union[AsyncPlan, str], *,
                            timeout: Optional[float] = None) -> None:

@@ -21,8 +21,10 @@ How tinygrad's pieces map onto uopd:
    The daemon compiles each AST once (its cache is keyed by the AST hash).
  - TinyJit: the device's graph (UopdGraph) replays a captured batch of kernels as one Execute
    call (one round trip for the whole batch) with the current input buffers and variables; a
-   batch that comes again with the same buffers is prepared once and replayed with RunPlan,
-   over the daemon's run socket when it has one on this machine (``unix:/path`` servers).
+   batch that comes again with the same buffers is prepared once and replayed with RunPlan.
+ - With a daemon on this machine (``unix:/path``), Execute, RunPlan and the buffer calls go over
+   its local socket rather than gRPC (the client's ``local_socket``; ``$UOPD_LOCAL_SOCKET=0``
+   keeps them on gRPC).
 """
 from __future__ import annotations
 
@@ -75,41 +77,10 @@ def client_for(address: Optional[str] = None) -> uopd.Client:
             timeout = os.environ.get("UOPD_TIMEOUT")
             client = uopd.Client(address, token=os.environ.get("UOPD_TOKEN") or None,
                                  token_file=os.environ.get("UOPD_TOKEN_FILE") or None,
-                                 timeout=float(timeout) if timeout else None)
+                                 timeout=float(timeout) if timeout else None,
+                                 local_socket=False if os.environ.get("UOPD_LOCAL_SOCKET") == "0" else None)
             _clients[address] = client
         return client
-
-
-_channels: dict[int, Optional[uopd.RunChannel]] = {}
-
-
-def run_channel_for(client: uopd.Client) -> Optional[uopd.RunChannel]:
-    """The process's run channel of ``client`` (RunPlan without gRPC, as ``client``'s identity),
-    opened once when its server is on this machine and has a run socket (a daemon listening on
-    ``unix:/path`` has one); None otherwise, or with ``$UOPD_RUN_SOCKET=0``: RunPlan then goes
-    over gRPC."""
-    with _clients_lock:
-        if id(client) not in _channels:
-            channel = None
-            if os.environ.get("UOPD_RUN_SOCKET", "1") != "0":
-                try:
-                    channel = client.open_run_channel()
-                except uopd.UopdError:
-                    pass  # none, or not reachable from here (a server on another machine)
-            _channels[id(client)] = channel
-        return _channels[id(client)]
-
-
-def _run_plan(client: uopd.Client, plan: uopd.Plan, vars: dict[str, int]) -> uopd.RunResult:
-    channel = run_channel_for(client)
-    if channel is None:
-        return plan.run(vars=vars)
-    try:
-        return channel.run_plan(plan, vars=vars, timeout=client.timeout)
-    except uopd.Unavailable:
-        with _clients_lock:  # the daemon went away: open a new channel next time
-            _channels.pop(id(client), None)
-        raise
 
 
 def remote_device(device: str) -> str:
@@ -312,7 +283,7 @@ class UopdGraph(GraphRunner):
                 _release(old)
         if plan is not None:
             self.plans.move_to_end(key)
-            result = _run_plan(dev.client, plan, allvars)
+            result = plan.run(vars=allvars)
         else:
             self.seen.add(key)
             result = dev.client.execute(kernels, vars=allvars, device=dev.remote)

@@ -343,11 +343,11 @@ class ReleasePlanResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
-class OpenRunChannelRequest(_message.Message):
+class OpenLocalChannelRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
-class OpenRunChannelResponse(_message.Message):
+class OpenLocalChannelResponse(_message.Message):
     __slots__ = ("path", "ticket", "ticket_seconds")
     PATH_FIELD_NUMBER: _ClassVar[int]
     TICKET_FIELD_NUMBER: _ClassVar[int]
@@ -357,29 +357,49 @@ class OpenRunChannelResponse(_message.Message):
     ticket_seconds: int
     def __init__(self, path: _Optional[str] = ..., ticket: _Optional[bytes] = ..., ticket_seconds: _Optional[int] = ...) -> None: ...
 
-class RunChannelHello(_message.Message):
+class LocalHello(_message.Message):
     __slots__ = ("ticket",)
     TICKET_FIELD_NUMBER: _ClassVar[int]
     ticket: bytes
     def __init__(self, ticket: _Optional[bytes] = ...) -> None: ...
 
-class RunChannelCall(_message.Message):
-    __slots__ = ("run", "timeout_us")
-    RUN_FIELD_NUMBER: _ClassVar[int]
+class LocalCall(_message.Message):
+    __slots__ = ("run_plan", "execute", "create_buffer", "free_buffer", "write_buffer_small", "read_buffer_small", "timeout_us")
+    RUN_PLAN_FIELD_NUMBER: _ClassVar[int]
+    EXECUTE_FIELD_NUMBER: _ClassVar[int]
+    CREATE_BUFFER_FIELD_NUMBER: _ClassVar[int]
+    FREE_BUFFER_FIELD_NUMBER: _ClassVar[int]
+    WRITE_BUFFER_SMALL_FIELD_NUMBER: _ClassVar[int]
+    READ_BUFFER_SMALL_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_US_FIELD_NUMBER: _ClassVar[int]
-    run: RunPlanRequest
+    run_plan: RunPlanRequest
+    execute: ExecuteRequest
+    create_buffer: CreateBufferRequest
+    free_buffer: FreeBufferRequest
+    write_buffer_small: WriteBufferChunk
+    read_buffer_small: ReadBufferRequest
     timeout_us: int
-    def __init__(self, run: _Optional[_Union[RunPlanRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
+    def __init__(self, run_plan: _Optional[_Union[RunPlanRequest, _Mapping]] = ..., execute: _Optional[_Union[ExecuteRequest, _Mapping]] = ..., create_buffer: _Optional[_Union[CreateBufferRequest, _Mapping]] = ..., free_buffer: _Optional[_Union[FreeBufferRequest, _Mapping]] = ..., write_buffer_small: _Optional[_Union[WriteBufferChunk, _Mapping]] = ..., read_buffer_small: _Optional[_Union[ReadBufferRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
 
-class RunChannelReply(_message.Message):
-    __slots__ = ("code", "message", "response")
+class LocalReply(_message.Message):
+    __slots__ = ("code", "message", "run_plan", "execute", "create_buffer", "free_buffer", "write_buffer_small", "read_buffer_small")
     CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    RUN_PLAN_FIELD_NUMBER: _ClassVar[int]
+    EXECUTE_FIELD_NUMBER: _ClassVar[int]
+    CREATE_BUFFER_FIELD_NUMBER: _ClassVar[int]
+    FREE_BUFFER_FIELD_NUMBER: _ClassVar[int]
+    WRITE_BUFFER_SMALL_FIELD_NUMBER: _ClassVar[int]
+    READ_BUFFER_SMALL_FIELD_NUMBER: _ClassVar[int]
     code: int
     message: str
-    response: RunPlanResponse
-    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., response: _Optional[_Union[RunPlanResponse, _Mapping]] = ...) -> None: ...
+    run_plan: RunPlanResponse
+    execute: ExecuteResponse
+    create_buffer: CreateBufferResponse
+    free_buffer: FreeBufferResponse
+    write_buffer_small: WriteBufferResponse
+    read_buffer_small: ReadBufferChunk
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., run_plan: _Optional[_Union[RunPlanResponse, _Mapping]] = ..., execute: _Optional[_Union[ExecuteResponse, _Mapping]] = ..., create_buffer: _Optional[_Union[CreateBufferResponse, _Mapping]] = ..., free_buffer: _Optional[_Union[FreeBufferResponse, _Mapping]] = ..., write_buffer_small: _Optional[_Union[WriteBufferResponse, _Mapping]] = ..., read_buffer_small: _Optional[_Union[ReadBufferChunk, _Mapping]] = ...) -> None: ...
 
 class CacheStatsRequest(_message.Message):
     __slots__ = ()

@@ -74,10 +74,10 @@ class KernelServiceStub(object):
                 request_serializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanRequest.SerializeToString,
                 response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanResponse.FromString,
                 )
-        self.OpenRunChannel = channel.unary_unary(
-                '/uopd.v1.KernelService/OpenRunChannel',
-                request_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelRequest.SerializeToString,
-                response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelResponse.FromString,
+        self.OpenLocalChannel = channel.unary_unary(
+                '/uopd.v1.KernelService/OpenLocalChannel',
+                request_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelRequest.SerializeToString,
+                response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelResponse.FromString,
                 )
 
 
@@ -168,11 +168,12 @@ class KernelServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def OpenRunChannel(self, request, context):
-        """The run socket: RunPlan without gRPC, for clients on the daemon's machine (a gRPC round
-        trip costs more than a small plan's whole run). Returns the socket's path and a ticket
-        that makes a connection to it act as the caller (docs/ARCHITECTURE.md, "The run socket").
-        FAILED_PRECONDITION when the daemon has no run socket.
+    def OpenLocalChannel(self, request, context):
+        """The local socket: the hot calls (RunPlan, Execute, small buffer calls) without gRPC, for
+        clients on the daemon's machine, where a gRPC round trip costs more than a small kernel's
+        whole run. Returns the socket's path and a ticket that makes a connection to it act as the
+        caller (docs/ARCHITECTURE.md, "The local socket"). FAILED_PRECONDITION when the daemon has
+        no local socket.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -241,10 +242,10 @@ def add_KernelServiceServicer_to_server(servicer, server):
                     request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanRequest.FromString,
                     response_serializer=uopd_dot_v1_dot_kernel__service__pb2.ReleasePlanResponse.SerializeToString,
             ),
-            'OpenRunChannel': grpc.unary_unary_rpc_method_handler(
-                    servicer.OpenRunChannel,
-                    request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelRequest.FromString,
-                    response_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelResponse.SerializeToString,
+            'OpenLocalChannel': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenLocalChannel,
+                    request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelRequest.FromString,
+                    response_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -461,7 +462,7 @@ class KernelService(object):
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
     @staticmethod
-    def OpenRunChannel(request,
+    def OpenLocalChannel(request,
             target,
             options=(),
             channel_credentials=None,
@@ -471,9 +472,9 @@ class KernelService(object):
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/uopd.v1.KernelService/OpenRunChannel',
-            uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelRequest.SerializeToString,
-            uopd_dot_v1_dot_kernel__service__pb2.OpenRunChannelResponse.FromString,
+        return grpc.experimental.unary_unary(request, target, '/uopd.v1.KernelService/OpenLocalChannel',
+            uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelRequest.SerializeToString,
+            uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -1,4 +1,4 @@
-#include "core/session/run_tickets.h"
+#include "core/session/local_tickets.h"
 
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -10,8 +10,8 @@ using testing::StatusIs;
 
 Identity Alice() { return Identity{"alice", "alice", kRightRun, /*anonymous=*/false}; }
 
-TEST(RunTickets, ATicketNamesItsIdentityOnce) {
-  RunTickets tickets;
+TEST(LocalTickets, ATicketNamesItsIdentityOnce) {
+  LocalTickets tickets;
   auto ticket = tickets.Issue(Alice());
   UOPD_ASSERT_OK(ticket);
   EXPECT_EQ(ticket->size(), 32u);
@@ -24,8 +24,8 @@ TEST(RunTickets, ATicketNamesItsIdentityOnce) {
   EXPECT_TRUE(StatusIs(tickets.Redeem(""), absl::StatusCode::kUnauthenticated));
 }
 
-TEST(RunTickets, TicketsExpireAndDifferFromEachOther) {
-  RunTickets tickets(absl::Seconds(30));
+TEST(LocalTickets, TicketsExpireAndDifferFromEachOther) {
+  LocalTickets tickets(absl::Seconds(30));
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   auto first = tickets.Issue(Alice(), t0);
   auto second = tickets.Issue(Alice(), t0);
@@ -37,8 +37,8 @@ TEST(RunTickets, TicketsExpireAndDifferFromEachOther) {
   UOPD_EXPECT_OK(tickets.Redeem(*second, t0 + absl::Seconds(29)));
 }
 
-TEST(RunTickets, OutstandingTicketsAreBoundedAndExpiredOnesMakeRoom) {
-  RunTickets tickets(absl::Seconds(30), /*max_outstanding=*/2);
+TEST(LocalTickets, OutstandingTicketsAreBoundedAndExpiredOnesMakeRoom) {
+  LocalTickets tickets(absl::Seconds(30), /*max_outstanding=*/2);
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   UOPD_ASSERT_OK(tickets.Issue(Alice(), t0));
   UOPD_ASSERT_OK(tickets.Issue(Alice(), t0));

@@ -1,5 +1,6 @@
-// The run socket against a real daemon: RunPlan without gRPC answers what RunPlan answers, acts
-// only as the identity whose ticket opened it, and survives whatever a local client writes.
+// The local socket against a real daemon: the hot calls without gRPC answer what their RPCs
+// answer, act only as the identity whose ticket opened the connection, and survive whatever a
+// local client writes.
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -8,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "client/run_channel.h"
+#include "client/local_channel.h"
 #include "client/uopd_client.h"
 #include "core/worker/frame_io.h"
 #include "gtest/gtest.h"
@@ -25,7 +26,7 @@ using testing::ScaleKernel;
 using testing::StatusIs;
 using v1::DType;
 
-// A daemon on a unix socket, whose run socket is then PATH.run.
+// A daemon on a unix socket, whose local socket is then PATH.local.
 struct UnixDaemon {
   explicit UnixDaemon(const std::string& name, std::vector<std::string> flags = {})
       : dir(testing::TempDir(name)), socket(dir + "/uopd.sock") {
@@ -33,7 +34,7 @@ struct UnixDaemon {
     daemon = std::make_unique<DaemonProcess>(UOPD_DAEMON_PATH, dir + "/cache", flags);
   }
   std::string address() const { return "unix:" + socket; }
-  std::string run_socket() const { return socket + ".run"; }
+  std::string local_socket() const { return socket + ".local"; }
 
   std::string dir;
   std::string socket;
@@ -71,7 +72,7 @@ v1::RunPlanRequest RunOf(const std::string& plan_id, bool return_output = true) 
   return run;
 }
 
-// A raw connection to the run socket, for what no well-behaved client sends.
+// A raw connection to the local socket, for what no well-behaved client sends.
 int Connect(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -82,8 +83,8 @@ int Connect(const std::string& path) {
 }
 
 // The reply the daemon sends on `fd`, then whether it closed the connection after it.
-v1::RunChannelReply ReplyOn(int fd, bool* closed_after) {
-  v1::RunChannelReply reply;
+v1::LocalReply ReplyOn(int fd, bool* closed_after) {
+  v1::LocalReply reply;
   auto frame = ReadFrame(fd, 1 << 20);
   EXPECT_TRUE(frame.ok()) << frame.status();
   if (frame.ok() && frame->size() == 1) {
@@ -96,17 +97,17 @@ v1::RunChannelReply ReplyOn(int fd, bool* closed_after) {
   return reply;
 }
 
-TEST(RunSocket, RunsPlansAsRunPlanDoesAndSitsBesideTheUnixSocketOwnerOnly) {
-  UnixDaemon d("run-socket");
+TEST(LocalSocket, RunsPlansAsRunPlanDoesAndSitsBesideTheUnixSocketOwnerOnly) {
+  UnixDaemon d("local-socket");
   ASSERT_TRUE(d.daemon->running());
   struct stat info;
-  ASSERT_EQ(stat(d.run_socket().c_str(), &info), 0);
+  ASSERT_EQ(stat(d.local_socket().c_str(), &info), 0);
   EXPECT_TRUE(S_ISSOCK(info.st_mode));
   EXPECT_EQ(info.st_mode & 0777, 0600);
 
   Client client(d.address());
   const std::string plan = PrepareScale(client, 64);
-  auto channel = RunChannel::Open(client);
+  auto channel = LocalChannel::Open(client);
   UOPD_ASSERT_OK(channel);
   auto over_grpc = client.RunPlan(RunOf(plan));
   UOPD_ASSERT_OK(over_grpc);
@@ -129,54 +130,118 @@ TEST(RunSocket, RunsPlansAsRunPlanDoesAndSitsBesideTheUnixSocketOwnerOnly) {
   UOPD_EXPECT_OK((*channel)->RunPlan(RunOf(plan)));
 }
 
-TEST(RunSocket, AConnectionActsOnlyAsTheIdentityWhoseTicketOpenedIt) {
-  UnixDaemon d("run-socket-identity");
+TEST(LocalSocket, BuffersAndExecuteAnswerAsTheirRpcsDo) {
+  UnixDaemon d("local-socket-buffers");
+  ASSERT_TRUE(d.daemon->running());
+  Client client(d.address());
+  auto channel = LocalChannel::Open(client);
+  UOPD_ASSERT_OK(channel);
+  LocalChannel& local = **channel;
+
+  std::string data(16 * sizeof(float), '\0');
+  for (int i = 0; i < 16; ++i) {
+    const float v = static_cast<float>(i);
+    std::memcpy(data.data() + i * sizeof(float), &v, sizeof(float));
+  }
+  auto in = local.CreateBuffer("CPU", DType::FLOAT32, 16);
+  auto out = local.CreateBuffer("CPU", DType::FLOAT32, 16);
+  UOPD_ASSERT_OK(in);
+  UOPD_ASSERT_OK(out);
+  UOPD_ASSERT_OK(local.WriteBufferSmall(*in, data));
+  // The buffers are the client's own: gRPC sees them too.
+  auto back = client.ReadBufferSmall(*in);
+  UOPD_ASSERT_OK(back);
+  EXPECT_EQ(*back, data);
+
+  v1::ExecuteRequest execute;
+  execute.add_buffers()->set_handle(*out);
+  execute.add_buffers()->set_handle(*in);
+  auto* kernel = execute.add_kernels();
+  *kernel->mutable_ast() = ScaleKernel(16, 3.0);
+  kernel->add_buffers(0);
+  kernel->add_buffers(1);
+  auto executed = local.Execute(execute);
+  UOPD_ASSERT_OK(executed);
+  EXPECT_EQ(executed->timings_size(), 1);
+  auto result = local.ReadBufferSmall(*out, 15 * sizeof(float), sizeof(float));
+  UOPD_ASSERT_OK(result);
+  float last;
+  std::memcpy(&last, result->data(), sizeof(float));
+  EXPECT_EQ(last, 45.0f);
+
+  // The RPCs' errors, naming the same things.
+  EXPECT_TRUE(StatusIs(local.ReadBufferSmall(*out, 1 << 20), absl::StatusCode::kOutOfRange));
+  EXPECT_TRUE(
+      StatusIs(local.CreateBuffer("CPU", DType::FLOAT32, -1), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(StatusIs(local.CreateBuffer("TPU:7", DType::FLOAT32, 4),
+                       absl::StatusCode::kInvalidArgument, {"TPU:7"}));
+  v1::ExecuteRequest bad = execute;
+  bad.mutable_kernels(0)->mutable_ast()->mutable_nodes(0)->set_op(v1::Node::ADD);
+  EXPECT_TRUE(StatusIs(local.Execute(bad), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(StatusIs(local.Call(v1::LocalCall()), absl::StatusCode::kInvalidArgument,
+                       {"names no method"}));
+  UOPD_ASSERT_OK(local.FreeBuffer(*in));
+  EXPECT_TRUE(StatusIs(local.FreeBuffer(*in), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(client.ReadBufferSmall(*in), absl::StatusCode::kNotFound));
+
+  // Another identity sees none of it, over its channel or gRPC.
+  Client other(d.address());
+  auto theirs = LocalChannel::Open(other);
+  UOPD_ASSERT_OK(theirs);
+  EXPECT_TRUE(StatusIs((*theirs)->ReadBufferSmall(*out), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs((*theirs)->FreeBuffer(*out), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs((*theirs)->Execute(execute), absl::StatusCode::kNotFound));
+  UOPD_EXPECT_OK(local.ReadBufferSmall(*out));
+}
+
+TEST(LocalSocket, AConnectionActsOnlyAsTheIdentityWhoseTicketOpenedIt) {
+  UnixDaemon d("local-socket-identity");
   ASSERT_TRUE(d.daemon->running());
   Client owner(d.address());
   Client other(d.address());  // another connection: another anonymous identity
   const std::string plan = PrepareScale(owner, 16);
 
-  auto others_channel = RunChannel::Open(other);
+  auto others_channel = LocalChannel::Open(other);
   UOPD_ASSERT_OK(others_channel);
   EXPECT_TRUE(StatusIs((*others_channel)->RunPlan(RunOf(plan)), absl::StatusCode::kNotFound));
 
   // A ticket is good for one connection, and only a ticket opens one.
-  auto opened = owner.OpenRunChannel();
+  auto opened = owner.OpenLocalChannel();
   UOPD_ASSERT_OK(opened);
-  EXPECT_EQ(opened->path(), d.run_socket());
+  EXPECT_EQ(opened->path(), d.local_socket());
   EXPECT_GT(opened->ticket_seconds(), 0);
-  auto first = RunChannel::Connect(opened->path(), opened->ticket());
+  auto first = LocalChannel::Connect(opened->path(), opened->ticket());
   UOPD_ASSERT_OK(first);
   UOPD_EXPECT_OK((*first)->RunPlan(RunOf(plan)));
-  EXPECT_TRUE(StatusIs(RunChannel::Connect(opened->path(), opened->ticket()),
+  EXPECT_TRUE(StatusIs(LocalChannel::Connect(opened->path(), opened->ticket()),
                        absl::StatusCode::kUnauthenticated, {"already used"}));
-  EXPECT_TRUE(StatusIs(RunChannel::Connect(opened->path(), "0123456789abcdef0123456789abcdef"),
+  EXPECT_TRUE(StatusIs(LocalChannel::Connect(opened->path(), "0123456789abcdef0123456789abcdef"),
                        absl::StatusCode::kUnauthenticated));
 }
 
-TEST(RunSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
-  UnixDaemon d("run-socket-probes");
+TEST(LocalSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
+  UnixDaemon d("local-socket-probes");
   ASSERT_TRUE(d.daemon->running());
   Client client(d.address());
   const std::string plan = PrepareScale(client, 16);
   bool closed = false;
 
   // A call before any hello.
-  int fd = Connect(d.run_socket());
-  v1::RunChannelCall call;
-  *call.mutable_run() = RunOf(plan);
+  int fd = Connect(d.local_socket());
+  v1::LocalCall call;
+  *call.mutable_run_plan() = RunOf(plan);
   const std::string call_bytes = call.SerializeAsString();
   UOPD_ASSERT_OK(WriteFrame(fd, {call_bytes}));
-  v1::RunChannelReply reply = ReplyOn(fd, &closed);
+  v1::LocalReply reply = ReplyOn(fd, &closed);
   EXPECT_NE(reply.code(), 0);
   EXPECT_TRUE(closed);
   close(fd);
 
   // A header that claims a frame of 2^60 bytes, after a good hello.
-  auto opened = client.OpenRunChannel();
+  auto opened = client.OpenLocalChannel();
   UOPD_ASSERT_OK(opened);
-  fd = Connect(d.run_socket());
-  v1::RunChannelHello hello;
+  fd = Connect(d.local_socket());
+  v1::LocalHello hello;
   hello.set_ticket(opened->ticket());
   UOPD_ASSERT_OK(WriteFrame(fd, {hello.SerializeAsString()}));
   EXPECT_EQ(ReplyOn(fd, nullptr).code(), 0);
@@ -190,10 +255,10 @@ TEST(RunSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
   EXPECT_TRUE(closed);
   close(fd);
 
-  // Bytes that are not a RunChannelCall, then a good call on the same connection.
-  opened = client.OpenRunChannel();
+  // Bytes that are not a LocalCall, then a good call on the same connection.
+  opened = client.OpenLocalChannel();
   UOPD_ASSERT_OK(opened);
-  fd = Connect(d.run_socket());
+  fd = Connect(d.local_socket());
   hello.set_ticket(opened->ticket());
   UOPD_ASSERT_OK(WriteFrame(fd, {hello.SerializeAsString()}));
   EXPECT_EQ(ReplyOn(fd, nullptr).code(), 0);
@@ -205,19 +270,19 @@ TEST(RunSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
   close(fd);
 
   // Half a frame, then the client vanishes; and a connection that never says hello.
-  fd = Connect(d.run_socket());
+  fd = Connect(d.local_socket());
   ASSERT_EQ(send(fd, &count, 2, 0), 2);
   close(fd);
-  int silent = Connect(d.run_socket());
+  int silent = Connect(d.local_socket());
 
-  auto channel = RunChannel::Open(client);
+  auto channel = LocalChannel::Open(client);
   UOPD_ASSERT_OK(channel);
   UOPD_EXPECT_OK((*channel)->RunPlan(RunOf(plan)));
   close(silent);
 }
 
-TEST(RunSocket, ARunStopsAtItsTimeoutAndTheConnectionGoesOn) {
-  UnixDaemon d("run-socket-timeout");
+TEST(LocalSocket, ARunStopsAtItsTimeoutAndTheConnectionGoesOn) {
+  UnixDaemon d("local-socket-timeout");
   ASSERT_TRUE(d.daemon->running());
   Client client(d.address());
   // Minutes of work at one core: only the timeout ends it in time.
@@ -234,7 +299,7 @@ TEST(RunSocket, ARunStopsAtItsTimeoutAndTheConnectionGoesOn) {
   auto heavy = client.Prepare(prepare);
   UOPD_ASSERT_OK(heavy);
   const std::string quick = PrepareScale(client, 16);
-  auto channel = RunChannel::Open(client);
+  auto channel = LocalChannel::Open(client);
   UOPD_ASSERT_OK(channel);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(StatusIs((*channel)->RunPlan(RunOf(heavy->plan_id(), false), absl::Milliseconds(200)),
@@ -243,22 +308,22 @@ TEST(RunSocket, ARunStopsAtItsTimeoutAndTheConnectionGoesOn) {
   UOPD_EXPECT_OK((*channel)->RunPlan(RunOf(quick)));
 }
 
-TEST(RunSocket, ADaemonWithoutOneSaysSoAndOneWithIdleChannelsStopsCleanly) {
-  DaemonProcess tcp(UOPD_DAEMON_PATH, testing::TempDir("run-socket-none"));
+TEST(LocalSocket, ADaemonWithoutOneSaysSoAndOneWithIdleChannelsStopsCleanly) {
+  DaemonProcess tcp(UOPD_DAEMON_PATH, testing::TempDir("local-socket-none"));
   ASSERT_TRUE(tcp.running());
   Client tcp_client(tcp.address());
-  EXPECT_TRUE(StatusIs(RunChannel::Open(tcp_client), absl::StatusCode::kFailedPrecondition,
-                       {"--run_socket"}));
+  EXPECT_TRUE(StatusIs(LocalChannel::Open(tcp_client), absl::StatusCode::kFailedPrecondition,
+                       {"--local_socket"}));
 
-  UnixDaemon d("run-socket-drain");
+  UnixDaemon d("local-socket-drain");
   ASSERT_TRUE(d.daemon->running());
   Client client(d.address());
-  auto channel = RunChannel::Open(client);
+  auto channel = LocalChannel::Open(client);
   UOPD_ASSERT_OK(channel);
   UOPD_EXPECT_OK((*channel)->RunPlan(RunOf(PrepareScale(client, 16))));
   EXPECT_EQ(d.daemon->Stop(), 0);  // SIGTERM with a channel open: a clean exit, not a kill
   struct stat info;
-  EXPECT_NE(stat(d.run_socket().c_str(), &info), 0) << "the socket file is removed";
+  EXPECT_NE(stat(d.local_socket().c_str(), &info), 0) << "the socket file is removed";
   EXPECT_TRUE(StatusIs((*channel)->RunPlan(RunOf("plan-x")), absl::StatusCode::kUnavailable));
 }
 

@@ -1,4 +1,4 @@
-#include "server/run_socket.h"
+#include "server/local_socket.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -22,22 +22,22 @@ constexpr int64_t kMaxHelloBytes = 4096;
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
   return absl::FailedPreconditionError(
-      absl::StrCat("run socket ", path, ": ", what, ": ", std::strerror(errno)));
+      absl::StrCat("local socket ", path, ": ", what, ": ", std::strerror(errno)));
 }
 
-v1::RunChannelReply ErrorReply(const absl::Status& status) {
-  v1::RunChannelReply reply;
+v1::LocalReply ErrorReply(const absl::Status& status) {
+  v1::LocalReply reply;
   reply.set_code(static_cast<int32_t>(status.code()));
   reply.set_message(std::string(status.message()));
   return reply;
 }
 
-bool Send(int fd, const v1::RunChannelReply& reply) {
+bool Send(int fd, const v1::LocalReply& reply) {
   const std::string bytes = reply.SerializeAsString();
   return WriteFrame(fd, {bytes}).ok();
 }
 
-// Whether the client has hung up: asked by the watchdog while a run is going on.
+// Whether the client has hung up: asked by the watchdog while a call runs kernels.
 bool HungUp(int fd) {
   pollfd p{fd, POLLRDHUP, 0};
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
@@ -45,14 +45,15 @@ bool HungUp(int fd) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RunSocket>> RunSocket::Start(RunSocketOptions options,
-                                                            RunTickets* tickets,
-                                                            RunSocketHandler handler) {
+absl::StatusOr<std::unique_ptr<LocalSocket>> LocalSocket::Start(LocalSocketOptions options,
+                                                                LocalTickets* tickets,
+                                                                LocalSocketHandler handler) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (options.path.empty() || options.path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run socket path '", options.path, "' must be 1 to ", sizeof(addr.sun_path) - 1, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("local socket path '", options.path,
+                                                   "' must be 1 to ", sizeof(addr.sun_path) - 1,
+                                                   " bytes"));
   }
   std::memcpy(addr.sun_path, options.path.data(), options.path.size());
   struct stat existing {};
@@ -60,11 +61,12 @@ absl::StatusOr<std::unique_ptr<RunSocket>> RunSocket::Start(RunSocketOptions opt
     // A socket left by an earlier daemon is replaced; anything else is not ours to delete.
     if (!S_ISSOCK(existing.st_mode)) {
       return absl::FailedPreconditionError(
-          absl::StrCat("run socket ", options.path, ": a file that is not a socket is there"));
+          absl::StrCat("local socket ", options.path, ": a file that is not a socket is there"));
     }
     unlink(options.path.c_str());
   }
-  std::unique_ptr<RunSocket> socket(new RunSocket(std::move(options), tickets, std::move(handler)));
+  std::unique_ptr<LocalSocket> socket(
+      new LocalSocket(std::move(options), tickets, std::move(handler)));
   const std::string& path = socket->options_.path;
   socket->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (socket->listen_fd_ < 0) return Errno("socket", path);
@@ -79,19 +81,19 @@ absl::StatusOr<std::unique_ptr<RunSocket>> RunSocket::Start(RunSocketOptions opt
   if (listen(socket->listen_fd_, 128) != 0) return Errno("listen", path);
   socket->wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (socket->wake_fd_ < 0) return Errno("eventfd", path);
-  RunSocket* self = socket.get();
+  LocalSocket* self = socket.get();
   socket->acceptor_ = std::thread([self] { self->AcceptLoop(); });
   return socket;
 }
 
-RunSocket::~RunSocket() { Stop(); }
+LocalSocket::~LocalSocket() { Stop(); }
 
-int RunSocket::connections() const {
+int LocalSocket::connections() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(open_.size());
 }
 
-void RunSocket::Stop() {
+void LocalSocket::Stop() {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
@@ -118,7 +120,7 @@ void RunSocket::Stop() {
   listen_fd_ = wake_fd_ = -1;
 }
 
-void RunSocket::ReapFinished() {
+void LocalSocket::ReapFinished() {
   std::vector<std::thread> done;
   {
     absl::MutexLock lock(&mu_);
@@ -133,12 +135,12 @@ void RunSocket::ReapFinished() {
   for (std::thread& thread : done) thread.join();
 }
 
-void RunSocket::AcceptLoop() {
+void LocalSocket::AcceptLoop() {
   while (true) {
     pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      Log(LogLevel::kError, "run socket: poll failed; no longer accepting",
+      Log(LogLevel::kError, "local socket: poll failed; no longer accepting",
           {{"error", std::strerror(errno)}});
       return;
     }
@@ -154,8 +156,8 @@ void RunSocket::AcceptLoop() {
     absl::MutexLock lock(&mu_);
     if (stopping_ || static_cast<int>(open_.size()) >= options_.max_connections) {
       Send(fd, ErrorReply(absl::ResourceExhaustedError(
-                   absl::StrCat("the run socket serves at most ", options_.max_connections,
-                                " connections at once: use RunPlan over gRPC, or close one"))));
+                   absl::StrCat("the local socket serves at most ", options_.max_connections,
+                                " connections at once: use gRPC, or close one"))));
       close(fd);
       continue;
     }
@@ -171,7 +173,7 @@ void RunSocket::AcceptLoop() {
   }
 }
 
-void RunSocket::Serve(int fd) {
+void LocalSocket::Serve(int fd) {
   const absl::Time hello_deadline = absl::Now() + options_.hello_timeout;
   absl::StatusOr<std::vector<std::string>> hello_frame =
       ReadFrame(fd, kMaxHelloBytes, [&]() -> absl::Status {
@@ -185,10 +187,10 @@ void RunSocket::Serve(int fd) {
     Send(fd, ErrorReply(hello_frame.status()));
     return;
   }
-  v1::RunChannelHello hello;
+  v1::LocalHello hello;
   if (hello_frame->size() != 1 || !hello.ParseFromString((*hello_frame)[0])) {
     Send(fd, ErrorReply(absl::InvalidArgumentError(
-                 "the first frame must be one RunChannelHello (a ticket from OpenRunChannel)")));
+                 "the first frame must be one LocalHello (a ticket from OpenLocalChannel)")));
     return;
   }
   absl::StatusOr<Identity> who = tickets_->Redeem(hello.ticket());
@@ -196,7 +198,7 @@ void RunSocket::Serve(int fd) {
     Send(fd, ErrorReply(who.status()));
     return;
   }
-  if (!Send(fd, v1::RunChannelReply())) return;
+  if (!Send(fd, v1::LocalReply())) return;
   while (true) {
     absl::StatusOr<std::vector<std::string>> frame = ReadFrame(fd, options_.max_frame_bytes);
     if (!frame.ok()) {
@@ -208,11 +210,11 @@ void RunSocket::Serve(int fd) {
       }
       return;
     }
-    v1::RunChannelCall call;
-    v1::RunChannelReply reply;
+    v1::LocalCall call;
+    v1::LocalReply reply;
     if (frame->size() != 1 || !call.ParseFromString((*frame)[0])) {
       reply = ErrorReply(absl::InvalidArgumentError(
-          absl::StrCat("a frame of ", frame->size(), " part(s) that is not one RunChannelCall")));
+          absl::StrCat("a frame of ", frame->size(), " part(s) that is not one LocalCall")));
     } else {
       reply = handler_(*who, call, [fd] { return HungUp(fd); });
     }

@@ -1,17 +1,19 @@
-// RunSocket: RunPlan without gRPC, for clients on the daemon's machine. A small plan's run costs
-// ~15 µs in the daemon; a gRPC round trip over a unix socket costs ~100-200 µs on a loaded
-// 2-core machine (HTTP/2 framing, and thread hand-offs on both sides), which is what a tinygrad
-// JIT replay through uopd would otherwise pay per call. Here a connection is a plain unix socket
-// served by one thread that reads a frame, runs and answers: one wake-up each way.
+// LocalSocket: the hot calls without gRPC, for clients on the daemon's machine. A small kernel's
+// run or a buffer call costs ~5-50 µs in the daemon; a gRPC round trip over a unix socket costs
+// ~200 µs on a loaded 2-core machine (HTTP/2 framing, and thread hand-offs on both sides), which
+// a tinygrad program through uopd would otherwise pay per kernel. Here a connection is a plain
+// unix socket served by one thread that reads a frame, serves it and answers: one wake-up each
+// way.
 //
 // Who may call: the socket file's mode (like the gRPC unix socket's) says who may connect; a
-// connection then acts as the identity whose ticket (RunTickets, from OpenRunChannel over gRPC)
-// its first frame presents, so owners, rights and quotas are exactly gRPC's. Only RunPlan runs
-// here: everything else (buffers, Prepare, Execute) stays on gRPC.
+// connection then acts as the identity whose ticket (LocalTickets, from OpenLocalChannel over
+// gRPC) its first frame presents, so owners, rights and quotas are exactly gRPC's. What it
+// serves: RunPlan, Execute, CreateBuffer, FreeBuffer, WriteBufferSmall and ReadBufferSmall, the
+// calls a program makes per kernel; the rest (Compile, Prepare, streams, the cache) is gRPC's.
 //
-// The frames and messages are in proto/uopd/v1/kernel_service.proto (RunChannelHello, ...).
-#ifndef UOPD_SERVER_RUN_SOCKET_H_
-#define UOPD_SERVER_RUN_SOCKET_H_
+// The frames and messages are in proto/uopd/v1/kernel_service.proto (LocalHello, ...).
+#ifndef UOPD_SERVER_LOCAL_SOCKET_H_
+#define UOPD_SERVER_LOCAL_SOCKET_H_
 
 #include <functional>
 #include <memory>
@@ -25,35 +27,35 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/session/run_tickets.h"
+#include "core/session/local_tickets.h"
 #include "uopd/v1/kernel_service.pb.h"
 
 namespace uopd {
 
-struct RunSocketOptions {
+struct LocalSocketOptions {
   std::string path;
   int mode = 0600;  // the socket file's permissions: who on this machine may connect
   int max_connections = 256;
-  int64_t max_frame_bytes = 1 << 20;                // a RunChannelCall: a plan id and variables
+  int64_t max_frame_bytes = 4 << 20;                // gRPC's message limit
   absl::Duration hello_timeout = absl::Seconds(5);  // a connection that says nothing is closed
 };
 
 // Answers one call of a connection acting as an identity; `gone` says whether the client has
 // hung up (for the watchdog).
-using RunSocketHandler = std::function<v1::RunChannelReply(
-    const Identity& who, const v1::RunChannelCall& call, std::function<bool()> gone)>;
+using LocalSocketHandler = std::function<v1::LocalReply(
+    const Identity& who, const v1::LocalCall& call, std::function<bool()> gone)>;
 
 // Safe for concurrent use.
-class RunSocket {
+class LocalSocket {
  public:
   // Binds and listens (an existing socket file at `path` is replaced only if it is a socket),
   // then accepts on its own thread.
-  static absl::StatusOr<std::unique_ptr<RunSocket>> Start(RunSocketOptions options,
-                                                          RunTickets* tickets,
-                                                          RunSocketHandler handler);
-  ~RunSocket();  // Stop()
-  RunSocket(const RunSocket&) = delete;
-  RunSocket& operator=(const RunSocket&) = delete;
+  static absl::StatusOr<std::unique_ptr<LocalSocket>> Start(LocalSocketOptions options,
+                                                            LocalTickets* tickets,
+                                                            LocalSocketHandler handler);
+  ~LocalSocket();  // Stop()
+  LocalSocket(const LocalSocket&) = delete;
+  LocalSocket& operator=(const LocalSocket&) = delete;
 
   // Stops accepting, hangs up every connection (a call being served finishes first) and
   // removes the socket file. Idempotent.
@@ -63,15 +65,15 @@ class RunSocket {
   int connections() const;
 
  private:
-  RunSocket(RunSocketOptions options, RunTickets* tickets, RunSocketHandler handler)
+  LocalSocket(LocalSocketOptions options, LocalTickets* tickets, LocalSocketHandler handler)
       : options_(std::move(options)), tickets_(tickets), handler_(std::move(handler)) {}
   void AcceptLoop();
   void Serve(int fd);
   void ReapFinished();  // joins the threads of connections that have ended
 
-  const RunSocketOptions options_;
-  RunTickets* tickets_;
-  RunSocketHandler handler_;
+  const LocalSocketOptions options_;
+  LocalTickets* tickets_;
+  LocalSocketHandler handler_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // an eventfd that tells the accept loop to stop
   std::thread acceptor_;
@@ -87,4 +89,4 @@ class RunSocket {
 
 }  // namespace uopd
 
-#endif  // UOPD_SERVER_RUN_SOCKET_H_
+#endif  // UOPD_SERVER_LOCAL_SOCKET_H_

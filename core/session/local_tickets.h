@@ -1,11 +1,11 @@
-// RunTickets: how a connection to the run socket comes to act as an identity. A caller
-// authenticated over gRPC asks for a ticket (OpenRunChannel); the ticket, presented as the
-// first frame of a new run-socket connection, makes that connection act as the same identity,
-// anonymous ones included (an anonymous identity is one gRPC connection, which the run socket
+// LocalTickets: how a connection to the local socket comes to act as an identity. A caller
+// authenticated over gRPC asks for a ticket (OpenLocalChannel); the ticket, presented as the
+// first frame of a new local-socket connection, makes that connection act as the same identity,
+// anonymous ones included (an anonymous identity is one gRPC connection, which the local socket
 // cannot otherwise name). A ticket is 128 random bits, used once, and expires soon after it
 // is issued, so one that leaks late is worth nothing.
-#ifndef UOPD_CORE_SESSION_RUN_TICKETS_H_
-#define UOPD_CORE_SESSION_RUN_TICKETS_H_
+#ifndef UOPD_CORE_SESSION_LOCAL_TICKETS_H_
+#define UOPD_CORE_SESSION_LOCAL_TICKETS_H_
 
 #include <string>
 
@@ -19,11 +19,11 @@
 namespace uopd {
 
 // Safe for concurrent use.
-class RunTickets {
+class LocalTickets {
  public:
   // At most `max_outstanding` unredeemed tickets at once (issuing more drops expired ones, then
   // refuses with RESOURCE_EXHAUSTED), each valid for `lifetime`.
-  explicit RunTickets(absl::Duration lifetime = absl::Seconds(30), int max_outstanding = 4096)
+  explicit LocalTickets(absl::Duration lifetime = absl::Seconds(30), int max_outstanding = 4096)
       : lifetime_(lifetime), max_outstanding_(max_outstanding) {}
 
   absl::StatusOr<std::string> Issue(const Identity& who, absl::Time now = absl::Now());
@@ -48,4 +48,4 @@ class RunTickets {
 
 }  // namespace uopd
 
-#endif  // UOPD_CORE_SESSION_RUN_TICKETS_H_
+#endif  // UOPD_CORE_SESSION_LOCAL_TICKETS_H_

@@ -1,16 +1,16 @@
-#include "core/session/run_tickets.h"
+#include "core/session/local_tickets.h"
 
 #include "absl/strings/str_cat.h"
 
 namespace uopd {
 
-absl::StatusOr<std::string> RunTickets::Issue(const Identity& who, absl::Time now) {
+absl::StatusOr<std::string> LocalTickets::Issue(const Identity& who, absl::Time now) {
   absl::MutexLock lock(&mu_);
   if (static_cast<int>(issued_.size()) >= max_outstanding_) DropExpired(now);
   if (static_cast<int>(issued_.size()) >= max_outstanding_) {
     return absl::ResourceExhaustedError(
         absl::StrCat(max_outstanding_,
-                     " run-socket tickets are waiting to be used; use them or "
+                     " local-socket tickets are waiting to be used; use them or "
                      "wait for them to expire"));
   }
   std::string ticket = RandomHex128();
@@ -18,24 +18,24 @@ absl::StatusOr<std::string> RunTickets::Issue(const Identity& who, absl::Time no
   return ticket;
 }
 
-absl::StatusOr<Identity> RunTickets::Redeem(const std::string& ticket, absl::Time now) {
+absl::StatusOr<Identity> LocalTickets::Redeem(const std::string& ticket, absl::Time now) {
   absl::MutexLock lock(&mu_);
   auto it = issued_.find(ticket);
   if (it == issued_.end()) {
     return absl::UnauthenticatedError(
-        "the run-socket ticket is unknown or already used: ask OpenRunChannel for a new one");
+        "the local-socket ticket is unknown or already used: ask OpenLocalChannel for a new one");
   }
   Issued issued = std::move(it->second);
   issued_.erase(it);
   if (now > issued.expires) {
-    return absl::UnauthenticatedError(absl::StrCat("the run-socket ticket expired (tickets last ",
+    return absl::UnauthenticatedError(absl::StrCat("the local-socket ticket expired (tickets last ",
                                                    absl::FormatDuration(lifetime_),
-                                                   "): ask OpenRunChannel for a new one"));
+                                                   "): ask OpenLocalChannel for a new one"));
   }
   return std::move(issued.who);
 }
 
-void RunTickets::DropExpired(absl::Time now) {
+void LocalTickets::DropExpired(absl::Time now) {
   absl::erase_if(issued_, [now](const auto& entry) { return now > entry.second.expires; });
 }
 
