@@ -61,10 +61,7 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
   return absl::OkStatus();
 }
 
-// Plans stop starting kernels, and the kernels running stop, once the watchdog finds the call
-// cancelled or past its deadline (within its period, 5 ms). The run does not ask gRPC itself:
-// ServerContext::IsCancelled on a synchronous call polls the completion queue, ~25 µs a time,
-// more than a tiny RunPlan's whole work.
+// The method a local-socket call names, as metrics and errors name it.
 const char* LocalMethodName(v1::LocalCall::CallCase call) {
   switch (call) {
     case v1::LocalCall::kRunPlan:
@@ -85,6 +82,10 @@ const char* LocalMethodName(v1::LocalCall::CallCase call) {
   return "Unset";
 }
 
+// Plans stop starting kernels, and the kernels running stop, once the watchdog finds the call
+// cancelled or past its deadline (within its period, 5 ms). The run does not ask gRPC itself:
+// ServerContext::IsCancelled on a synchronous call polls the completion queue, ~25 µs a time,
+// more than a tiny RunPlan's whole work.
 RunOptions UntilStopped(const RunWatchdog::Watch& watch) {
   RunOptions options;
   options.stop = watch.flag();

@@ -128,6 +128,10 @@ TEST(LocalSocket, RunsPlansAsRunPlanDoesAndSitsBesideTheUnixSocketOwnerOnly) {
   (*bad_var.mutable_vars())["nope"] = 1;
   EXPECT_TRUE(StatusIs((*channel)->RunPlan(bad_var), absl::StatusCode::kInvalidArgument, {"nope"}));
   UOPD_EXPECT_OK((*channel)->RunPlan(RunOf(plan)));
+  // Recorded beside the RPCs, by method and code.
+  const std::string metrics = d.daemon->ScrapeMetrics();
+  EXPECT_NE(metrics.find(R"(code="OK",method="Local.RunPlan")"), std::string::npos);
+  EXPECT_NE(metrics.find(R"(code="NOT_FOUND",method="Local.RunPlan")"), std::string::npos);
 }
 
 TEST(LocalSocket, BuffersAndExecuteAnswerAsTheirRpcsDo) {
