@@ -16,6 +16,10 @@ namespace uopd {
 namespace {
 
 constexpr int64_t kMaxReplyBytes = int64_t{64} << 20;
+constexpr absl::Duration kHelloTimeout = absl::Seconds(10);  // the daemon's own is 5 s
+// Past a call's deadline, how long to wait for the daemon's own DEADLINE_EXCEEDED (which keeps
+// the connection) before giving up on the reply (which breaks it: a deadline is the caller's).
+constexpr absl::Duration kReplySlack = absl::Milliseconds(250);
 
 }  // namespace
 
@@ -43,7 +47,8 @@ absl::StatusOr<std::unique_ptr<LocalChannel>> LocalChannel::Connect(const std::s
   std::unique_ptr<LocalChannel> channel(new LocalChannel(fd));
   v1::LocalHello hello;
   hello.set_ticket(ticket);
-  UOPD_RETURN_IF_ERROR(channel->Exchange(hello.SerializeAsString()).status());
+  UOPD_RETURN_IF_ERROR(
+      channel->Exchange(hello.SerializeAsString(), absl::Now() + kHelloTimeout).status());
   return channel;
 }
 
@@ -118,15 +123,50 @@ absl::StatusOr<std::string> LocalChannel::ReadBufferSmall(const std::string& han
 }
 
 absl::StatusOr<v1::LocalReply> LocalChannel::Call(const v1::LocalCall& call) {
-  return Exchange(call.SerializeAsString());
+  const absl::Time deadline = call.timeout_us() > 0
+                                  ? absl::Now() + absl::Microseconds(call.timeout_us())
+                                  : absl::InfiniteFuture();
+  return Exchange(call.SerializeAsString(), deadline);
 }
 
-absl::StatusOr<v1::LocalReply> LocalChannel::Exchange(const std::string& payload) {
-  absl::StatusOr<std::vector<std::string>> frame;
+bool LocalChannel::broken() const {
+  absl::MutexLock lock(&mu_);
+  return broken_;
+}
+
+absl::StatusOr<v1::LocalReply> LocalChannel::Exchange(const std::string& payload,
+                                                      absl::Time deadline) {
   {
     absl::MutexLock lock(&mu_);
-    UOPD_RETURN_IF_ERROR(WriteFrame(fd_, {payload}));
-    frame = ReadFrame(fd_, kMaxReplyBytes);
+    auto free = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !busy_; };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&free), deadline)) {
+      return absl::DeadlineExceededError(
+          "the deadline passed while other calls held the local channel");
+    }
+    if (broken_) {
+      return absl::UnavailableError(
+          "the local channel was closed after an earlier call on it failed: open a new one");
+    }
+    busy_ = true;
+  }
+  absl::StatusOr<std::vector<std::string>> frame;
+  absl::Status written = WriteFrame(fd_, {payload});
+  if (written.ok()) {
+    const absl::Time give_up = deadline + kReplySlack;
+    frame = deadline == absl::InfiniteFuture()
+                ? ReadFrame(fd_, kMaxReplyBytes)
+                : ReadFrame(fd_, kMaxReplyBytes, [give_up]() -> absl::Status {
+                    if (absl::Now() < give_up) return absl::OkStatus();
+                    return absl::DeadlineExceededError("the local socket sent no reply in time");
+                  });
+  } else {
+    frame = written;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    busy_ = false;
+    // Any failure here leaves where the next frame starts unknown.
+    if (!frame.ok()) broken_ = true;
   }
   if (!frame.ok()) return frame.status();
   v1::LocalReply reply;

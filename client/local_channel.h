@@ -16,7 +16,9 @@
 
 namespace uopd {
 
-// Safe for concurrent use: calls take turns on the one connection.
+// Safe for concurrent use: calls take turns on the one connection, within their deadlines. A
+// call that fails mid-way (no reply by its deadline, the daemon gone) leaves the channel broken:
+// later calls fail UNAVAILABLE at once, and the caller opens a new one.
 class LocalChannel {
  public:
   // Asks `client`'s daemon for its local socket and a ticket, connects and presents it: the
@@ -47,11 +49,17 @@ class LocalChannel {
   // Any call: its reply, or the status it failed with.
   absl::StatusOr<v1::LocalReply> Call(const v1::LocalCall& call);
 
+  bool broken() const;
+
  private:
   explicit LocalChannel(int fd) : fd_(fd) {}
-  absl::StatusOr<v1::LocalReply> Exchange(const std::string& payload);
+  // The reply to `payload`: its turn on the connection waited for until `deadline`, its reply
+  // until a moment later (for the daemon's own DEADLINE_EXCEEDED to arrive).
+  absl::StatusOr<v1::LocalReply> Exchange(const std::string& payload, absl::Time deadline);
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // a call is on the connection
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
   const int fd_;
 };
 

@@ -272,9 +272,10 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ReadRangeOf(const BufferView& view,
                                                         const v1::ReadBufferRequest& request) {
   const int64_t total = static_cast<int64_t>(view.bytes());
   const int64_t offset = request.offset();
-  UOPD_RETURN_IF_ERROR(CheckByteRange(offset, 0, total));
+  // Length 0 reads to the end: the offset alone must be inside (the error then names the
+  // length asked for, not the one it would have meant).
+  UOPD_RETURN_IF_ERROR(CheckByteRange(offset, request.length(), total));
   const int64_t length = request.length() == 0 ? total - offset : request.length();
-  UOPD_RETURN_IF_ERROR(CheckByteRange(offset, length, total));
   return std::make_pair(offset, length);
 }
 

@@ -153,15 +153,25 @@ void LocalSocket::AcceptLoop() {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;  // or the client went away before we took it
     }
+    const timeval send_timeout = absl::ToTimeval(options_.send_timeout);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
     absl::MutexLock lock(&mu_);
+    std::string refusal;
     if (stopping_ || static_cast<int>(open_.size()) >= options_.max_connections) {
-      Send(fd, ErrorReply(absl::ResourceExhaustedError(
-                   absl::StrCat("the local socket serves at most ", options_.max_connections,
-                                " connections at once: use gRPC, or close one"))));
+      refusal = absl::StrCat("the local socket serves at most ", options_.max_connections,
+                             " connections at once: use gRPC, or close one");
+    } else if (awaiting_hello_ >= options_.max_awaiting_hello) {
+      refusal =
+          absl::StrCat(options_.max_awaiting_hello,
+                       " connections to the local socket are awaiting their hello: try again");
+    }
+    if (!refusal.empty()) {
+      Send(fd, ErrorReply(absl::ResourceExhaustedError(refusal)));
       close(fd);
       continue;
     }
     open_.insert(fd);
+    ++awaiting_hello_;
     const int64_t id = next_thread_id_++;
     threads_.emplace(id, std::thread([this, fd, id] {
                        Serve(fd);
@@ -174,6 +184,15 @@ void LocalSocket::AcceptLoop() {
 }
 
 void LocalSocket::Serve(int fd) {
+  std::optional<Identity> who = Hello(fd);
+  if (!who.has_value() || !Admit(fd, *who)) return;
+  ServeCalls(fd, *who);
+  absl::MutexLock lock(&mu_);
+  auto it = per_quota_key_.find(who->quota_key);
+  if (--it->second == 0) per_quota_key_.erase(it);
+}
+
+std::optional<Identity> LocalSocket::Hello(int fd) {
   const absl::Time hello_deadline = absl::Now() + options_.hello_timeout;
   absl::StatusOr<std::vector<std::string>> hello_frame =
       ReadFrame(fd, kMaxHelloBytes, [&]() -> absl::Status {
@@ -183,21 +202,44 @@ void LocalSocket::Serve(int fd) {
         }
         return absl::OkStatus();
       });
+  {
+    absl::MutexLock lock(&mu_);
+    --awaiting_hello_;
+  }
   if (!hello_frame.ok()) {
     Send(fd, ErrorReply(hello_frame.status()));
-    return;
+    return std::nullopt;
   }
   v1::LocalHello hello;
   if (hello_frame->size() != 1 || !hello.ParseFromString((*hello_frame)[0])) {
     Send(fd, ErrorReply(absl::InvalidArgumentError(
                  "the first frame must be one LocalHello (a ticket from OpenLocalChannel)")));
-    return;
+    return std::nullopt;
   }
   absl::StatusOr<Identity> who = tickets_->Redeem(hello.ticket());
   if (!who.ok()) {
     Send(fd, ErrorReply(who.status()));
-    return;
+    return std::nullopt;
   }
+  return *std::move(who);
+}
+
+bool LocalSocket::Admit(int fd, const Identity& who) {
+  {
+    absl::MutexLock lock(&mu_);
+    int& count = per_quota_key_[who.quota_key];
+    if (count < options_.max_connections_per_quota_key) {
+      ++count;
+      return true;
+    }
+  }
+  Send(fd, ErrorReply(absl::ResourceExhaustedError(absl::StrCat(
+               "quota '", who.quota_key, "' already has ", options_.max_connections_per_quota_key,
+               " connections to the local socket: close one, or share one between threads"))));
+  return false;
+}
+
+void LocalSocket::ServeCalls(int fd, const Identity& who) {
   if (!Send(fd, v1::LocalReply())) return;
   while (true) {
     absl::StatusOr<std::vector<std::string>> frame = ReadFrame(fd, options_.max_frame_bytes);
@@ -216,7 +258,7 @@ void LocalSocket::Serve(int fd) {
       reply = ErrorReply(absl::InvalidArgumentError(
           absl::StrCat("a frame of ", frame->size(), " part(s) that is not one LocalCall")));
     } else {
-      reply = handler_(*who, call, [fd] { return HungUp(fd); });
+      reply = handler_(who, call, [fd] { return HungUp(fd); });
     }
     if (!Send(fd, reply)) return;
   }

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,9 +36,17 @@ namespace uopd {
 struct LocalSocketOptions {
   std::string path;
   int mode = 0600;  // the socket file's permissions: who on this machine may connect
-  int max_connections = 256;
+  // Connections are bounded three ways, so that no caller can take the socket from the others:
+  // in all, per quota key (an identity, or the anonymous callers of one host, as quotas are),
+  // and awaiting their hello (which must come within `hello_timeout`).
+  int max_connections = 512;
+  int max_connections_per_quota_key = 32;
+  int max_awaiting_hello = 64;
   int64_t max_frame_bytes = 4 << 20;                // gRPC's message limit
   absl::Duration hello_timeout = absl::Seconds(5);  // a connection that says nothing is closed
+  // A client that stops reading its replies is hung up on once a reply has waited this long to
+  // be taken, rather than holding a thread.
+  absl::Duration send_timeout = absl::Seconds(30);
 };
 
 // Answers one call of a connection acting as an identity; `gone` says whether the client has
@@ -69,6 +78,12 @@ class LocalSocket {
       : options_(std::move(options)), tickets_(tickets), handler_(std::move(handler)) {}
   void AcceptLoop();
   void Serve(int fd);
+  // The identity the connection's hello names, or nullopt once the connection has been told why
+  // it ends. Either way it no longer counts as awaiting its hello.
+  std::optional<Identity> Hello(int fd);
+  // Counts the connection against its quota key's bound, or tells it it is over and is false.
+  bool Admit(int fd, const Identity& who);
+  void ServeCalls(int fd, const Identity& who);
   void ReapFinished();  // joins the threads of connections that have ended
 
   const LocalSocketOptions options_;
@@ -81,6 +96,8 @@ class LocalSocket {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<int> open_ ABSL_GUARDED_BY(mu_);  // connections being served
+  int awaiting_hello_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int> per_quota_key_ ABSL_GUARDED_BY(mu_);  // admitted ones
   // One thread per connection; an ending one lists its id in finished_ to be joined.
   absl::flat_hash_map<int64_t, std::thread> threads_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);

@@ -21,10 +21,15 @@ namespace uopd {
 // Safe for concurrent use.
 class LocalTickets {
  public:
-  // At most `max_outstanding` unredeemed tickets at once (issuing more drops expired ones, then
-  // refuses with RESOURCE_EXHAUSTED), each valid for `lifetime`.
-  explicit LocalTickets(absl::Duration lifetime = absl::Seconds(30), int max_outstanding = 4096)
-      : lifetime_(lifetime), max_outstanding_(max_outstanding) {}
+  // At most `max_outstanding` unredeemed tickets at once, and `max_per_quota_key` of them for
+  // one quota key, so that one caller asking for tickets it never uses cannot leave none for
+  // the others (issuing more drops expired ones, then refuses with RESOURCE_EXHAUSTED). Each is
+  // valid for `lifetime`.
+  explicit LocalTickets(absl::Duration lifetime = absl::Seconds(30), int max_outstanding = 4096,
+                        int max_per_quota_key = 64)
+      : lifetime_(lifetime),
+        max_outstanding_(max_outstanding),
+        max_per_quota_key_(max_per_quota_key) {}
 
   absl::StatusOr<std::string> Issue(const Identity& who, absl::Time now = absl::Now());
   // The identity a ticket was issued to, once: UNAUTHENTICATED for a ticket that is unknown,
@@ -39,11 +44,14 @@ class LocalTickets {
     absl::Time expires;
   };
   void DropExpired(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Forget(const Identity& who) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration lifetime_;
   const int max_outstanding_;
+  const int max_per_quota_key_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Issued> issued_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int> per_quota_key_ ABSL_GUARDED_BY(mu_);  // > 0 only
 };
 
 }  // namespace uopd

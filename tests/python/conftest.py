@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import secrets
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -40,6 +41,19 @@ class Daemon:
     def stop(self) -> None:
         self.process.terminate()
         assert self.process.wait(timeout=30) == 0, "the daemon did not drain and exit cleanly"
+
+
+def pause(process: subprocess.Popen) -> None:
+    """Stops `process` (SIGSTOP) and returns once it is stopped: the signal is delivered a moment
+    after kill() returns, and a thread of the daemon may answer a call meanwhile."""
+    os.kill(process.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{process.pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] in "tT":
+                return
+        time.sleep(0.005)
+    raise RuntimeError(f"process {process.pid} did not stop")
 
 
 def start_daemon(workdir: Path, *flags: str, listen: str = "127.0.0.1:0") -> Daemon:

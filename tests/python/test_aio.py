@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
+import signal
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -18,7 +20,8 @@ import uopd.aio
 from uopd.v1 import kernel_service_pb2 as ks
 
 from conftest import (NO_SMALL_CALLS, Daemon, RecordingStub, assert_matches, expected_of,
-                      load_case, load_plan, long_sum_ast, plus_one_ast, slot_dtype, start_daemon)
+                      load_case, load_plan, long_sum_ast, pause, plus_one_ast, slot_dtype,
+                      start_daemon)
 
 T = TypeVar("T")
 
@@ -192,6 +195,38 @@ def test_shares_request_building_with_the_sync_client() -> None:
     for name, method in inspect.getmembers(uopd._client.Buffer, inspect.isfunction):
         if not name.startswith("_") and name not in vars(uopd.BufferBase):
             assert inspect.iscoroutinefunction(getattr(uopd.aio.AsyncBuffer, name)), name
+
+
+def test_local_calls_keep_their_deadlines_when_the_daemon_stalls(tmp_path: Any) -> None:
+    socket = f"unix:{tmp_path}/uopd.sock"
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)
+
+    async def main() -> None:
+        async with uopd.aio.AsyncClient(socket, timeout=30) as client:
+            buffer = await client.create_buffer("uint8", 4)  # opens the local channel
+            channel = client._local.channel
+            assert channel is not None
+            pause(d.process)
+            try:
+                holder = asyncio.ensure_future(buffer.read(timeout=1.0))
+                await asyncio.sleep(0.2)
+                start = time.monotonic()
+                with pytest.raises(uopd.DeadlineExceeded, match="other calls held the channel"):
+                    await client.create_buffer("uint8", 4, timeout=0.3)
+                assert time.monotonic() - start < 1.0
+                with pytest.raises(uopd.DeadlineExceeded):
+                    await asyncio.wait_for(holder, 10)
+                assert channel.broken
+            finally:
+                os.kill(d.process.pid, signal.SIGCONT)
+            assert await buffer.read(timeout=10) == bytes(4)
+            assert client._local.channel is not None and client._local.channel is not channel
+            await buffer.free()
+
+    try:
+        run(main())
+    finally:
+        d.stop()
 
 
 def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: Any) -> None:

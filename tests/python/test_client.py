@@ -7,10 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import pathlib
 import pickle
+import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -22,8 +25,8 @@ import uopd
 from uopd.v1 import graph_pb2, kernel_service_pb2 as ks
 
 from conftest import (NO_SMALL_CALLS, Daemon, RecordingStub, assert_matches, case_buffers,
-                      expected_of, load_case, load_plan, long_sum_ast, plus_one_ast, slot_dtype,
-                      start_daemon)
+                      expected_of, load_case, load_plan, long_sum_ast, pause, plus_one_ast,
+                      slot_dtype, start_daemon)
 
 # --- devices and compilation -------------------------------------------------------------------
 
@@ -529,6 +532,48 @@ def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: pathlib.Path,
     with uopd.Client(daemon.address, timeout=30, local_socket=True) as client:
         with pytest.raises(uopd.FailedPrecondition, match="local_socket"):
             client.create_buffer("uint8", 4)
+
+
+def test_local_calls_keep_their_deadlines_when_the_daemon_stalls(tmp_path: pathlib.Path) -> None:
+    socket = f"unix:{tmp_path}/uopd.sock"
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)
+    try:
+        with uopd.Client(socket, timeout=30) as client:
+            buffer = client.create_buffer("uint8", 4)  # opens the local channel
+            channel = client._local.channel
+            assert channel is not None
+            failures: dict[str, BaseException] = {}
+
+            def hold() -> None:  # waits on the stalled daemon, holding the shared channel
+                try:
+                    buffer.read(timeout=1.0)
+                except uopd.UopdError as error:
+                    failures["holder"] = error
+
+            pause(d.process)
+            try:
+                holder = threading.Thread(target=hold)
+                holder.start()
+                time.sleep(0.2)
+                start = time.monotonic()
+                # A call behind it ends at its own deadline, not the holder's.
+                with pytest.raises(uopd.DeadlineExceeded, match="other calls held the channel"):
+                    client.create_buffer("uint8", 4, timeout=0.3)
+                assert time.monotonic() - start < 1.0
+                holder.join(timeout=10)
+                assert not holder.is_alive()
+                assert isinstance(failures.get("holder"), uopd.DeadlineExceeded), failures
+                assert channel.broken
+                with pytest.raises(uopd.Unavailable, match="closed after an earlier call"):
+                    channel.call("FreeBuffer", ks.FreeBufferRequest(handle=buffer.handle))
+            finally:
+                os.kill(d.process.pid, signal.SIGCONT)
+            # The daemon is back: the client's next hot call opens a new channel.
+            assert buffer.read(timeout=10) == bytes(4)
+            assert client._local.channel is not None and client._local.channel is not channel
+            buffer.free()
+    finally:
+        d.stop()
 
 
 # --- the cache service -------------------------------------------------------------------------

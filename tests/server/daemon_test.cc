@@ -206,6 +206,9 @@ TEST(Daemon, SmallBufferCopiesGoInOneUnaryCallWithTheStreamsChecks) {
   EXPECT_EQ(*streamed, *all);
   EXPECT_TRUE(StatusIs(client.WriteBufferSmall(*handle, "x", 64), absl::StatusCode::kOutOfRange));
   EXPECT_TRUE(StatusIs(client.ReadBufferSmall(*handle, 60, 5), absl::StatusCode::kOutOfRange));
+  // The error names the range asked for.
+  EXPECT_TRUE(StatusIs(client.ReadBufferSmall(*handle, -1, 4), absl::StatusCode::kOutOfRange,
+                       {"4 bytes at offset -1"}));
   EXPECT_TRUE(StatusIs(client.WriteBufferSmall("buf-nope", "x"), absl::StatusCode::kNotFound,
                        {"buf-nope"}));
   EXPECT_TRUE(

@@ -183,9 +183,13 @@ class Client:
     def _local_channel(self) -> Optional[LocalChannel]:
         local = self._local
         channel: Optional[LocalChannel] = local.channel
-        if local.decided:
+        if local.decided and (channel is None or not channel.broken):
             return channel
         with local.lock:
+            if local.channel is not None and local.channel.broken:
+                # An earlier call failed mid-way: this one gets a new connection.
+                local.channel.close()
+                local.channel, local.decided = None, False
             if not local.decided:
                 if local.wanted:
                     try:

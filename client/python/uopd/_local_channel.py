@@ -67,47 +67,89 @@ def _unavailable(path: str, error: object) -> UopdError:
     return UopdError(grpc.StatusCode.UNAVAILABLE, f"the local socket {path}: {error}")
 
 
+def _late(path: str, what: str) -> UopdError:
+    return UopdError(grpc.StatusCode.DEADLINE_EXCEEDED, f"the local socket {path}: {what}")
+
+
+def _limit(timeout: Optional[float]) -> Optional[float]:
+    return None if timeout is None or math.isinf(timeout) else max(timeout, 0.0)
+
+
+# How long past a call's deadline to wait for its reply: the daemon ends the call at the
+# deadline itself and answers DEADLINE_EXCEEDED, which keeps the connection; past this the
+# client gives up on the reply (as gRPC would at the deadline) and the channel is broken.
+_SLACK_SECONDS = 0.25
+_HELLO_SECONDS = 10.0  # the daemon's own limit is 5 s
+_WAITING_FOR_TURN = "the deadline passed while this client's other calls held the channel"
+_BROKEN = "the connection was closed after an earlier call on it failed"
+
+
 class LocalChannel:
     """A connection to the local socket acting as the identity whose ticket opened it. Safe to
-    share between threads (calls take turns)."""
+    share between threads (calls take turns, within their deadlines). A call that fails mid-way
+    (a deadline passed, the daemon went away) leaves the channel ``broken``: the next call
+    fails at once, and ``Client`` opens a new channel instead."""
 
     def __init__(self, path: str, ticket: bytes) -> None:
         self.path = path
+        self.broken = False
         self._lock = threading.Lock()
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket_timeout: Optional[float] = None
         try:
             self._socket.connect(path)
-            self._exchange(_frame(ks.LocalHello(ticket=ticket)))
         except OSError as error:
             self._socket.close()
             raise _unavailable(path, error) from None
+        try:
+            self._exchange(_frame(ks.LocalHello(ticket=ticket)), _HELLO_SECONDS)
         except BaseException:
             self._socket.close()
             raise
 
     def call(self, method: str, request: Any, timeout: Optional[float] = None) -> Any:
-        """``method``'s response to ``request`` (a method of ``LOCAL_METHODS``)."""
-        reply = self._exchange(_call_frame(method, request, timeout))
+        """``method``'s response to ``request`` (a method of ``LOCAL_METHODS``), within
+        ``timeout`` seconds (None: no deadline)."""
+        reply = self._exchange(_call_frame(method, request, timeout), timeout)
         return getattr(reply, LOCAL_METHODS[method])
 
     def close(self) -> None:
+        self.broken = True
         self._socket.close()
 
     def __repr__(self) -> str:
         return f"<uopd.LocalChannel {self.path}>"
 
-    def _exchange(self, frame: bytes) -> ks.LocalReply:
-        with self._lock:
+    def _exchange(self, frame: bytes, timeout: Optional[float]) -> ks.LocalReply:
+        limit = _limit(timeout)
+        if not self._lock.acquire(timeout=-1 if limit is None else limit):
+            raise _late(self.path, _WAITING_FOR_TURN)
+        try:
+            if self.broken:
+                raise _unavailable(self.path, _BROKEN)
+            wait = None if limit is None else limit + _SLACK_SECONDS
+            if wait != self._socket_timeout:
+                self._socket.settimeout(wait)
+                self._socket_timeout = wait
             try:
                 self._socket.sendall(frame)
                 payload = self._receive(_reply_size(self._receive(_HEADER.size)))
+            except socket.timeout:
+                self.close()
+                raise _late(self.path, f"no reply within {wait:.3g} s") from None
             except OSError as error:
+                self.close()
                 raise _unavailable(self.path, error) from None
+            except BaseException:  # e.g. KeyboardInterrupt mid-reply: the next frame is unknown
+                self.close()
+                raise
+        finally:
+            self._lock.release()
         return _checked(payload)
 
     def _receive(self, size: int) -> bytes:
         data = self._socket.recv(size, socket.MSG_WAITALL)
-        while len(data) < size:  # MSG_WAITALL returns early on a signal
+        while len(data) < size:  # MSG_WAITALL returns early on a signal or with a timeout set
             more = self._socket.recv(size - len(data))
             if not more:
                 raise OSError("the daemon closed the connection")
@@ -121,6 +163,7 @@ class AsyncLocalChannel:
     def __init__(self, path: str, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.path = path
+        self.broken = False
         self._reader, self._writer = reader, writer
         self._lock = asyncio.Lock()
 
@@ -132,18 +175,18 @@ class AsyncLocalChannel:
             raise _unavailable(path, error) from None
         channel = cls(path, reader, writer)
         try:
-            await channel._exchange(_frame(ks.LocalHello(ticket=ticket)))
+            await channel._exchange(_frame(ks.LocalHello(ticket=ticket)), _HELLO_SECONDS)
         except BaseException:
             await channel.close()
             raise
         return channel
 
     async def call(self, method: str, request: Any, timeout: Optional[float] = None) -> Any:
-        reply = await self._exchange(_call_frame(method, request, timeout))
+        reply = await self._exchange(_call_frame(method, request, timeout), timeout)
         return getattr(reply, LOCAL_METHODS[method])
 
     async def close(self) -> None:
-        self._writer.close()
+        self._break()
         try:
             await self._writer.wait_closed()
         except OSError:
@@ -152,16 +195,43 @@ class AsyncLocalChannel:
     def __repr__(self) -> str:
         return f"<uopd.aio.AsyncLocalChannel {self.path}>"
 
-    async def _exchange(self, frame: bytes) -> ks.LocalReply:
-        async with self._lock:
+    def _break(self) -> None:
+        self.broken = True
+        self._writer.close()
+
+    async def _exchange(self, frame: bytes, timeout: Optional[float]) -> ks.LocalReply:
+        limit = _limit(timeout)
+        if limit is None or not self._lock.locked():
+            await self._lock.acquire()
+        else:
             try:
-                self._writer.write(frame)
-                await self._writer.drain()
-                header = await self._reader.readexactly(_HEADER.size)
-                payload = await self._reader.readexactly(_reply_size(header))
+                await asyncio.wait_for(self._lock.acquire(), limit)
+            except asyncio.TimeoutError:
+                raise _late(self.path, _WAITING_FOR_TURN) from None
+        try:
+            if self.broken:
+                raise _unavailable(self.path, _BROKEN)
+            wait = None if limit is None else limit + _SLACK_SECONDS
+            try:
+                payload = await asyncio.wait_for(self._round_trip(frame), wait)
+            except asyncio.TimeoutError:
+                self._break()
+                raise _late(self.path, f"no reply within {wait:.3g} s") from None
             except (OSError, asyncio.IncompleteReadError) as error:
+                self._break()
                 raise _unavailable(self.path, error) from None
+            except BaseException:  # cancelled mid-reply: the next frame is unknown
+                self._break()
+                raise
+        finally:
+            self._lock.release()
         return _checked(payload)
+
+    async def _round_trip(self, frame: bytes) -> bytes:
+        self._writer.write(frame)
+        await self._writer.drain()
+        header = await self._reader.readexactly(_HEADER.size)
+        return await self._reader.readexactly(_reply_size(header))
 
 
 class LocalState:

@@ -174,11 +174,15 @@ class AsyncClient:
     async def _local_channel(self) -> Optional[AsyncLocalChannel]:
         local = self._local
         channel: Optional[AsyncLocalChannel] = local.channel
-        if local.decided:
+        if local.decided and (channel is None or not channel.broken):
             return channel
         if self._local_lock is None:
             self._local_lock = asyncio.Lock()
         async with self._local_lock:
+            if local.channel is not None and local.channel.broken:
+                # An earlier call failed mid-way: this one gets a new connection.
+                await local.channel.close()
+                local.channel, local.decided = None, False
             if not local.decided:
                 try:
                     response = await self._run(_core.op_open_local_channel(), None)

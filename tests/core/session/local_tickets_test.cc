@@ -47,5 +47,22 @@ TEST(LocalTickets, OutstandingTicketsAreBoundedAndExpiredOnesMakeRoom) {
   UOPD_EXPECT_OK(tickets.Issue(Alice(), t0 + absl::Seconds(31)));
 }
 
+TEST(LocalTickets, OneQuotaKeyCannotTakeEveryTicket) {
+  LocalTickets tickets(absl::Seconds(30), /*max_outstanding=*/10, /*max_per_quota_key=*/2);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  const Identity bob{"bob", "bob", kRightRun, /*anonymous=*/false};
+  auto first = tickets.Issue(Alice(), t0);
+  UOPD_ASSERT_OK(first);
+  UOPD_ASSERT_OK(tickets.Issue(Alice(), t0));
+  EXPECT_TRUE(StatusIs(tickets.Issue(Alice(), t0), absl::StatusCode::kResourceExhausted,
+                       {"2 local-socket tickets of quota 'alice'"}));
+  UOPD_EXPECT_OK(tickets.Issue(bob, t0));  // others still get theirs
+  // A ticket used, or expired, is Alice's to ask for again.
+  UOPD_ASSERT_OK(tickets.Redeem(*first, t0));
+  UOPD_EXPECT_OK(tickets.Issue(Alice(), t0));
+  EXPECT_FALSE(tickets.Issue(Alice(), t0).ok());
+  UOPD_EXPECT_OK(tickets.Issue(Alice(), t0 + absl::Seconds(31)));
+}
+
 }  // namespace
 }  // namespace uopd

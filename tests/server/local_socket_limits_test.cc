@@ -1,0 +1,147 @@
+// The local socket's bounds, on the class itself with a trivial handler: no caller can take
+// every connection (per quota key, awaiting a hello) or hold a thread by not reading replies.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "core/worker/frame_io.h"
+#include "gtest/gtest.h"
+#include "server/local_socket.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+Identity Named(const std::string& name) {
+  return Identity{name, name, kRightRun, /*anonymous=*/false};
+}
+
+int Connect(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  return fd;
+}
+
+v1::LocalReply Reply(int fd) {
+  v1::LocalReply reply;
+  auto frame = ReadFrame(fd, 8 << 20);
+  EXPECT_TRUE(frame.ok()) << frame.status();
+  if (frame.ok() && frame->size() == 1) {
+    EXPECT_TRUE(reply.ParseFromString((*frame)[0]));
+  }
+  return reply;
+}
+
+// A connection that has said hello with a ticket of `who`; its hello's reply in `*reply`.
+int Hello(const std::string& path, LocalTickets& tickets, const Identity& who,
+          v1::LocalReply* reply) {
+  auto ticket = tickets.Issue(who);
+  EXPECT_TRUE(ticket.ok()) << ticket.status();
+  v1::LocalHello hello;
+  hello.set_ticket(ticket.ok() ? *ticket : "");
+  const int fd = Connect(path);
+  EXPECT_TRUE(WriteFrame(fd, {hello.SerializeAsString()}).ok());
+  *reply = Reply(fd);
+  return fd;
+}
+
+// Waits (up to 10 s) for the socket's open connections to become `n`: a connection's thread
+// ends a moment after the client hangs up.
+bool ConnectionsBecome(const LocalSocket& socket, int n) {
+  for (int i = 0; i < 1000 && socket.connections() != n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return socket.connections() == n;
+}
+
+struct Fixture {
+  explicit Fixture(const std::string& name, LocalSocketOptions options,
+                   LocalSocketHandler handler = nullptr) {
+    options.path = testing::TempDir(name) + "/local";
+    if (handler == nullptr) {
+      handler = [](const Identity&, const v1::LocalCall&, std::function<bool()>) {
+        return v1::LocalReply();
+      };
+    }
+    auto started = LocalSocket::Start(options, &tickets, std::move(handler));
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (started.ok()) socket = std::move(*started);
+  }
+  LocalTickets tickets;
+  std::unique_ptr<LocalSocket> socket;
+};
+
+TEST(LocalSocketLimits, OneQuotaKeyCannotTakeEveryConnection) {
+  Fixture f("local-limits-quota", LocalSocketOptions{.max_connections_per_quota_key = 2});
+  ASSERT_NE(f.socket, nullptr);
+  const std::string& path = f.socket->path();
+  v1::LocalReply reply;
+  const int first = Hello(path, f.tickets, Named("alice"), &reply);
+  EXPECT_EQ(reply.code(), 0) << reply.message();
+  const int second = Hello(path, f.tickets, Named("alice"), &reply);
+  EXPECT_EQ(reply.code(), 0) << reply.message();
+  const int third = Hello(path, f.tickets, Named("alice"), &reply);
+  EXPECT_EQ(reply.code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_NE(reply.message().find("quota 'alice' already has 2 connections"), std::string::npos)
+      << reply.message();
+  close(third);
+  const int bobs = Hello(path, f.tickets, Named("bob"), &reply);
+  EXPECT_EQ(reply.code(), 0) << reply.message();
+
+  // A connection closed is a slot back.
+  close(first);
+  ASSERT_TRUE(ConnectionsBecome(*f.socket, 2));
+  const int again = Hello(path, f.tickets, Named("alice"), &reply);
+  EXPECT_EQ(reply.code(), 0) << reply.message();
+  for (int fd : {second, bobs, again}) close(fd);
+}
+
+TEST(LocalSocketLimits, SilentConnectionsCannotTakeEverySlot) {
+  Fixture f("local-limits-hello",
+            LocalSocketOptions{.max_awaiting_hello = 2, .hello_timeout = absl::Seconds(30)});
+  ASSERT_NE(f.socket, nullptr);
+  const std::string& path = f.socket->path();
+  const int silent1 = Connect(path);
+  const int silent2 = Connect(path);
+  ASSERT_TRUE(ConnectionsBecome(*f.socket, 2));
+  const int refused = Connect(path);
+  v1::LocalReply reply = Reply(refused);
+  EXPECT_EQ(reply.code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_NE(reply.message().find("awaiting their hello"), std::string::npos) << reply.message();
+  close(refused);
+
+  close(silent1);
+  ASSERT_TRUE(ConnectionsBecome(*f.socket, 1));
+  const int speaks = Hello(path, f.tickets, Named("alice"), &reply);
+  EXPECT_EQ(reply.code(), 0) << reply.message();
+  for (int fd : {silent2, speaks}) close(fd);
+}
+
+TEST(LocalSocketLimits, AClientThatReadsNoRepliesIsHungUpOn) {
+  // A reply larger than a unix socket's buffers: it cannot all be sent until the client reads.
+  Fixture f("local-limits-send", LocalSocketOptions{.send_timeout = absl::Milliseconds(200)},
+            [](const Identity&, const v1::LocalCall&, std::function<bool()>) {
+              v1::LocalReply reply;
+              reply.set_message(std::string(4 << 20, 'x'));
+              return reply;
+            });
+  ASSERT_NE(f.socket, nullptr);
+  v1::LocalReply reply;
+  const int fd = Hello(f.socket->path(), f.tickets, Named("alice"), &reply);
+  ASSERT_EQ(reply.code(), 0) << reply.message();
+  ASSERT_TRUE(WriteFrame(fd, {v1::LocalCall().SerializeAsString()}).ok());
+  EXPECT_TRUE(ConnectionsBecome(*f.socket, 0)) << f.socket->connections();
+  close(fd);
+}
+
+}  // namespace
+}  // namespace uopd
