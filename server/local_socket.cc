@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -262,6 +263,21 @@ void LocalSocket::ServeCalls(int fd, const Identity& who) {
     }
     if (!Send(fd, reply)) return;
   }
+}
+
+absl::StatusOr<std::string> PrivateSocketDir() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string dir = runtime != nullptr && runtime[0] == '/'
+                              ? std::string(runtime)
+                              : absl::StrCat("/tmp/uopd-", getuid());
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("mkdir", dir);
+  struct stat info {};
+  if (lstat(dir.c_str(), &info) != 0) return Errno("lstat", dir);
+  if (!S_ISDIR(info.st_mode) || info.st_uid != getuid() || (info.st_mode & 0077) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, " is not a directory of this user's that only they can enter"));
+  }
+  return dir;
 }
 
 }  // namespace uopd

@@ -104,6 +104,12 @@ class LocalSocket {
   int64_t next_thread_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// A directory only this user can enter, for the local socket of a daemon that listens on
+// loopback TCP: $XDG_RUNTIME_DIR when set, else /tmp/uopd-<uid>, made mode 0700 and refused
+// (FAILED_PRECONDITION) when it is not a directory of this user's that only they can enter, as
+// another user could otherwise put their own socket or a link there first.
+absl::StatusOr<std::string> PrivateSocketDir();
+
 }  // namespace uopd
 
 #endif  // UOPD_SERVER_LOCAL_SOCKET_H_

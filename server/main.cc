@@ -8,6 +8,7 @@
 // SIGINT, which drain in-flight RPCs before exiting.
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -62,8 +63,9 @@ ABSL_FLAG(std::string, cluster_key_file, "",
 ABSL_FLAG(std::string, local_socket, "auto",
           "the local socket, the hot calls (RunPlan, Execute, small buffer calls) without gRPC for "
           "clients on this machine: a path, 'auto' (beside "
-          "a unix:/path --listen socket, as PATH.local; none with a TCP --listen) or '' (none); it "
-          "gets --unix_socket_mode");
+          "a unix:/path --listen socket, as PATH.local; with a loopback TCP --listen, "
+          "$XDG_RUNTIME_DIR/uopd-PID.local or /tmp/uopd-UID/uopd-PID.local; none with another "
+          "TCP --listen) or '' (none); it gets --unix_socket_mode");
 ABSL_FLAG(std::string, unix_socket_mode, "0600",
           "permissions of a unix:/path socket (octal): who on this machine may connect; 0660 "
           "lets the socket's group in");
@@ -161,12 +163,25 @@ std::string UnixSocketPath(const std::string& listen) {
   return path;
 }
 
-// The local socket's path from --local_socket: "auto" puts it beside a unix --listen socket.
+// The local socket's path from --local_socket: "auto" puts it beside a unix --listen socket,
+// and in a directory only this user can enter for a loopback TCP one (named by the process, as
+// the port may not be known yet), so that `make serve`'s clients on this machine get it too.
 // Absolute, as clients get it from OpenLocalChannel and need not share the daemon's directory.
 std::string LocalSocketPath(const std::string& flag, const std::string& listen) {
   std::string path = flag;
-  if (flag == "auto")
-    path = absl::StartsWith(listen, "unix:") ? UnixSocketPath(listen) + ".local" : "";
+  if (flag == "auto" && absl::StartsWith(listen, "unix:")) {
+    path = UnixSocketPath(listen) + ".local";
+  } else if (flag == "auto" && IsLocalAddress(listen)) {
+    absl::StatusOr<std::string> dir = PrivateSocketDir();
+    if (!dir.ok()) {
+      Log(LogLevel::kWarning, "no local socket: no private directory for it",
+          {{"error", std::string(dir.status().message())}});
+      return "";
+    }
+    path = absl::StrCat(*dir, "/uopd-", getpid(), ".local");
+  } else if (flag == "auto") {
+    path = "";
+  }
   if (path.empty() || path[0] == '/') return path;
   std::error_code error;
   std::filesystem::path absolute = std::filesystem::absolute(path, error);

@@ -525,13 +525,37 @@ def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: pathlib.Path,
             assert client.create_buffer("uint8", 4).read() == bytes(4)
     finally:
         d.stop()
-    # A daemon on TCP has no local socket unless told to: calls stay on gRPC, or fail if it is
-    # required.
+    # A daemon without one (--local_socket=): calls stay on gRPC, or fail if it is required.
     with uopd.Client(daemon.address, timeout=30) as client:
         assert client.local_socket is None
     with uopd.Client(daemon.address, timeout=30, local_socket=True) as client:
         with pytest.raises(uopd.FailedPrecondition, match="local_socket"):
             client.create_buffer("uint8", 4)
+
+
+def test_a_loopback_daemon_has_a_private_local_socket(tmp_path: pathlib.Path) -> None:
+    # As `make serve` starts it: loopback TCP, --local_socket=auto (the default).
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", "--local_socket=auto")
+    try:
+        port = d.address.rsplit(":", 1)[1]
+        for address in (d.address, f"localhost:{port}", f"ipv4:127.0.0.1:{port}"):
+            with uopd.Client(address, timeout=30) as client:
+                stub = RecordingStub(client._stubs["kernels"], without_small_calls=False)
+                client._stubs["kernels"] = stub
+                path = client.local_socket
+                assert path is not None and path.endswith(f"/uopd-{d.process.pid}.local"), path
+                directory = pathlib.Path(path).parent
+                assert directory.stat().st_mode & 0o777 == 0o700
+                assert directory.stat().st_uid == os.getuid()
+                with client.from_numpy(np.arange(4, dtype=np.float32)) as buffer:
+                    assert np.array_equal(buffer.numpy(), np.arange(4, dtype=np.float32))
+                assert stub.calls == ["OpenLocalChannel"], stub.calls
+    finally:
+        d.stop()
+    assert not pathlib.Path(path).exists(), "the daemon removes its socket on exit"
+    # A TCP address not on this machine never asks for one.
+    with uopd.Client("203.0.113.7:50051") as remote:
+        assert not remote._local.wanted
 
 
 def test_local_calls_keep_their_deadlines_when_the_daemon_stalls(tmp_path: pathlib.Path) -> None:

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/local_channel.h"
 #include "client/uopd_client.h"
 #include "core/worker/frame_io.h"
@@ -369,11 +371,27 @@ TEST(LocalSocket, CallsKeepTheirDeadlinesWhenTheDaemonStalls) {
 }
 
 TEST(LocalSocket, ADaemonWithoutOneSaysSoAndOneWithIdleChannelsStopsCleanly) {
-  DaemonProcess tcp(UOPD_DAEMON_PATH, testing::TempDir("local-socket-none"));
+  DaemonProcess none(UOPD_DAEMON_PATH, testing::TempDir("local-socket-none"), {"--local_socket="});
+  ASSERT_TRUE(none.running());
+  Client none_client(none.address());
+  EXPECT_TRUE(StatusIs(LocalChannel::Open(none_client), absl::StatusCode::kFailedPrecondition,
+                       {"--local_socket"}));
+  // On loopback TCP it has one by default, in a directory only its user can enter.
+  DaemonProcess tcp(UOPD_DAEMON_PATH, testing::TempDir("local-socket-tcp"));
   ASSERT_TRUE(tcp.running());
   Client tcp_client(tcp.address());
-  EXPECT_TRUE(StatusIs(LocalChannel::Open(tcp_client), absl::StatusCode::kFailedPrecondition,
-                       {"--local_socket"}));
+  auto tcp_channel = LocalChannel::Open(tcp_client);
+  UOPD_ASSERT_OK(tcp_channel);
+  UOPD_EXPECT_OK((*tcp_channel)->RunPlan(RunOf(PrepareScale(tcp_client, 16))));
+  auto opened = tcp_client.OpenLocalChannel();
+  UOPD_ASSERT_OK(opened);
+  EXPECT_TRUE(absl::EndsWith(opened->path(), absl::StrCat("/uopd-", tcp.pid(), ".local")))
+      << opened->path();
+  struct stat dir_info;
+  const std::string dir = opened->path().substr(0, opened->path().rfind('/'));
+  ASSERT_EQ(stat(dir.c_str(), &dir_info), 0);
+  EXPECT_EQ(dir_info.st_mode & 0777, 0700);
+  EXPECT_EQ(dir_info.st_uid, getuid());
 
   UnixDaemon d("local-socket-drain");
   ASSERT_TRUE(d.daemon->running());

@@ -105,7 +105,8 @@ class Client:
 
     With a daemon on this machine, the hot calls (``run_plan``, ``execute``, buffer creation,
     frees and small copies) go over its local socket instead of gRPC, as the same identity:
-    ``local_socket=None`` (the default) does so for ``unix:`` addresses when the daemon has one,
+    ``local_socket=None`` (the default) does so for ``unix:`` and loopback addresses when the
+    daemon has one,
     ``True`` requires it (for any address), ``False`` never. ``local_socket`` (the property)
     says which.
     """

@@ -234,15 +234,29 @@ class AsyncLocalChannel:
         return await self._reader.readexactly(_reply_size(header))
 
 
+def is_local_address(address: str) -> bool:
+    """Whether a gRPC target names this machine: a unix socket or a loopback address."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return True
+    for scheme in ("dns:///", "dns:", "ipv4:", "ipv6:"):
+        if address.startswith(scheme):
+            address = address[len(scheme):]
+            break
+    host = address.rsplit(":", 1)[0] if not address.startswith("[") else address
+    return (host.startswith("127.") or host in ("localhost", "ip6-localhost")
+            or address.startswith("[::1]"))
+
+
 class LocalState:
     """Whether a client's hot calls go over the daemon's local socket: ``local_socket`` True
-    (required: opening it fails loudly), None (when the address is ``unix:``, if the daemon has
-    one) or False (never). Decided on the first hot call."""
+    (required: opening it fails loudly), None (when the address is on this machine, a ``unix:``
+    socket or loopback, if the daemon has one) or False (never). Decided on the first hot
+    call."""
 
     def __init__(self, local_socket: Optional[bool], address: str) -> None:
         self.required = local_socket is True
         self.wanted = local_socket is True or (local_socket is None
-                                               and address.startswith("unix:"))
+                                               and is_local_address(address))
         self.decided = not self.wanted
         self.channel: Any = None  # a LocalChannel (an AsyncLocalChannel for AsyncClient)
         self.lock = threading.Lock()

@@ -22,9 +22,9 @@ How tinygrad's pieces map onto uopd:
  - TinyJit: the device's graph (UopdGraph) replays a captured batch of kernels as one Execute
    call (one round trip for the whole batch) with the current input buffers and variables; a
    batch that comes again with the same buffers is prepared once and replayed with RunPlan.
- - With a daemon on this machine (``unix:/path``), Execute, RunPlan and the buffer calls go over
-   its local socket rather than gRPC (the client's ``local_socket``; ``$UOPD_LOCAL_SOCKET=0``
-   keeps them on gRPC).
+ - With a daemon on this machine (``unix:/path`` or loopback), Execute, RunPlan and the buffer
+   calls go over its local socket rather than gRPC (the client's ``local_socket``;
+   ``$UOPD_LOCAL_SOCKET=0`` keeps them on gRPC).
 """
 from __future__ import annotations
 
