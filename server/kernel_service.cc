@@ -159,30 +159,33 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(const Identity& w
   }
   UOPD_RETURN_IF_ERROR(who.Require(kRightClientSource, "compile client-rendered source"));
   if (source.entry().empty()) return absl::InvalidArgumentError("source.entry is empty");
+  // Keyed on the wire form of what the client stated, as a cache entry would hold it.
   v1::CachedKernel stated;
   *stated.mutable_metadata() = source.metadata();
   stated.mutable_metadata()->set_name(source.entry());
   stated.set_source(source.src());
   stated.set_entry(source.entry());
-  auto decoded = DecodeCachedKernel(stated);
-  if (!decoded.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("source.metadata: ", decoded.status().message()));
+  absl::StatusOr<ProgramSpec> spec = DecodeProgramMetadata(stated.metadata());
+  if (!spec.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("source.metadata: ", spec.status().message()));
   }
+  spec->src = source.src();
   CompileResult result;
   result.key = KeyFor(device, "source:" + DigestToHex(Sha256Of(stated.SerializeAsString())));
   result.key_hex = result.key.Hex();
-  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto compile = [&]() -> absl::StatusOr<CacheEntry> {
+    CacheEntry entry;
     absl::StatusOr<CompiledKernel> compiled =
-        device.compiler().Compile(decoded->spec, CompileOptions{stop});
+        device.compiler().Compile(*spec, CompileOptions{stop});
     if (compiled.status().code() == absl::StatusCode::kInternal) {
       // What the compiler rejects is the client's source, not a server bug.
       return absl::InvalidArgumentError(absl::StrCat("source: ", compiled.status().message()));
     }
     UOPD_RETURN_IF_ERROR(compiled.status());
-    v1::CachedKernel entry = EncodeCachedKernel(decoded->spec, *compiled);
-    entry.set_key(result.key_hex);
-    entry.set_ast_hash(result.key.ast_hash);
+    entry.kernel = *std::move(compiled);
+    entry.spec = *spec;
+    entry.key = result.key_hex;
+    entry.ast_hash = result.key.ast_hash;
     return entry;
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup,
@@ -213,17 +216,20 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
         return absl::InvalidArgumentError("the request has neither an ast nor a source");
       }
     }
-    const v1::CachedKernel& kernel = *result.lookup.kernel;
+    const CacheEntry& entry = *result.lookup.entry;
+    if (entry.is_search_record()) {
+      return absl::InternalError(absl::StrCat("cache entry ", result.key_hex, " holds no kernel"));
+    }
     response->set_cache_key(result.key_hex);
     response->set_cache_tier(result.lookup.answered_by);
     response->set_target(result.key.target);
     for (const Opt& opt : result.applied) *response->add_applied_opts() = EncodeOpt(opt);
-    *response->mutable_metadata() = kernel.metadata();
-    response->set_entry(kernel.entry());
-    if (request->want_source()) response->set_source(kernel.source());
+    *response->mutable_metadata() = EncodeProgramMetadata(entry.spec);
+    response->set_entry(entry.kernel.entry);
+    if (request->want_source()) response->set_source(entry.spec.src);
     if (request->want_binary()) {
-      response->set_binary(kernel.binary());
-      response->set_ptx(kernel.ptx());
+      response->set_binary(entry.kernel.bytes);
+      response->set_ptx(entry.kernel.ptx);
     }
     return absl::OkStatus();
   });

@@ -2,11 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
-#include "core/opt/opt_codec.h"
 #include "core/util/large_stack.h"
 #include "core/util/log.h"
 #include "core/util/status_macros.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace uopd {
 namespace {
@@ -21,14 +19,15 @@ absl::StatusOr<ProgramSpec> Render(const CompilerPair& pair,
 }
 
 // The cache entry for `spec` compiled by `pair`, naming the key and AST it belongs to.
-absl::StatusOr<v1::CachedKernel> CompileEntry(const CompilerPair& pair, const ProgramSpec& spec,
-                                              const CacheKey& key, const std::string& key_hex,
-                                              const StopFlag* stop) {
-  UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled,
-                        pair.compiler->Compile(spec, CompileOptions{stop}));
-  v1::CachedKernel entry = EncodeCachedKernel(spec, compiled);
-  entry.set_key(key_hex);
-  entry.set_ast_hash(key.ast_hash);
+absl::StatusOr<CacheEntry> CompileEntry(const CompilerPair& pair, const ProgramSpec& spec,
+                                        const CacheKey& key, const std::string& key_hex,
+                                        const StopFlag* stop) {
+  CacheEntry entry;
+  UOPD_ASSIGN_OR_RETURN(entry.kernel, pair.compiler->Compile(spec, CompileOptions{stop}));
+  entry.key = key_hex;
+  entry.ast_hash = key.ast_hash;
+  entry.spec = spec;
+  entry.spec.ast = nullptr;  // the entry's program is what its bytes say, not the AST's
   return entry;
 }
 
@@ -43,15 +42,12 @@ OptimizeRequest CachingProgramSource::Resolve(const OptimizeRequest& request) co
 namespace {
 
 // The opts of a search record that names `key_hex` and `ast_hash`; nullopt for anything else.
-std::optional<std::vector<Opt>> RecordOpts(const v1::CachedKernel& record,
-                                           const std::string& key_hex,
+std::optional<std::vector<Opt>> RecordOpts(const CacheEntry& record, const std::string& key_hex,
                                            const std::string& ast_hash) {
-  if (record.key() != key_hex || record.ast_hash() != ast_hash || !record.binary().empty()) {
+  if (record.key != key_hex || record.ast_hash != ast_hash || !record.is_search_record()) {
     return std::nullopt;
   }
-  absl::StatusOr<std::vector<Opt>> opts = DecodeOpts(record.tuned_opts(), "tuned_opts");
-  if (!opts.ok()) return std::nullopt;
-  return *std::move(opts);
+  return record.tuned_opts;
 }
 
 }  // namespace
@@ -60,9 +56,10 @@ std::optional<std::vector<Opt>> CachingProgramSource::FindSearchRecord(
     const std::string& base_device, const CompilerPair& pair, const KernelAst& ast) {
   const std::string key_hex = KeyFor(base_device, pair, ast.hash, "search").Hex();
   std::optional<std::string> bytes = cache_.GetSerialized(key_hex);
-  v1::CachedKernel record;
-  if (!bytes.has_value() || !record.ParseFromString(*bytes)) return std::nullopt;
-  return RecordOpts(record, key_hex, ast.hash);
+  if (!bytes.has_value()) return std::nullopt;
+  absl::StatusOr<CacheEntry> record = ParseCacheEntry(*bytes);
+  if (!record.ok()) return std::nullopt;
+  return RecordOpts(*record, key_hex, ast.hash);
 }
 
 absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
@@ -75,19 +72,15 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
   const std::string key_hex = key.Hex();
   SearchOptions options = search_;
   options.stop = stop;
-  auto search = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto search = [&]() -> absl::StatusOr<CacheEntry> {
     UOPD_ASSIGN_OR_RETURN(SearchResult found, SearchKernelOpts(device, ast, options));
     if (found.stopped) return absl::CancelledError("the call ended during the search");
-    v1::CachedKernel record;
-    record.set_key(key_hex);
-    record.set_ast_hash(ast->hash);
-    for (const Opt& opt : found.opts) *record.add_tuned_opts() = EncodeOpt(opt);
-    v1::SearchSummary& summary = *record.mutable_search();
-    summary.set_seconds(found.seconds);
-    summary.set_heuristic_seconds(found.heuristic_seconds);
-    summary.set_candidates(found.candidates);
-    summary.set_budget_seconds(absl::ToDoubleSeconds(options.budget));
-    summary.set_converged(found.converged);
+    CacheEntry record;
+    record.key = key_hex;
+    record.ast_hash = ast->hash;
+    record.tuned_opts = found.opts;
+    record.search = SearchSummary{found.seconds, found.heuristic_seconds, found.candidates,
+                                  absl::ToDoubleSeconds(options.budget), found.converged};
     Log(LogLevel::kInfo, "searched a kernel",
         {{"kernel", ast->DefaultName()},
          {"device", device.name()},
@@ -100,11 +93,10 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
   };
   for (int attempt = 0; attempt < 2; ++attempt) {
     UOPD_ASSIGN_OR_RETURN(CacheLookup lookup, cache_.GetOrCompile(key, search, stop));
-    const v1::CachedKernel& record = *lookup.kernel;
+    const CacheEntry& record = *lookup.entry;
     std::optional<std::vector<Opt>> opts = RecordOpts(record, key_hex, ast->hash);
-    const bool cut_short =
-        !record.search().converged() &&
-        record.search().budget_seconds() * 2 <= absl::ToDoubleSeconds(options.budget);
+    const bool cut_short = !record.search.converged && record.search.budget_seconds * 2 <=
+                                                           absl::ToDoubleSeconds(options.budget);
     if (opts.has_value() && OptimizeKernel(ast,
                                            OptTargetFor(device.spec().base_device_key(),
                                                         pair.compiler->Target(), device.threads()),
@@ -171,7 +163,7 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   result.applied = *std::move(applied);
   result.key = KeyFor(base_device, pair, ast->hash, OptsToString(result.applied));
   result.key_hex = result.key.Hex();
-  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     if (!optimized.has_value()) {
       UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
     }
@@ -228,17 +220,15 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast));
   spec.ast = optimized.ast;
   auto compile = [&]() { return CompileEntry(pair, spec, key, key_hex, stop); };
-  const v1::ProgramMetadata expected = EncodeProgramMetadata(spec);
   std::shared_ptr<Program> program;
   std::shared_ptr<const CompiledKernel> compiled;
   for (int attempt = 0;; ++attempt) {
     UOPD_ASSIGN_OR_RETURN(CacheLookup lookup, cache_.GetOrCompile(key, compile, stop));
     absl::Status usable = absl::OkStatus();
-    if (!google::protobuf::util::MessageDifferencer::Equals(lookup.kernel->metadata(), expected)) {
+    if (lookup.entry->is_search_record() || !SameProgramMetadata(lookup.entry->spec, spec)) {
       usable = absl::DataLossError("its metadata does not match the kernel's AST");
     } else {
-      auto bytes = std::make_shared<const CompiledKernel>(
-          CompiledKernel{lookup.kernel->binary(), lookup.kernel->entry(), lookup.kernel->ptx()});
+      auto bytes = std::make_shared<const CompiledKernel>(lookup.entry->kernel);
       absl::StatusOr<std::shared_ptr<Program>> loaded = device.runtime().Load(*bytes, spec);
       if (loaded.ok()) {
         program = *std::move(loaded);

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
+#include "core/cache/program_codec.h"
 #include "core/util/log.h"
 
 namespace uopd {
@@ -19,9 +21,9 @@ std::optional<CacheLookup> KernelCache::Lookup(const CacheKey& key, const std::s
       continue;
     }
     if (!value->has_value()) continue;
-    auto kernel = std::make_shared<v1::CachedKernel>();
-    const bool parses = kernel->ParseFromString(**value);
-    if (!parses || kernel->key() != key_hex || kernel->ast_hash() != key.ast_hash) {
+    absl::StatusOr<CacheEntry> entry = ParseCacheEntry(**value);
+    const bool parses = entry.ok();
+    if (!parses || entry->key != key_hex || entry->ast_hash != key.ast_hash) {
       // Passed the tier's own check, but is not this key's entry (damaged, or another key's
       // entry copied here): never used, dropped, and counted as corrupt.
       (void)tiers_[i]->Erase(key_hex);
@@ -44,7 +46,7 @@ std::optional<CacheLookup> KernelCache::Lookup(const CacheKey& key, const std::s
     for (size_t below = i + 1; i > 0 && below < tiers_.size(); ++below) {
       if (tiers_[below]->shared()) (void)tiers_[below]->Put(key_hex, **value);
     }
-    return CacheLookup{std::move(kernel), tiers_[i]->name()};
+    return CacheLookup{std::make_shared<const CacheEntry>(*std::move(entry)), tiers_[i]->name()};
   }
   return std::nullopt;
 }
@@ -54,7 +56,7 @@ absl::StatusOr<CacheLookup> KernelCache::CompileAndStore(const CacheKey& key,
                                                          const CompileFn& compile) {
   Log(LogLevel::kDebug, "cache miss", {{"key", key_hex}, {"components", key.Describe()}});
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<v1::CachedKernel> compiled = compile();
+  absl::StatusOr<CacheEntry> compiled = compile();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   {
     absl::MutexLock lock(&mu_);
@@ -64,14 +66,14 @@ absl::StatusOr<CacheLookup> KernelCache::CompileAndStore(const CacheKey& key,
     if (!compiled.ok()) ++stats.failures;
   }
   if (!compiled.ok()) return compiled.status();
-  std::string serialized = compiled->SerializeAsString();
+  const std::string serialized = SerializeCacheEntry(*compiled);
   for (const auto& tier : tiers_) {
     if (absl::Status s = tier->Put(key_hex, serialized); !s.ok()) {
       Log(LogLevel::kWarning, "cache write failed",
           {{"tier", tier->name()}, {"error", s.ToString()}});
     }
   }
-  return CacheLookup{std::make_shared<const v1::CachedKernel>(*std::move(compiled)), "compiled"};
+  return CacheLookup{std::make_shared<const CacheEntry>(*std::move(compiled)), "compiled"};
 }
 
 absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const CompileFn& compile,
@@ -124,13 +126,14 @@ std::optional<std::string> KernelCache::GetSerialized(const std::string& key_hex
 }
 
 absl::Status KernelCache::PutSerialized(const std::string& key_hex, const std::string& value) {
-  v1::CachedKernel probe;
-  if (!probe.ParseFromString(value)) {
-    return absl::InvalidArgumentError("the value is not a serialized uopd.v1.CachedKernel");
+  absl::StatusOr<CacheEntry> probe = ParseCacheEntry(value);
+  if (!probe.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the value is not a cache entry: ", probe.status().message()));
   }
-  if (probe.key() != key_hex) {
+  if (probe->key != key_hex) {
     return absl::InvalidArgumentError(absl::StrCat("the entry belongs under key '",
-                                                   probe.key().substr(0, 64), "', not ", key_hex));
+                                                   probe->key.substr(0, 64), "', not ", key_hex));
   }
   for (const auto& tier : tiers_) {
     absl::Status s = tier->Put(key_hex, value);

@@ -14,15 +14,15 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "core/cache/cache_entry.h"
 #include "core/cache/cache_key.h"
 #include "core/cache/cache_tier.h"
 #include "core/device/stop_flag.h"
-#include "uopd/v1/program.pb.h"
 
 namespace uopd {
 
 struct CacheLookup {
-  std::shared_ptr<const v1::CachedKernel> kernel;
+  std::shared_ptr<const CacheEntry> entry;
   std::string answered_by;  // a tier's name, or "compiled"
 };
 
@@ -39,16 +39,16 @@ class KernelCache {
   // (and CachingProgramSource keeps what it loaded): what tools and tests without a cache use.
   explicit KernelCache(std::vector<std::unique_ptr<CacheTier>> tiers = {});
 
-  using CompileFn = std::function<absl::StatusOr<v1::CachedKernel>()>;
+  using CompileFn = std::function<absl::StatusOr<CacheEntry>()>;
   // The entry for `key`, from a tier or from `compile` (run at most once at a time per key).
   // A caller waiting for another's compile stops waiting (CANCELLED) once its `stop` is set; if
   // the compiling caller's call ends instead, a waiting caller takes the compile over.
   absl::StatusOr<CacheLookup> GetOrCompile(const CacheKey& key, const CompileFn& compile,
                                            const StopFlag* stop = nullptr);
 
-  // Raw access by key hex (for sharing entries between workers): the serialized entry or
-  // nullopt, from the first tier that has it. Put checks the bytes parse as an entry that
-  // names `key_hex` (whoever calls it has checked where the entry comes from).
+  // Raw access by key hex (for sharing entries between workers): the serialized entry
+  // (program_codec.h) or nullopt, from the first tier that has it. Put checks the bytes parse
+  // as an entry that names `key_hex` (whoever calls it has checked where the entry comes from).
   std::optional<std::string> GetSerialized(const std::string& key_hex);
   absl::Status PutSerialized(const std::string& key_hex, const std::string& value);
 

@@ -3,6 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/ir/decode.h"
 #include "core/ir/encode.h"
+#include "core/opt/opt_codec.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace uopd {
 namespace {
@@ -56,37 +59,20 @@ v1::ProgramMetadata EncodeProgramMetadata(const ProgramSpec& spec) {
   return out;
 }
 
-v1::CachedKernel EncodeCachedKernel(const ProgramSpec& spec, const CompiledKernel& kernel) {
-  v1::CachedKernel out;
-  out.set_binary(kernel.bytes);
-  out.set_entry(kernel.entry);
-  out.set_ptx(kernel.ptx);
-  *out.mutable_metadata() = EncodeProgramMetadata(spec);
-  out.set_source(spec.src);
-  return out;
-}
-
-absl::StatusOr<DecodedKernel> DecodeCachedKernel(const v1::CachedKernel& cached) {
-  const v1::ProgramMetadata& m = cached.metadata();
+absl::StatusOr<ProgramSpec> DecodeProgramMetadata(const v1::ProgramMetadata& m) {
   if (m.global_size_size() != 3 || (m.local_size_size() != 0 && m.local_size_size() != 3)) {
-    return absl::InternalError("cache entry: launch dimensions must have 3 entries");
+    return absl::InternalError("launch dimensions must have 3 entries");
   }
-  DecodedKernel out;
-  ProgramSpec& spec = out.spec;
+  ProgramSpec spec;
   spec.name = m.name();
   spec.device = m.device();
-  spec.src = cached.source();
   for (int i = 0; i < 3; ++i) {
-    auto dim = DecodeDim(m.global_size(i));
-    if (!dim.ok()) return dim.status();
-    spec.global_size[i] = *std::move(dim);
+    UOPD_ASSIGN_OR_RETURN(spec.global_size[i], DecodeDim(m.global_size(i)));
   }
   if (m.local_size_size() == 3) {
     spec.local_size.emplace();
     for (int i = 0; i < 3; ++i) {
-      auto dim = DecodeDim(m.local_size(i));
-      if (!dim.ok()) return dim.status();
-      (*spec.local_size)[i] = *std::move(dim);
+      UOPD_ASSIGN_OR_RETURN((*spec.local_size)[i], DecodeDim(m.local_size(i)));
     }
   }
   for (const v1::VarBounds& v : m.vars()) spec.vars.push_back({v.name(), v.min(), v.max()});
@@ -94,7 +80,7 @@ absl::StatusOr<DecodedKernel> DecodeCachedKernel(const v1::CachedKernel& cached)
   for (const v1::BufferSlot& slot : m.globals()) {
     if (slot.dtype() < 1 || slot.dtype() > kMaxScalar || slot.slot() < 0 ||
         slot.slot() >= m.buf_count()) {
-      return absl::InternalError("cache entry: malformed buffer slot");
+      return absl::InternalError("malformed buffer slot");
     }
     spec.globals.push_back(
         {slot.slot(), DType::Of(static_cast<Scalar>(slot.dtype())), slot.size()});
@@ -104,10 +90,62 @@ absl::StatusOr<DecodedKernel> DecodeCachedKernel(const v1::CachedKernel& cached)
   spec.buf_count = m.buf_count();
   spec.proven_accesses = m.proven_accesses();
   spec.guarded_accesses = m.guarded_accesses();
-  out.kernel.bytes = cached.binary();
-  out.kernel.entry = cached.entry();
-  out.kernel.ptx = cached.ptx();
-  return out;
+  return spec;
+}
+
+bool SameProgramMetadata(const ProgramSpec& a, const ProgramSpec& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(EncodeProgramMetadata(a),
+                                                            EncodeProgramMetadata(b));
+}
+
+std::string SerializeCacheEntry(const CacheEntry& entry) {
+  v1::CachedKernel out;
+  out.set_key(entry.key);
+  out.set_ast_hash(entry.ast_hash);
+  if (!entry.is_search_record()) {
+    out.set_binary(entry.kernel.bytes);
+    out.set_entry(entry.kernel.entry);
+    out.set_ptx(entry.kernel.ptx);
+    *out.mutable_metadata() = EncodeProgramMetadata(entry.spec);
+    out.set_source(entry.spec.src);
+  } else {
+    for (const Opt& opt : entry.tuned_opts) *out.add_tuned_opts() = EncodeOpt(opt);
+    v1::SearchSummary& summary = *out.mutable_search();
+    summary.set_seconds(entry.search.seconds);
+    summary.set_heuristic_seconds(entry.search.heuristic_seconds);
+    summary.set_candidates(entry.search.candidates);
+    summary.set_budget_seconds(entry.search.budget_seconds);
+    summary.set_converged(entry.search.converged);
+  }
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<CacheEntry> ParseCacheEntry(absl::string_view bytes) {
+  v1::CachedKernel wire;
+  if (!wire.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InternalError("cache entry: not a serialized uopd.v1.CachedKernel");
+  }
+  CacheEntry entry;
+  entry.key = wire.key();
+  entry.ast_hash = wire.ast_hash();
+  if (wire.binary().empty()) {  // a search's record
+    absl::StatusOr<std::vector<Opt>> opts = DecodeOpts(wire.tuned_opts(), "tuned_opts");
+    if (!opts.ok())
+      return absl::InternalError(absl::StrCat("cache entry: ", opts.status().message()));
+    entry.tuned_opts = *std::move(opts);
+    const v1::SearchSummary& summary = wire.search();
+    entry.search =
+        SearchSummary{summary.seconds(), summary.heuristic_seconds(), summary.candidates(),
+                      summary.budget_seconds(), summary.converged()};
+    return entry;
+  }
+  absl::StatusOr<ProgramSpec> spec = DecodeProgramMetadata(wire.metadata());
+  if (!spec.ok())
+    return absl::InternalError(absl::StrCat("cache entry: ", spec.status().message()));
+  entry.spec = *std::move(spec);
+  entry.spec.src = wire.source();
+  entry.kernel = CompiledKernel{wire.binary(), wire.entry(), wire.ptx()};
+  return entry;
 }
 
 }  // namespace uopd

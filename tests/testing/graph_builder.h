@@ -98,6 +98,8 @@ class GraphBuilder {
   }
 
   v1::Node* Mut(int n) { return graph_.mutable_nodes(n); }
+  // The nodes so far: an expression's graph (a symbolic launch size) ends at its root.
+  const v1::Graph& graph() const { return graph_; }
 
  private:
   v1::Graph graph_;

@@ -7,8 +7,10 @@
 #include "core/cache/disk_tier.h"
 #include "core/cache/kernel_cache.h"
 #include "core/cache/memory_tier.h"
+#include "core/cache/program_codec.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/graph_builder.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -99,13 +101,13 @@ TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
 }
 
 // An entry for `key` holding `bytes`.
-v1::CachedKernel Kernel(const CacheKey& key, const std::string& bytes) {
-  v1::CachedKernel kernel;
-  kernel.set_binary(bytes);
-  kernel.set_entry("k");
-  kernel.set_key(key.Hex());
-  kernel.set_ast_hash(key.ast_hash);
-  return kernel;
+CacheEntry Kernel(const CacheKey& key, const std::string& bytes) {
+  CacheEntry entry;
+  entry.kernel = CompiledKernel{bytes, "k", ""};
+  entry.spec.name = "k";
+  entry.key = key.Hex();
+  entry.ast_hash = key.ast_hash;
+  return entry;
 }
 
 TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
@@ -117,7 +119,7 @@ TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
   tiers.push_back(std::move(*disk));
   KernelCache cache(std::move(tiers));
   std::atomic<int> compiles{0};
-  auto slow = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto slow = [&]() -> absl::StatusOr<CacheEntry> {
     compiles.fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return Kernel(SomeKey("x"), "object");
@@ -127,7 +129,7 @@ TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       auto result = cache.GetOrCompile(SomeKey("x"), slow);
-      answered[i] = result.ok() ? result->kernel->binary() : result.status().ToString();
+      answered[i] = result.ok() ? result->entry->kernel.bytes : result.status().ToString();
     });
   }
   for (auto& t : threads) t.join();
@@ -145,7 +147,7 @@ TEST(KernelCache, DoesNotRememberFailures) {
   tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
   KernelCache cache(std::move(tiers));
   int calls = 0;
-  auto flaky = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto flaky = [&]() -> absl::StatusOr<CacheEntry> {
     if (++calls == 1) return absl::InternalError("first compile fails");
     return Kernel(SomeKey("y"), "ok");
   };
@@ -163,10 +165,10 @@ TEST(KernelCache, RefusesPutsThatAreNotEntries) {
   KernelCache cache(std::move(tiers));
   EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), std::string("\xff\xff\xff", 3)),
                                 absl::StatusCode::kInvalidArgument));
-  v1::CachedKernel entry = Kernel(SomeKey("b"), "b");
-  EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), entry.SerializeAsString()),
+  CacheEntry entry = Kernel(SomeKey("b"), "b");
+  EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), SerializeCacheEntry(entry)),
                                 absl::StatusCode::kInvalidArgument, {"belongs under key"}));
-  UOPD_EXPECT_OK(cache.PutSerialized(SomeKey("b").Hex(), entry.SerializeAsString()));
+  UOPD_EXPECT_OK(cache.PutSerialized(SomeKey("b").Hex(), SerializeCacheEntry(entry)));
   EXPECT_TRUE(cache.GetSerialized(SomeKey("b").Hex()).has_value());
 }
 
@@ -176,28 +178,121 @@ TEST(KernelCache, AnEntryOfAnotherKeyOrAstIsDroppedAndCompiledAgain) {
   CacheTier* memory = tiers.back().get();
   KernelCache cache(std::move(tiers));
   // Another key's entry stored under this one (as a copied file would be).
-  UOPD_ASSERT_OK(memory->Put(SomeKey("p").Hex(), Kernel(SomeKey("q"), "q").SerializeAsString()));
+  UOPD_ASSERT_OK(memory->Put(SomeKey("p").Hex(), SerializeCacheEntry(Kernel(SomeKey("q"), "q"))));
   int compiles = 0;
-  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     ++compiles;
     return Kernel(SomeKey("p"), "p");
   };
   auto result = cache.GetOrCompile(SomeKey("p"), compile);
   UOPD_ASSERT_OK(result);
-  EXPECT_EQ(result->kernel->binary(), "p");
+  EXPECT_EQ(result->entry->kernel.bytes, "p");
   EXPECT_EQ(compiles, 1);
   EXPECT_EQ(memory->stats().corrupt, 1);
   // The right key, but another AST's hash.
-  v1::CachedKernel other_ast = Kernel(SomeKey("r"), "r");
-  other_ast.set_ast_hash("a different ast");
-  UOPD_ASSERT_OK(memory->Put(SomeKey("r").Hex(), other_ast.SerializeAsString()));
-  auto second = cache.GetOrCompile(SomeKey("r"), [&]() -> absl::StatusOr<v1::CachedKernel> {
+  CacheEntry other_ast = Kernel(SomeKey("r"), "r");
+  other_ast.ast_hash = "a different ast";
+  UOPD_ASSERT_OK(memory->Put(SomeKey("r").Hex(), SerializeCacheEntry(other_ast)));
+  auto second = cache.GetOrCompile(SomeKey("r"), [&]() -> absl::StatusOr<CacheEntry> {
     ++compiles;
     return Kernel(SomeKey("r"), "r");
   });
   UOPD_ASSERT_OK(second);
   EXPECT_EQ(second->answered_by, "compiled");
   EXPECT_EQ(compiles, 2);
+}
+
+// The metadata of a program with a symbolic launch size ((n + 3) / 4 blocks), two slots and a
+// variable, as the Compile RPC would report it.
+v1::ProgramMetadata SymbolicMetadata() {
+  testing::GraphBuilder g;
+  const int n = g.Var("n", 1, 64);
+  const int sum = g.Node(v1::Node::ADD, v1::DType::INDEX, {n, g.Index(3)});
+  g.Node(v1::Node::IDIV, v1::DType::INDEX, {sum, g.Index(4)});
+  v1::ProgramMetadata m;
+  m.set_name("k");
+  m.set_device("CPU");
+  *m.add_global_size()->mutable_expr() = g.graph();
+  m.add_global_size()->set_constant(1);
+  m.add_global_size()->set_constant(1);
+  auto* var = m.add_vars();
+  var->set_name("n");
+  var->set_min(1);
+  var->set_max(64);
+  m.add_var_names("n");
+  for (int slot : {0, 1}) {
+    auto* global = m.add_globals();
+    global->set_slot(slot);
+    global->set_dtype(v1::DType::FLOAT32);
+    global->set_size(64);
+  }
+  m.add_outs(0);
+  m.add_ins(1);
+  m.set_buf_count(2);
+  return m;
+}
+
+TEST(CacheEntryCodec, KernelsAndSearchRecordsComeBackAsTheyWent) {
+  auto spec = DecodeProgramMetadata(SymbolicMetadata());
+  UOPD_ASSERT_OK(spec);
+  CacheEntry kernel = Kernel(SomeKey("k"), "object");
+  kernel.spec = *spec;
+  kernel.spec.src = "define void @k()";
+  kernel.kernel.ptx = "ptx";
+  auto back = ParseCacheEntry(SerializeCacheEntry(kernel));
+  UOPD_ASSERT_OK(back);
+  EXPECT_FALSE(back->is_search_record());
+  EXPECT_EQ(back->key, kernel.key);
+  EXPECT_EQ(back->ast_hash, kernel.ast_hash);
+  EXPECT_EQ(back->kernel.bytes, "object");
+  EXPECT_EQ(back->kernel.ptx, "ptx");
+  EXPECT_EQ(back->spec.src, "define void @k()");
+  // What KernelCache's users compare an entry's program with: the same after a round trip,
+  // symbolic launch size included, and different once anything it says differs.
+  EXPECT_TRUE(SameProgramMetadata(back->spec, *spec));
+  ASSERT_NE(back->spec.global_size[0].expr, nullptr);
+  auto dims = back->spec.launch_dims({{"n", 9}});
+  UOPD_ASSERT_OK(dims);
+  EXPECT_EQ(dims->global[0], 3);
+  ProgramSpec bigger = *spec;
+  bigger.globals[0].size = 1000;
+  EXPECT_FALSE(SameProgramMetadata(bigger, *spec));
+
+  CacheEntry record;
+  record.key = "r";
+  record.ast_hash = "a";
+  record.tuned_opts = {Opt{OptOp::kUpcast, 0, 4}};
+  record.search = SearchSummary{1e-3, 2e-3, 7, 20, true};
+  auto record_back = ParseCacheEntry(SerializeCacheEntry(record));
+  UOPD_ASSERT_OK(record_back);
+  EXPECT_TRUE(record_back->is_search_record());
+  EXPECT_EQ(OptsToString(record_back->tuned_opts), OptsToString(record.tuned_opts));
+  EXPECT_EQ(record_back->search.candidates, 7);
+  EXPECT_TRUE(record_back->search.converged);
+}
+
+TEST(KernelCache, AnEntryWhoseProgramIsMalformedIsDroppedAndCompiledAgain) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  CacheTier* memory = tiers.back().get();
+  KernelCache cache(std::move(tiers));
+  // Well-formed protobuf naming the right key, but with two launch dimensions.
+  v1::CachedKernel damaged;
+  damaged.set_binary("bytes");
+  damaged.set_key(SomeKey("m").Hex());
+  damaged.set_ast_hash(SomeKey("m").ast_hash);
+  damaged.mutable_metadata()->add_global_size()->set_constant(1);
+  damaged.mutable_metadata()->add_global_size()->set_constant(1);
+  UOPD_ASSERT_OK(memory->Put(SomeKey("m").Hex(), damaged.SerializeAsString()));
+  EXPECT_TRUE(
+      testing::StatusIs(cache.PutSerialized(SomeKey("m").Hex(), damaged.SerializeAsString()),
+                        absl::StatusCode::kInvalidArgument, {"launch dimensions"}));
+  auto result = cache.GetOrCompile(
+      SomeKey("m"), [&]() -> absl::StatusOr<CacheEntry> { return Kernel(SomeKey("m"), "fresh"); });
+  UOPD_ASSERT_OK(result);
+  EXPECT_EQ(result->answered_by, "compiled");
+  EXPECT_EQ(result->entry->kernel.bytes, "fresh");
+  EXPECT_EQ(memory->stats().corrupt, 1);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/cache/entry_signature.h"
 #include "core/cache/kernel_cache.h"
 #include "core/cache/memory_tier.h"
+#include "core/cache/program_codec.h"
 #include "gtest/gtest.h"
 #include "tests/testing/redis_process.h"
 #include "tests/testing/status_matchers.h"
@@ -35,13 +36,13 @@ RedisTierOptions OptionsFor(const std::string& url, const std::string& cluster_k
 std::string Key(char c) { return std::string(64, c); }
 
 // A cache entry of `key` whose compiled bytes are `binary`.
-v1::CachedKernel Entry(const CacheKey& key, const std::string& binary) {
-  v1::CachedKernel kernel;
-  kernel.set_binary(binary);
-  kernel.set_entry("k");
-  kernel.set_key(key.Hex());
-  kernel.set_ast_hash(key.ast_hash);
-  return kernel;
+CacheEntry Entry(const CacheKey& key, const std::string& binary) {
+  CacheEntry entry;
+  entry.kernel = CompiledKernel{binary, "k", ""};
+  entry.spec.name = "k";
+  entry.key = key.Hex();
+  entry.ast_hash = key.ast_hash;
+  return entry;
 }
 
 // The value, "<miss>", or "<error>".
@@ -178,14 +179,14 @@ TEST(RedisTier, ABadEntryIsCompiledLocallyAndReplaced) {
   auto* shared = static_cast<RedisTier*>(tiers.back().get());
   KernelCache cache(std::move(tiers));
   int compiles = 0;
-  auto compile = [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     ++compiles;
     return Entry(key, "local");
   };
   auto result = cache.GetOrCompile(key, compile);
   UOPD_ASSERT_OK(result);
   EXPECT_EQ(result->answered_by, "compiled");
-  EXPECT_EQ(result->kernel->binary(), "local");
+  EXPECT_EQ(result->entry->kernel.bytes, "local");
   EXPECT_EQ(shared->stats().rejected, 1);
   ASSERT_TRUE(shared->Flush(absl::Seconds(10)));
   // The local compile's signed entry replaced the forged one.
@@ -204,22 +205,18 @@ TEST(RedisTier, ASignedEntryNamingAnotherKernelIsDroppedByTheCache) {
   const CacheKey other{"CPU", "t", "llvm", "r", "ast-2"};
   {
     RedisTier writer(OptionsFor(redis.url()));
-    v1::CachedKernel wrong;
-    wrong.set_binary("other kernel");
-    wrong.set_entry("k");
-    wrong.set_key(other.Hex());
-    wrong.set_ast_hash(other.ast_hash);
-    UOPD_ASSERT_OK(writer.Put(key.Hex(), wrong.SerializeAsString()));
+    const CacheEntry wrong = Entry(other, "other kernel");
+    UOPD_ASSERT_OK(writer.Put(key.Hex(), SerializeCacheEntry(wrong)));
     ASSERT_TRUE(writer.Flush(absl::Seconds(10)));
   }
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<RedisTier>(OptionsFor(redis.url())));
   KernelCache cache(std::move(tiers));
-  auto result = cache.GetOrCompile(
-      key, [&]() -> absl::StatusOr<v1::CachedKernel> { return Entry(key, "right"); });
+  auto result =
+      cache.GetOrCompile(key, [&]() -> absl::StatusOr<CacheEntry> { return Entry(key, "right"); });
   UOPD_ASSERT_OK(result);
   EXPECT_EQ(result->answered_by, "compiled");
-  EXPECT_EQ(result->kernel->binary(), "right");
+  EXPECT_EQ(result->entry->kernel.bytes, "right");
   EXPECT_EQ(cache.tiers()[0]->stats().corrupt, 1);
 }
 
@@ -228,7 +225,7 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   testing::RedisProcess redis;
   const CacheKey key{"CUDA", "sm_90", "nvrtc", "r", "ast"};
   auto make = [&](const std::string& binary) {
-    return [&, binary]() -> absl::StatusOr<v1::CachedKernel> { return Entry(key, binary); };
+    return [&, binary]() -> absl::StatusOr<CacheEntry> { return Entry(key, binary); };
   };
   auto worker = [&]() {
     std::vector<std::unique_ptr<CacheTier>> tiers;
@@ -241,13 +238,13 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   UOPD_ASSERT_OK(first);
   ASSERT_TRUE(static_cast<RedisTier*>(a->tiers()[1].get())->Flush(absl::Seconds(10)));
   auto b = worker();
-  auto second = b->GetOrCompile(key, [&]() -> absl::StatusOr<v1::CachedKernel> {
+  auto second = b->GetOrCompile(key, [&]() -> absl::StatusOr<CacheEntry> {
     ADD_FAILURE() << "worker b compiled what worker a published";
     return absl::InternalError("compiled");
   });
   UOPD_ASSERT_OK(second);
   EXPECT_EQ(second->answered_by, "redis");
-  EXPECT_EQ(second->kernel->binary(), "from a");
+  EXPECT_EQ(second->entry->kernel.bytes, "from a");
   // Written through to b's memory tier: the next lookup does not leave the process.
   auto third = b->GetOrCompile(key, make("unused"));
   UOPD_ASSERT_OK(third);
@@ -255,7 +252,7 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   // Another target is another key: sm_90's entry never answers sm_80.
   const CacheKey sm80{"CUDA", "sm_80", "nvrtc", "r", "ast"};
   auto other = b->GetOrCompile(
-      sm80, [&]() -> absl::StatusOr<v1::CachedKernel> { return Entry(sm80, "sm_80 code"); });
+      sm80, [&]() -> absl::StatusOr<CacheEntry> { return Entry(sm80, "sm_80 code"); });
   UOPD_ASSERT_OK(other);
   EXPECT_EQ(other->answered_by, "compiled");
 }

@@ -373,7 +373,7 @@ TEST_F(ExecutionPlanTest, CompileRemembersTheOptsItChoseAndRecompilesAfterAnEvic
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->lookup.answered_by, "compiled");
   EXPECT_EQ(again->key_hex, first->key_hex);
-  EXPECT_EQ(again->lookup.kernel->binary(), first->lookup.kernel->binary());
+  EXPECT_EQ(again->lookup.entry->kernel.bytes, first->lookup.entry->kernel.bytes);
 
   // Another request for the same AST is its own choice.
   auto none = source.Compile(*device_, *ast, OptimizeRequest{OptMode::kNone, {}});
