@@ -556,7 +556,6 @@ class IrWriter {
   std::string EmitVectorLoad(const Instr& in, const std::string& self) {
     const DType& d = in.dtype;
     const std::string vt = VecType(d);
-    if (p_.Global(in.slot).size == 0) return "zeroinitializer";  // never valid
     std::string addr = Address(in.slot, d, Op(in.src[0]));
     if (in.src.size() > 1) {
       const std::string name = MaskedIntrinsic("load", d);
@@ -838,10 +837,6 @@ class IrWriter {
       Line(absl::StrCat(self, " = call i64 @uopd_threefry(i64 ", src(0), ", i64 ", src(1), ")"));
       return self;
     }
-    if (op == Op::kMulacc) {
-      std::string prod = Combine(Op::kMul, src(0), src(1), d, false);
-      return Combine(Op::kAdd, prod, src(2), d, false);
-    }
     if (op == Op::kShl || op == Op::kShr) {
       // Legalize masked the amount to the width and gave it the value's type.
       std::string inst = op == Op::kShl ? "shl" : (IsSigned(d) ? "ashr" : "lshr");
@@ -926,15 +921,7 @@ class IrWriter {
         from.scalar == to.scalar) {
       return v;
     }
-    if (to.scalar == Scalar::kBool) {
-      if (IsFloat(from.scalar)) {
-        std::string f = ToCompute(v, from);
-        Line(absl::StrCat(self, " = fcmp une ", ComputeType(from), " ", f, ", 0.0"));
-      } else {
-        Line(absl::StrCat(self, " = icmp ne ", RegType(from), " ", v, ", 0"));
-      }
-      return self;
-    }
+    // Legalize made casts to bool compares.
     if (IsFloat(to.scalar)) {
       // To a float: compute in double for emulated targets (exact from every source but int64).
       std::string target = IsNarrowFloat(to.scalar) ? "double" : RegType(to);
@@ -989,12 +976,7 @@ class IrWriter {
   std::string EmitBitcast(int src_index, const DType& to, const std::string& self) {
     const DType& from = TypeOf(src_index);
     std::string v = Op(src_index);
-    std::string ft = RegType(from), tt = RegType(to);
-    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool ||
-        from.scalar == Scalar::kIndex || to.scalar == Scalar::kIndex) {
-      // bool <-> 8-bit: the byte's value; INDEX has no fixed width, so its bits are its value.
-      return EmitCast(src_index, to, self);
-    }
+    std::string ft = RegType(from), tt = RegType(to);  // one width (Legalize)
     if (ft == tt) return v;
     Line(absl::StrCat(self, " = bitcast ", ft, " ", v, " to ", tt));
     return self;
@@ -1010,7 +992,6 @@ class IrWriter {
   std::string EmitLoad(const Instr& in, const std::string& self) {
     const DType& d = in.dtype;
     std::string zero = IsFloat(d.scalar) && !IsNarrowFloat(d.scalar) ? "0.0" : "0";
-    if (p_.Global(in.slot).size == 0) return zero;  // never valid: the bounds check ran first
     std::string index = Op(in.src[0]);
     bool masked = in.src.size() > 1;
     if (masked) {

@@ -370,10 +370,7 @@ class CudaWriter {
   }
 
   std::string Cast(const std::string& v, const DType& from, const DType& to) {
-    if (from.scalar == to.scalar) return v;
-    if (to.scalar == Scalar::kBool) {
-      return absl::StrCat("(", Widen(v, from), IsFloat(from.scalar) ? " != 0.0f)" : " != 0)");
-    }
+    if (from.scalar == to.scalar) return v;  // casts to bool are compares (Legalize)
     if (IsNarrowFloat(to.scalar)) {
       if (from.scalar == Scalar::kFloat64) return Narrow(v, to, true);
       if (IsNarrowFloat(from.scalar) || from.scalar == Scalar::kFloat32)
@@ -390,12 +387,7 @@ class CudaWriter {
     return absl::StrCat("(", Type(to), ")", x);
   }
 
-  std::string Bitcast(const std::string& v, const DType& from, const DType& to) {
-    // bool <-> 8-bit: the byte's value; INDEX has no fixed width, so its bits are its value.
-    if (from.scalar == Scalar::kBool || to.scalar == Scalar::kBool ||
-        from.scalar == Scalar::kIndex || to.scalar == Scalar::kIndex) {
-      return Cast(v, from, to);
-    }
+  std::string Bitcast(const std::string& v, const DType& to) {  // one width (Legalize)
     return absl::StrCat("uopd_bitcast<", Type(to), ">(", v, ")");
   }
 
@@ -434,8 +426,6 @@ class CudaWriter {
           expr = absl::StrCat("(", src(0), " ? ", src(1), " : ", src(2), ")");
         } else if (op == Op::kThreefry) {
           expr = absl::StrCat("uopd_support::uopd_threefry(", src(0), ", ", src(1), ")");
-        } else if (op == Op::kMulacc) {
-          expr = Binary(Op::kAdd, Binary(Op::kMul, src(0), src(1), in.dtype), src(2), in.dtype);
         } else if (op == Op::kShl || op == Op::kShr) {
           // Legalize masked the amount to the width.
           const DType& d = in.dtype;
@@ -458,15 +448,11 @@ class CudaWriter {
         operand_[i] = Define(i, in.dtype, Cast(src(0), TypeOf(in.src[0]), in.dtype));
         return;
       case InstrKind::kBitcast:
-        operand_[i] = Define(i, in.dtype, Bitcast(src(0), TypeOf(in.src[0]), in.dtype));
+        operand_[i] = Define(i, in.dtype, Bitcast(src(0), in.dtype));
         return;
       case InstrKind::kLoad: {
         const DType& d = in.dtype;
         std::string zero = absl::StrCat("((", Type(d), ")0)");  // never a bool (Legalize)
-        if (p_.Global(in.slot).size == 0) {
-          operand_[i] = Define(i, d, zero);
-          return;
-        }
         std::string element = absl::StrCat("data", in.slot, "[", src(0), "]");
         if (in.src.size() > 1)
           element = absl::StrCat("(", src(1), " ? ", element, " : ", zero, ")");

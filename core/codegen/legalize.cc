@@ -55,15 +55,35 @@ class Legalizer {
     return std::vector<int64_t>{c->arg.i};
   }
 
-  int Rewrite(const Instr& old) {
+  static bool HasNoFixedBits(const DType& d) {
+    return d.scalar == Scalar::kBool || d.scalar == Scalar::kIndex;
+  }
+
+  // `old` with its sources renumbered, unless they already are.
+  int Rewrite(const Instr& old, bool mapped = false) {
     Instr in = old;
-    for (int& s : in.src) s = map_[s];
+    if (!mapped) {
+      for (int& s : in.src) s = map_[s];
+    }
     switch (in.kind) {
       case InstrKind::kAlu:
         if (in.op == Op::kIdiv || in.op == Op::kMod) return Divide(in);
         if (in.op == Op::kShl || in.op == Op::kShr) return Shift(in);
+        if (in.op == Op::kMulacc) return MultiplyThenAdd(in);
+        return Emit(in);
+      case InstrKind::kCast:
+        if (in.dtype.scalar == Scalar::kBool) return CastToBool(in);
+        return Emit(in);
+      case InstrKind::kBitcast:
+        if (HasNoFixedBits(in.dtype) || HasNoFixedBits(TypeOf(in.src[0]))) {
+          // bool <-> 8 bits: the byte's value; INDEX has no fixed width: its bits are its value.
+          in.kind = InstrKind::kCast;
+          return Rewrite(in, /*mapped=*/true);
+        }
         return Emit(in);
       case InstrKind::kLoad:
+        // Never valid (the bounds check ran first), and there is no element 0 to read instead.
+        if (out_.Global(in.slot).size == 0) return Const(in.dtype, 0, in.origin);
         if (in.dtype.scalar == Scalar::kBool) return LoadBool(in);
         return Emit(in);
       case InstrKind::kStore:
@@ -121,6 +141,21 @@ class Legalizer {
     in.src[1] =
         Alu(Op::kAnd, mask_type, {amount, Const(mask_type, bits - 1, in.origin)}, in.origin);
     return Emit(in);
+  }
+
+  // a*b+c rounds twice, as written: never fused.
+  int MultiplyThenAdd(Instr in) {
+    const int product = Alu(Op::kMul, in.dtype, {in.src[0], in.src[1]}, in.origin);
+    in.op = Op::kAdd;
+    in.src = {product, in.src[2]};
+    return Emit(in);
+  }
+
+  // x != 0 (NaN is true), compared in x's type.
+  int CastToBool(Instr in) {
+    const DType from = TypeOf(in.src[0]);
+    if (from.scalar == Scalar::kBool) return in.src[0];
+    return Alu(Op::kCmpne, in.dtype, {in.src[0], Const(from, 0, in.origin)}, in.origin);
   }
 
   int LoadBool(Instr in) {

@@ -9,6 +9,11 @@
 //   type. Renderers shift plainly (arithmetic right shifts for signed types).
 // - Bools are bytes in memory: a bool load is a byte load compared with 0, a bool store
 //   stores 0 or 1. Renderers never load or store a bool.
+// - A cast to bool is x != 0 (NaN: true); a bitcast to or from bool or INDEX is a cast (a
+//   byte's value; INDEX has no fixed width). Renderers cast to bool only from bool, and bitcast
+//   only between types of one width.
+// - MULACC is a multiply, then an add: rounded twice, never fused.
+// - A load from a buffer of 0 elements (never valid: its bounds check fails first) is 0.
 //
 // Runs after Devectorize: what it inserts has the width of the instruction it guards, which the
 // backend keeps as a vector or not as it kept that instruction. (float16/bfloat16/fp8 arithmetic
