@@ -622,7 +622,7 @@ absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v9;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v10;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -48,10 +48,11 @@ absl::StatusOr<std::string> RunNvrtc(const std::string& src, const std::string& 
     return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nvrtcGetErrorString(result)));
   }
   std::string arch_flag = "--gpu-architecture=" + arch;
-  // No fast math: results must match the CPU backend within the corpus tolerances.
+  // No fast math, and no contraction of a multiply and an add into one FMA (NVRTC's default):
+  // the IR rounds each (docs/IR.md), as the CPU backend does.
   std::string include_flag = "--include-path=" + include_dir;
   std::vector<const char*> options = {arch_flag.c_str(), include_flag.c_str(), "--std=c++17",
-                                      "-default-device", "-lineinfo"};
+                                      "-default-device", "-lineinfo",          "--fmad=false"};
   result = nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
   if (result != NVRTC_SUCCESS) {
     // The source is ours: a rejection is a uopd bug. The log says where.

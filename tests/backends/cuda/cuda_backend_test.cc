@@ -209,6 +209,28 @@ TEST(CudaBackend, WarpsShareSymbolicRowReductions) {
   EXPECT_NE(spec->src.find("uopd_imax<int>("), std::string::npos) << spec->src;
 }
 
+TEST(CudaBackend, AMultiplyThenAnAddIsNeverFused) {
+  // The IR rounds a*b, then +c (docs/IR.md), as the CPU backend does: NVRTC must not contract
+  // them into one FMA (its default), or the GPU's answers would differ in the last bit.
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, 64);
+  int i = g.Range(g.Index(64), 0);
+  int a = g.Load(g.Buffer(1, v1::DType::FLOAT32, 64), i);
+  int b = g.Load(g.Buffer(2, v1::DType::FLOAT32, 64), i);
+  int c = g.Load(g.Buffer(3, v1::DType::FLOAT32, 64), i);
+  int product = g.Node(v1::Node::MUL, v1::DType::FLOAT32, {a, b});
+  int sum = g.Node(v1::Node::ADD, v1::DType::FLOAT32, {product, c});
+  int mulacc = g.Node(v1::Node::MULACC, v1::DType::FLOAT32, {a, b, sum});
+  auto spec = RenderCuda(g.Sink({g.End(g.Store(g.Target(out, i), mulacc), {i})}, "fma_probe"));
+  UOPD_ASSERT_OK(spec);
+  auto compiler = NvrtcCompiler::Create("sm_90");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->ptx.find("fma."), std::string::npos) << kernel->ptx;
+  EXPECT_NE(kernel->ptx.find("mul.rn.f32"), std::string::npos) << kernel->ptx;
+}
+
 TEST(CudaBackend, SymbolicLaunchSizesFollowTheVariables) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/sym_two_vars_i4_j1.json");
   UOPD_ASSERT_OK(entry);
