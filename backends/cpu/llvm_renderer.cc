@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/codegen/const_value.h"
 #include "core/codegen/devectorize.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/legalize.h"
@@ -126,35 +127,26 @@ class IrWriter {
     return absl::StrFormat("0x%016X", bits);
   }
 
-  std::string ConstLiteral(const Instr& in) const {
+  std::string ConstLiteral(const Instr& in, int lane = 0) const {
     const DType& d = in.dtype;
-    if (IsFloat(d.scalar)) {
-      double v = in.arg.kind == ArgKind::kF64 ? in.arg.f : static_cast<double>(in.arg.i);
-      if (IsNarrowFloat(d.scalar)) {
-        uint32_t bits = d.scalar == Scalar::kFloat16    ? uopd_f64_to_f16(v)
-                        : d.scalar == Scalar::kBfloat16 ? uopd_f64_to_bf16(v)
-                        : d.scalar == Scalar::kFp8E4M3  ? uopd_f64_to_fp8e4m3(v)
-                                                        : uopd_f64_to_fp8e5m2(v);
-        int width = ScalarItemSize(d.scalar) * 8;
-        return absl::StrCat(
-            static_cast<int64_t>(WrapToDType(bits, width == 16 ? Scalar::kInt16 : Scalar::kInt8)));
-      }
-      return FloatLiteral(v, d.scalar == Scalar::kFloat64);
+    const ConstValue c = DecodeConst(in, p_.index_bits, lane);
+    if (d.scalar == Scalar::kBool) return c.bits != 0 ? "true" : "false";
+    if (d.scalar == Scalar::kFloat64) return absl::StrFormat("0x%016X", c.bits);
+    if (d.scalar == Scalar::kFloat32) {
+      // LLVM spells a float constant as the double of the same value (exact, NaNs included).
+      float f;
+      const uint32_t bits = static_cast<uint32_t>(c.bits);
+      std::memcpy(&f, &bits, sizeof(f));
+      return FloatLiteral(static_cast<double>(f), /*is_double=*/true);
     }
-    if (d.scalar == Scalar::kBool) {
-      bool b = in.arg.kind == ArgKind::kBool ? in.arg.b : in.arg.i != 0;
-      return b ? "true" : "false";
-    }
-    // Integers print as the signed value of their bits at the register width.
-    Int128 v = in.arg.kind == ArgKind::kU64    ? Int128{static_cast<uint64_t>(in.arg.i)}
-               : in.arg.kind == ArgKind::kBool ? Int128{in.arg.b}
-               : in.arg.kind == ArgKind::kF64  ? static_cast<Int128>(in.arg.f)
-                                               : Int128{in.arg.i};
-    Scalar as = Bits(d) == 8    ? Scalar::kInt8
-                : Bits(d) == 16 ? Scalar::kInt16
-                : Bits(d) == 32 ? Scalar::kInt32
-                                : Scalar::kInt64;
-    return absl::StrCat(static_cast<int64_t>(WrapToDType(v, as)));
+    // Small floats are their bits in an integer register; integers print as the signed value
+    // of their bits at the register width.
+    const int width = IsNarrowFloat(d.scalar) ? ScalarItemSize(d.scalar) * 8 : Bits(d);
+    const Scalar as = width == 8    ? Scalar::kInt8
+                      : width == 16 ? Scalar::kInt16
+                      : width == 32 ? Scalar::kInt32
+                                    : Scalar::kInt64;
+    return absl::StrCat(static_cast<int64_t>(WrapToDType(Int128{c.as_int()}, as)));
   }
 
   // Widens an emulated float value to float; other values pass through.
@@ -358,8 +350,7 @@ class IrWriter {
         for (int k = 0; k < d.count; ++k) {
           Instr lane = in;
           lane.dtype.count = 1;
-          if (!in.arg.ints.empty()) lane.arg = Arg::I64(in.arg.ints[k]);
-          absl::StrAppend(&lanes, k ? ", " : "", ScalarType(d), " ", ConstLiteral(lane));
+          absl::StrAppend(&lanes, k ? ", " : "", ScalarType(d), " ", ConstLiteral(lane, k));
         }
         operand_[i] = absl::StrCat("<", lanes, ">");
         return;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/codegen/const_value.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/legalize.h"
 #include "core/codegen/lower.h"
@@ -226,18 +227,25 @@ class CudaWriter {
     }
   }
 
-  std::string FloatLiteral(double v, bool is_double) const {
-    if (!is_double) v = static_cast<double>(static_cast<float>(v));
-    if (std::isnan(v))
-      return is_double ? "__longlong_as_double(0x7ff8000000000000LL)"
-                       : "__int_as_float(0x7fc00000)";
-    if (std::isinf(v)) {
-      if (is_double)
+  // A finite value as a hex float literal; infinities and NaNs (sign and payload kept) from
+  // their bits.
+  static std::string FloatLiteral(uint64_t bits, bool is_double) {
+    double v;
+    if (is_double) {
+      std::memcpy(&v, &bits, sizeof(v));
+      if (std::isfinite(v)) return absl::StrFormat("%a", v);
+      if (std::isinf(v)) {
         return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
                      : "__longlong_as_double(0xfff0000000000000ULL)";
-      return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+      }
+      return absl::StrFormat("__longlong_as_double((long long)0x%016xULL)", bits);
     }
-    return is_double ? absl::StrFormat("%a", v) : absl::StrFormat("%af", v);
+    float f;
+    const uint32_t low = static_cast<uint32_t>(bits);
+    std::memcpy(&f, &low, sizeof(f));
+    if (std::isfinite(f)) return absl::StrFormat("%af", static_cast<double>(f));
+    if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+    return absl::StrFormat("__int_as_float((int)0x%08xU)", low);
   }
 
   std::string IntLiteral(Int128 v, const DType& d) const {
@@ -261,29 +269,24 @@ class CudaWriter {
 
   std::string ConstLiteral(const Instr& in) const {
     const DType& d = in.dtype;
-    if (d.scalar == Scalar::kBool)
-      return (in.arg.kind == ArgKind::kBool ? in.arg.b : in.arg.i != 0) ? "true" : "false";
-    if (IsFloat(d.scalar)) {
-      double v = in.arg.kind == ArgKind::kF64 ? in.arg.f : static_cast<double>(in.arg.i);
-      switch (d.scalar) {
-        case Scalar::kFloat16:
-          return absl::StrFormat("__ushort_as_half((unsigned short)0x%04x)", uopd_f64_to_f16(v));
-        case Scalar::kBfloat16:
-          return absl::StrFormat("__ushort_as_bfloat16((unsigned short)0x%04x)",
-                                 uopd_f64_to_bf16(v));
-        case Scalar::kFp8E4M3:
-          return absl::StrFormat("uopd_fp8e4m3(0x%02x)", uopd_f64_to_fp8e4m3(v));
-        case Scalar::kFp8E5M2:
-          return absl::StrFormat("uopd_fp8e5m2(0x%02x)", uopd_f64_to_fp8e5m2(v));
-        default:
-          return FloatLiteral(v, d.scalar == Scalar::kFloat64);
-      }
+    const ConstValue c = DecodeConst(in, p_.index_bits);
+    switch (d.scalar) {
+      case Scalar::kBool:
+        return c.bits != 0 ? "true" : "false";
+      case Scalar::kFloat16:
+        return absl::StrFormat("__ushort_as_half((unsigned short)0x%04x)", c.bits);
+      case Scalar::kBfloat16:
+        return absl::StrFormat("__ushort_as_bfloat16((unsigned short)0x%04x)", c.bits);
+      case Scalar::kFp8E4M3:
+        return absl::StrFormat("uopd_fp8e4m3(0x%02x)", c.bits);
+      case Scalar::kFp8E5M2:
+        return absl::StrFormat("uopd_fp8e5m2(0x%02x)", c.bits);
+      case Scalar::kFloat32:
+      case Scalar::kFloat64:
+        return FloatLiteral(c.bits, d.scalar == Scalar::kFloat64);
+      default:
+        return IntLiteral(IsUnsigned(d.scalar) ? Int128{c.bits} : Int128{c.as_int()}, d);
     }
-    Int128 v = in.arg.kind == ArgKind::kU64    ? Int128{static_cast<uint64_t>(in.arg.i)}
-               : in.arg.kind == ArgKind::kF64  ? static_cast<Int128>(in.arg.f)
-               : in.arg.kind == ArgKind::kBool ? Int128{in.arg.b}
-                                               : Int128{in.arg.i};
-    return IntLiteral(v, d);
   }
 
   std::string Define(int i, const DType& d, const std::string& expr) {
