@@ -240,10 +240,30 @@ bool LocalSocket::Admit(int fd, const Identity& who) {
   return false;
 }
 
+bool LocalSocket::SpinUntilReadable(int fd) {
+  if (spinning_.fetch_add(1, std::memory_order_relaxed) >= options_.max_spinning) {
+    spinning_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  const auto until = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.spin);
+  pollfd p{fd, POLLIN, 0};
+  bool readable = false;
+  while (!(readable = poll(&p, 1, 0) != 0) && std::chrono::steady_clock::now() < until) {
+  }
+  spinning_.fetch_sub(1, std::memory_order_relaxed);
+  return readable;
+}
+
 void LocalSocket::ServeCalls(int fd, const Identity& who) {
   if (!Send(fd, v1::LocalReply())) return;
+  const bool may_spin = options_.spin > absl::ZeroDuration() && options_.max_spinning > 0;
+  bool back_to_back = false;  // the last call came within options_.spin of the reply before it
   while (true) {
+    const auto replied = std::chrono::steady_clock::now();
+    if (may_spin && back_to_back) SpinUntilReadable(fd);
     absl::StatusOr<std::vector<std::string>> frame = ReadFrame(fd, options_.max_frame_bytes);
+    back_to_back =
+        std::chrono::steady_clock::now() - replied <= absl::ToChronoNanoseconds(options_.spin);
     if (!frame.ok()) {
       // The client hung up (or Stop did): nothing to answer. A frame too large or malformed:
       // say so, then end, as the next frame's start is unknown.

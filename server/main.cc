@@ -66,6 +66,10 @@ ABSL_FLAG(std::string, local_socket, "auto",
           "a unix:/path --listen socket, as PATH.local; with a loopback TCP --listen, "
           "$XDG_RUNTIME_DIR/uopd-PID.local or /tmp/uopd-UID/uopd-PID.local; none with another "
           "TCP --listen) or '' (none); it gets --unix_socket_mode");
+ABSL_FLAG(int64_t, local_socket_spin_us, 50,
+          "after answering a local-socket client that calls back to back, poll this many "
+          "microseconds for its next call before sleeping (at most half the cores poll at once; "
+          "0: never)");
 ABSL_FLAG(std::string, unix_socket_mode, "0600",
           "permissions of a unix:/path socket (octal): who on this machine may connect; 0660 "
           "lets the socket's group in");
@@ -460,7 +464,13 @@ int Run() {
   std::unique_ptr<LocalSocket> local_socket;
   if (!local_socket_path.empty()) {
     absl::StatusOr<std::unique_ptr<LocalSocket>> started = LocalSocket::Start(
-        LocalSocketOptions{.path = local_socket_path, .mode = socket_mode}, &local_tickets,
+        LocalSocketOptions{
+            .path = local_socket_path,
+            .mode = socket_mode,
+            .spin =
+                absl::Microseconds(std::max<int64_t>(0, absl::GetFlag(FLAGS_local_socket_spin_us))),
+            .max_spinning = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2))},
+        &local_tickets,
         [&kernel_service](const Identity& who, const v1::LocalCall& call,
                           std::function<bool()> gone) {
           return kernel_service.ServeLocal(who, call, std::move(gone));

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import select
 import socket
 import struct
 import threading
+import time
 from typing import Any, Optional
 
 import grpc
@@ -80,6 +83,18 @@ def _limit(timeout: Optional[float]) -> Optional[float]:
 # client gives up on the reply (as gRPC would at the deadline) and the channel is broken.
 _SLACK_SECONDS = 0.25
 _HELLO_SECONDS = 10.0  # the daemon's own limit is 5 s
+
+
+def _reply_spin_seconds() -> float:
+    try:
+        return min(max(float(os.environ.get("UOPD_LOCAL_SPIN_US", "50")), 0.0), 10_000.0) * 1e-6
+    except ValueError:
+        return 50e-6
+
+
+# How long a call polls for its reply before it sleeps: a small call's reply comes sooner than a
+# sleeping thread wakes on a small machine ($UOPD_LOCAL_SPIN_US, microseconds; 0: never).
+_REPLY_SPIN_SECONDS = _reply_spin_seconds()
 _WAITING_FOR_TURN = "the deadline passed while this client's other calls held the channel"
 _BROKEN = "the connection was closed after an earlier call on it failed"
 
@@ -96,6 +111,8 @@ class LocalChannel:
         self._lock = threading.Lock()
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket_timeout: Optional[float] = None
+        self._poller = select.poll()
+        self._poller.register(self._socket.fileno(), select.POLLIN)
         try:
             self._socket.connect(path)
         except OSError as error:
@@ -133,6 +150,10 @@ class LocalChannel:
                 self._socket_timeout = wait
             try:
                 self._socket.sendall(frame)
+                if _REPLY_SPIN_SECONDS > 0:
+                    end = time.perf_counter() + _REPLY_SPIN_SECONDS
+                    while not self._poller.poll(0) and time.perf_counter() < end:
+                        pass
                 payload = self._receive(_reply_size(self._receive(_HEADER.size)))
             except socket.timeout:
                 self.close()
