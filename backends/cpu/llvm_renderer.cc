@@ -934,10 +934,10 @@ class IrWriter {
       if (IsNarrowFloat(to.scalar)) return FromCompute(r, target, to);
       return r;
     }
-    // To an integer.
+    // To an integer. From a float: float32 or float64, to a signed type or uint64 (Legalize).
     if (IsFloat(from.scalar)) {
-      std::string f = ToCompute(v, from);
-      std::string ft = ComputeType(from);
+      const std::string& f = v;
+      const std::string ft = RegType(from);
       std::string suffix = IntrinsicSuffix(ft);
       if (IsSigned(to)) {
         Declare(RegType(to), absl::StrCat("llvm.fptosi.sat.", RegType(to), ".", suffix), ft);
@@ -945,16 +945,8 @@ class IrWriter {
                           suffix, "(", ft, " ", f, ")"));
         return self;
       }
-      if (Bits(to) == 64) {
-        Declare("i64", absl::StrCat("llvm.fptoui.sat.i64.", suffix), ft);
-        Line(absl::StrCat(self, " = call i64 @llvm.fptoui.sat.i64.", suffix, "(", ft, " ", f, ")"));
-        return self;
-      }
-      // Narrow unsigned targets wrap negative values, as x86's conversion through int64 does.
-      std::string wide = Fresh("cv");
-      Declare("i64", absl::StrCat("llvm.fptosi.sat.i64.", suffix), ft);
-      Line(absl::StrCat(wide, " = call i64 @llvm.fptosi.sat.i64.", suffix, "(", ft, " ", f, ")"));
-      Line(absl::StrCat(self, " = trunc i64 ", wide, " to ", RegType(to)));
+      Declare("i64", absl::StrCat("llvm.fptoui.sat.i64.", suffix), ft);
+      Line(absl::StrCat(self, " = call i64 @llvm.fptoui.sat.i64.", suffix, "(", ft, " ", f, ")"));
       return self;
     }
     if (from.scalar == Scalar::kBool) {

@@ -381,11 +381,9 @@ class CudaWriter {
       return Narrow(absl::StrCat("(double)", v), to, true);  // integers: exact through double
     }
     std::string x = Widen(v, from);
-    if (IsFloat(from.scalar) && !IsFloat(to.scalar)) {
+    if (IsFloat(from.scalar) && !IsFloat(to.scalar)) {  // to a signed type or uint64 (Legalize)
       if (!IsUnsigned(to.scalar)) return absl::StrCat("uopd_f2s<", Type(to), ">(", x, ")");
-      if (Bits(to) == 64) return absl::StrCat("uopd_f2u64(", x, ")");
-      // Narrow unsigned targets wrap negative values, as the CPU backend does.
-      return absl::StrCat("(", Type(to), ")uopd_f2s<long long>(", x, ")");
+      return absl::StrCat("uopd_f2u64(", x, ")");
     }
     return absl::StrCat("(", Type(to), ")", x);
   }

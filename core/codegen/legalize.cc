@@ -73,6 +73,7 @@ class Legalizer {
         return Emit(in);
       case InstrKind::kCast:
         if (in.dtype.scalar == Scalar::kBool) return CastToBool(in);
+        if (IsFloat(TypeOf(in.src[0]).scalar) && IsInt(in.dtype.scalar)) return FloatToInt(in);
         return Emit(in);
       case InstrKind::kBitcast:
         if (HasNoFixedBits(in.dtype) || HasNoFixedBits(TypeOf(in.src[0]))) {
@@ -156,6 +157,25 @@ class Legalizer {
     const DType from = TypeOf(in.src[0]);
     if (from.scalar == Scalar::kBool) return in.src[0];
     return Alu(Op::kCmpne, in.dtype, {in.src[0], Const(from, 0, in.origin)}, in.origin);
+  }
+
+  int CastTo(Scalar scalar, int src, const UOp* origin) {
+    DType to = TypeOf(src);
+    to.scalar = scalar;
+    return Emit(Instr{.kind = InstrKind::kCast, .dtype = to, .src = {src}, .origin = origin});
+  }
+
+  // Float to int: from float32 or float64 only (a small float is widened first, exactly), and
+  // to a narrower unsigned type through int64, wrapping (x86's conversion). What is left for a
+  // renderer is a saturating conversion to a signed type or to uint64.
+  int FloatToInt(Instr in) {
+    if (IsNarrowFloat(TypeOf(in.src[0]).scalar)) {
+      in.src[0] = CastTo(Scalar::kFloat32, in.src[0], in.origin);
+    }
+    if (IsUnsigned(in.dtype.scalar) && in.dtype.scalar != Scalar::kUint64) {
+      in.src[0] = CastTo(Scalar::kInt64, in.src[0], in.origin);
+    }
+    return Emit(in);
   }
 
   int LoadBool(Instr in) {

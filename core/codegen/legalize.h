@@ -12,6 +12,9 @@
 // - A cast to bool is x != 0 (NaN: true); a bitcast to or from bool or INDEX is a cast (a
 //   byte's value; INDEX has no fixed width). Renderers cast to bool only from bool, and bitcast
 //   only between types of one width.
+// - A float-to-int cast starts from float32 or float64 (small floats are widened first) and
+//   ends in a signed type or uint64 (a narrower unsigned target converts through int64 and
+//   wraps). Renderers spell the saturating conversion (NaN: 0) and integer resizing.
 // - MULACC is a multiply, then an add: rounded twice, never fused.
 // - A load from a buffer of 0 elements (never valid: its bounds check fails first) is 0.
 //

@@ -81,6 +81,24 @@ TEST(Legalize, BitcastsToAndFromBoolOrIndexAreCasts) {
                                                   "cast", "var", "bitcast"}));
 }
 
+TEST(Legalize, FloatToIntStartsFromFloat32Or64AndEndsSignedOrUint64) {
+  Builder b;
+  const int half = b.Var(Scalar::kFloat16);
+  b.Add(Instr{.kind = InstrKind::kCast, .dtype = T(Scalar::kUint8), .src = {half}});
+  const int single = b.Var(Scalar::kFloat32);
+  b.Add(Instr{.kind = InstrKind::kCast, .dtype = T(Scalar::kInt32), .src = {single}});
+  b.Add(Instr{.kind = InstrKind::kCast, .dtype = T(Scalar::kUint64), .src = {single}});
+  const LinearProgram out = Legalize(b.program);
+  // float16 -> float32 -> int64 -> uint8 (wrapping); the others as they were.
+  EXPECT_EQ(Shape(out),
+            (std::vector<std::string>{"var", "cast", "cast", "cast", "var", "cast", "cast"}));
+  EXPECT_EQ(out.instrs[1].dtype.scalar, Scalar::kFloat32);
+  EXPECT_EQ(out.instrs[2].dtype.scalar, Scalar::kInt64);
+  EXPECT_EQ(out.instrs[3].dtype.scalar, Scalar::kUint8);
+  EXPECT_EQ(out.instrs[3].src, (std::vector<int>{2}));
+  EXPECT_EQ(out.instrs[6].src, (std::vector<int>{4}));
+}
+
 TEST(Legalize, MulaccIsAMultiplyThenAnAdd) {
   Builder b;
   const int x = b.Var(Scalar::kFloat32);
