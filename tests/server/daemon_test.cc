@@ -742,7 +742,13 @@ TEST(Daemon, DrainFinishesCallsInFlightAndRefusesNewOnes) {
   Client client(daemon.address());
   absl::StatusOr<v1::ExecuteResponse> result;
   std::thread call([&] { result = client.Execute(request); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // In flight once its kernel is compiled (and runs for seconds): a fixed wait was not always
+  // enough on a loaded machine, where the call had not reached its handler yet.
+  for (int i = 0; i < 3000 && daemon.Metric("uopd_compilations_total{backend=\"CPU\"}") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 1)
+      << "the call never started";
   daemon.Terminate();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   Client late(daemon.address());
