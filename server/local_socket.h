@@ -52,7 +52,7 @@ struct LocalSocketOptions {
   // the reply before), the connection's thread polls for the next call this long before it
   // sleeps: on a small machine a sleeping thread's wake-up costs more than a tiny call. At most
   // `max_spinning` threads poll at once, so polling never takes every core. Zero: never.
-  absl::Duration spin = absl::Microseconds(50);
+  absl::Duration spin = absl::Microseconds(200);
   int max_spinning = 1;
 };
 

@@ -66,7 +66,7 @@ ABSL_FLAG(std::string, local_socket, "auto",
           "a unix:/path --listen socket, as PATH.local; with a loopback TCP --listen, "
           "$XDG_RUNTIME_DIR/uopd-PID.local or /tmp/uopd-UID/uopd-PID.local; none with another "
           "TCP --listen) or '' (none); it gets --unix_socket_mode");
-ABSL_FLAG(int64_t, local_socket_spin_us, 50,
+ABSL_FLAG(int64_t, local_socket_spin_us, 200,
           "after answering a local-socket client that calls back to back, poll this many "
           "microseconds for its next call before sleeping (at most half the cores poll at once; "
           "0: never)");
