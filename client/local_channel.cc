@@ -1,6 +1,5 @@
 #include "client/local_channel.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -167,12 +166,7 @@ absl::StatusOr<v1::LocalReply> LocalChannel::Exchange(const std::string& payload
   absl::StatusOr<std::vector<std::string>> frame;
   absl::Status written = WriteFrame(fd_, {payload});
   if (written.ok()) {
-    if (ReplySpin().count() > 0) {
-      const auto until = std::chrono::steady_clock::now() + ReplySpin();
-      pollfd p{fd_, POLLIN, 0};
-      while (poll(&p, 1, 0) == 0 && std::chrono::steady_clock::now() < until) {
-      }
-    }
+    if (ReplySpin().count() > 0) SpinUntilReadable(fd_, ReplySpin());
     const absl::Time give_up = deadline + kReplySlack;
     frame = deadline == absl::InfiniteFuture()
                 ? ReadFrame(fd_, kMaxReplyBytes)

@@ -240,18 +240,11 @@ bool LocalSocket::Admit(int fd, const Identity& who) {
   return false;
 }
 
-bool LocalSocket::SpinUntilReadable(int fd) {
-  if (spinning_.fetch_add(1, std::memory_order_relaxed) >= options_.max_spinning) {
-    spinning_.fetch_sub(1, std::memory_order_relaxed);
-    return false;
-  }
-  const auto until = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.spin);
-  pollfd p{fd, POLLIN, 0};
-  bool readable = false;
-  while (!(readable = poll(&p, 1, 0) != 0) && std::chrono::steady_clock::now() < until) {
+void LocalSocket::SpinForNextCall(int fd) {
+  if (spinning_.fetch_add(1, std::memory_order_relaxed) < options_.max_spinning) {
+    SpinUntilReadable(fd, absl::ToChronoNanoseconds(options_.spin));
   }
   spinning_.fetch_sub(1, std::memory_order_relaxed);
-  return readable;
 }
 
 void LocalSocket::ServeCalls(int fd, const Identity& who) {
@@ -260,7 +253,7 @@ void LocalSocket::ServeCalls(int fd, const Identity& who) {
   bool back_to_back = false;  // the last call came within options_.spin of the reply before it
   while (true) {
     const auto replied = std::chrono::steady_clock::now();
-    if (may_spin && back_to_back) SpinUntilReadable(fd);
+    if (may_spin && back_to_back) SpinForNextCall(fd);
     absl::StatusOr<std::vector<std::string>> frame = ReadFrame(fd, options_.max_frame_bytes);
     back_to_back =
         std::chrono::steady_clock::now() - replied <= absl::ToChronoNanoseconds(options_.spin);

@@ -91,8 +91,8 @@ class LocalSocket {
   // Counts the connection against its quota key's bound, or tells it it is over and is false.
   bool Admit(int fd, const Identity& who);
   void ServeCalls(int fd, const Identity& who);
-  // Polls `fd` for up to options_.spin; whether a frame has come.
-  bool SpinUntilReadable(int fd);
+  // Polls `fd` for up to options_.spin, unless options_.max_spinning threads already are.
+  void SpinForNextCall(int fd);
   void ReapFinished();  // joins the threads of connections that have ended
 
   const LocalSocketOptions options_;

@@ -175,16 +175,15 @@ std::string LocalSocketPath(const std::string& flag, const std::string& listen) 
   std::string path = flag;
   if (flag == "auto" && absl::StartsWith(listen, "unix:")) {
     path = UnixSocketPath(listen) + ".local";
-  } else if (flag == "auto" && IsLocalAddress(listen)) {
-    absl::StatusOr<std::string> dir = PrivateSocketDir();
+  } else if (flag == "auto") {
+    if (!IsLocalAddress(listen)) return "";
+    absl::StatusOr<std::string> dir = PrivateSocketDir();  // absolute
     if (!dir.ok()) {
       Log(LogLevel::kWarning, "no local socket: no private directory for it",
           {{"error", std::string(dir.status().message())}});
       return "";
     }
-    path = absl::StrCat(*dir, "/uopd-", getpid(), ".local");
-  } else if (flag == "auto") {
-    path = "";
+    return absl::StrCat(*dir, "/uopd-", getpid(), ".local");
   }
   if (path.empty() || path[0] == '/') return path;
   std::error_code error;

@@ -59,11 +59,13 @@ class Legalizer {
     return d.scalar == Scalar::kBool || d.scalar == Scalar::kIndex;
   }
 
-  // `old` with its sources renumbered, unless they already are.
-  int Rewrite(const Instr& old, bool mapped = false) {
+  int Rewrite(const Instr& old) {
     Instr in = old;
-    if (!mapped) {
-      for (int& s : in.src) s = map_[s];
+    for (int& s : in.src) s = map_[s];
+    if (in.kind == InstrKind::kBitcast &&
+        (HasNoFixedBits(in.dtype) || HasNoFixedBits(TypeOf(in.src[0])))) {
+      // bool <-> 8 bits: the byte's value; INDEX has no fixed width: its bits are its value.
+      in.kind = InstrKind::kCast;
     }
     switch (in.kind) {
       case InstrKind::kAlu:
@@ -74,13 +76,6 @@ class Legalizer {
       case InstrKind::kCast:
         if (in.dtype.scalar == Scalar::kBool) return CastToBool(in);
         if (IsFloat(TypeOf(in.src[0]).scalar) && IsInt(in.dtype.scalar)) return FloatToInt(in);
-        return Emit(in);
-      case InstrKind::kBitcast:
-        if (HasNoFixedBits(in.dtype) || HasNoFixedBits(TypeOf(in.src[0]))) {
-          // bool <-> 8 bits: the byte's value; INDEX has no fixed width: its bits are its value.
-          in.kind = InstrKind::kCast;
-          return Rewrite(in, /*mapped=*/true);
-        }
         return Emit(in);
       case InstrKind::kLoad:
         // Never valid (the bounds check ran first), and there is no element 0 to read instead.
@@ -132,12 +127,7 @@ class Legalizer {
           std::all_of(lanes->begin(), lanes->end(), [&](int64_t v) { return v >= 0 && v < bits; });
       if (in_range && TypeOf(amount).scalar == d.scalar) return Emit(in);
     }
-    if (TypeOf(amount).scalar != d.scalar) {
-      DType to = d;
-      to.count = TypeOf(amount).count;
-      amount =
-          Emit(Instr{.kind = InstrKind::kCast, .dtype = to, .src = {amount}, .origin = in.origin});
-    }
+    if (TypeOf(amount).scalar != d.scalar) amount = CastTo(d.scalar, amount, in.origin);
     DType mask_type = TypeOf(amount);
     in.src[1] =
         Alu(Op::kAnd, mask_type, {amount, Const(mask_type, bits - 1, in.origin)}, in.origin);
@@ -152,11 +142,15 @@ class Legalizer {
     return Emit(in);
   }
 
-  // x != 0 (NaN is true), compared in x's type.
-  int CastToBool(Instr in) {
-    const DType from = TypeOf(in.src[0]);
-    if (from.scalar == Scalar::kBool) return in.src[0];
-    return Alu(Op::kCmpne, in.dtype, {in.src[0], Const(from, 0, in.origin)}, in.origin);
+  // x != 0 in x's type (NaN is true), lane by lane.
+  int NotZero(int x, const UOp* origin) {
+    const DType d = TypeOf(x);
+    return Alu(Op::kCmpne, BoolLike(d), {x, Const(d, 0, origin)}, origin);
+  }
+
+  int CastToBool(const Instr& in) {
+    if (TypeOf(in.src[0]).scalar == Scalar::kBool) return in.src[0];
+    return NotZero(in.src[0], in.origin);
   }
 
   int CastTo(Scalar scalar, int src, const UOp* origin) {
@@ -179,21 +173,13 @@ class Legalizer {
   }
 
   int LoadBool(Instr in) {
-    DType byte = in.dtype;
-    byte.scalar = Scalar::kUint8;
-    in.dtype = byte;
-    const int loaded = Emit(in);
-    return Alu(Op::kCmpne, BoolLike(byte), {loaded, Const(byte, 0, in.origin)}, in.origin);
+    in.dtype.scalar = Scalar::kUint8;
+    return NotZero(Emit(in), in.origin);
   }
 
   int StoreBool(Instr in) {
-    DType byte = in.dtype;
-    byte.scalar = Scalar::kUint8;
-    DType value_type = TypeOf(in.src[1]);
-    value_type.scalar = Scalar::kUint8;
-    in.src[1] = Emit(Instr{
-        .kind = InstrKind::kCast, .dtype = value_type, .src = {in.src[1]}, .origin = in.origin});
-    in.dtype = byte;
+    in.src[1] = CastTo(Scalar::kUint8, in.src[1], in.origin);
+    in.dtype.scalar = Scalar::kUint8;
     return Emit(in);
   }
 

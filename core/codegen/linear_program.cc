@@ -4,9 +4,8 @@
 #include "absl/strings/str_join.h"
 
 namespace uopd {
-namespace {
 
-absl::string_view KindName(InstrKind kind) {
+absl::string_view InstrKindName(InstrKind kind) {
   switch (kind) {
     case InstrKind::kConst:
       return "const";
@@ -48,8 +47,6 @@ absl::string_view KindName(InstrKind kind) {
   return "?";
 }
 
-}  // namespace
-
 const BufferParam& LinearProgram::Global(int slot) const {
   for (const BufferParam& param : globals) {
     if (param.slot == slot) return param;
@@ -64,7 +61,7 @@ std::string LinearProgram::Dump() const {
   for (size_t i = 0; i < instrs.size(); ++i) {
     const Instr& in = instrs[i];
     if (in.kind == InstrKind::kLoopEnd) --depth;
-    absl::StrAppend(&out, std::string(2 * depth, ' '), "v", i, " = ", KindName(in.kind));
+    absl::StrAppend(&out, std::string(2 * depth, ' '), "v", i, " = ", InstrKindName(in.kind));
     if (in.kind == InstrKind::kAlu || in.kind == InstrKind::kAccUpdate ||
         in.kind == InstrKind::kHReduce) {
       absl::StrAppend(&out, " ", OpName(in.op));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/device/program_spec.h"
 #include "core/ir/uop.h"
 
@@ -41,6 +42,9 @@ enum class InstrKind : uint8_t {
   kBuild,        // the vector whose lanes are src (scalars)
   kHReduce,      // `op` (ADD, MUL, MAX) over the lanes of vector src[0]: a scalar
 };
+
+// "const", "alu", "cast", ...: how dumps and tests name a kind.
+absl::string_view InstrKindName(InstrKind kind);
 
 struct Instr {
   InstrKind kind = InstrKind::kConst;

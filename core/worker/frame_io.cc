@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +104,15 @@ absl::StatusOr<std::vector<std::string>> ReadFrame(int fd, int64_t max_bytes,
     if (absl::Status s = RecvAll(fd, parts[i].data(), sizes[i], keep_waiting); !s.ok()) return s;
   }
   return parts;
+}
+
+bool SpinUntilReadable(int fd, std::chrono::nanoseconds spin) {
+  const auto until = std::chrono::steady_clock::now() + spin;
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, 0) == 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+  }
+  return true;
 }
 
 }  // namespace uopd

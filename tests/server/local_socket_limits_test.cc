@@ -1,11 +1,9 @@
 // The local socket's bounds, on the class itself with a trivial handler: no caller can take
 // every connection (per quota key, awaiting a hello) or hold a thread by not reading replies.
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <thread>
 
@@ -13,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "server/local_socket.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/local_socket_client.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -22,25 +21,6 @@ Identity Named(const std::string& name) {
   return Identity{name, name, kRightRun, /*anonymous=*/false};
 }
 
-int Connect(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  return fd;
-}
-
-v1::LocalReply Reply(int fd) {
-  v1::LocalReply reply;
-  auto frame = ReadFrame(fd, 8 << 20);
-  EXPECT_TRUE(frame.ok()) << frame.status();
-  if (frame.ok() && frame->size() == 1) {
-    EXPECT_TRUE(reply.ParseFromString((*frame)[0]));
-  }
-  return reply;
-}
-
 // A connection that has said hello with a ticket of `who`; its hello's reply in `*reply`.
 int Hello(const std::string& path, LocalTickets& tickets, const Identity& who,
           v1::LocalReply* reply) {
@@ -48,9 +28,9 @@ int Hello(const std::string& path, LocalTickets& tickets, const Identity& who,
   EXPECT_TRUE(ticket.ok()) << ticket.status();
   v1::LocalHello hello;
   hello.set_ticket(ticket.ok() ? *ticket : "");
-  const int fd = Connect(path);
+  const int fd = testing::ConnectUnix(path);
   EXPECT_TRUE(WriteFrame(fd, {hello.SerializeAsString()}).ok());
-  *reply = Reply(fd);
+  *reply = testing::ReadLocalReply(fd);
   return fd;
 }
 
@@ -110,11 +90,11 @@ TEST(LocalSocketLimits, SilentConnectionsCannotTakeEverySlot) {
             LocalSocketOptions{.max_awaiting_hello = 2, .hello_timeout = absl::Seconds(30)});
   ASSERT_NE(f.socket, nullptr);
   const std::string& path = f.socket->path();
-  const int silent1 = Connect(path);
-  const int silent2 = Connect(path);
+  const int silent1 = testing::ConnectUnix(path);
+  const int silent2 = testing::ConnectUnix(path);
   ASSERT_TRUE(ConnectionsBecome(*f.socket, 2));
-  const int refused = Connect(path);
-  v1::LocalReply reply = Reply(refused);
+  const int refused = testing::ConnectUnix(path);
+  v1::LocalReply reply = testing::ReadLocalReply(refused);
   EXPECT_EQ(reply.code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   EXPECT_NE(reply.message().find("awaiting their hello"), std::string::npos) << reply.message();
   close(refused);

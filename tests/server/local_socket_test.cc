@@ -20,6 +20,7 @@
 #include "core/worker/frame_io.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/local_socket_client.h"
 #include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
@@ -76,31 +77,6 @@ v1::RunPlanRequest RunOf(const std::string& plan_id, bool return_output = true) 
   run.set_plan_id(plan_id);
   if (return_output) run.add_return_buffers(0);
   return run;
-}
-
-// A raw connection to the local socket, for what no well-behaved client sends.
-int Connect(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  return fd;
-}
-
-// The reply the daemon sends on `fd`, then whether it closed the connection after it.
-v1::LocalReply ReplyOn(int fd, bool* closed_after) {
-  v1::LocalReply reply;
-  auto frame = ReadFrame(fd, 1 << 20);
-  EXPECT_TRUE(frame.ok()) << frame.status();
-  if (frame.ok() && frame->size() == 1) {
-    EXPECT_TRUE(reply.ParseFromString((*frame)[0]));
-  }
-  if (closed_after != nullptr) {
-    char byte;
-    *closed_after = recv(fd, &byte, 1, 0) == 0;
-  }
-  return reply;
 }
 
 TEST(LocalSocket, RunsPlansAsRunPlanDoesAndSitsBesideTheUnixSocketOwnerOnly) {
@@ -237,12 +213,12 @@ TEST(LocalSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
   bool closed = false;
 
   // A call before any hello.
-  int fd = Connect(d.local_socket());
+  int fd = testing::ConnectUnix(d.local_socket());
   v1::LocalCall call;
   *call.mutable_run_plan() = RunOf(plan);
   const std::string call_bytes = call.SerializeAsString();
   UOPD_ASSERT_OK(WriteFrame(fd, {call_bytes}));
-  v1::LocalReply reply = ReplyOn(fd, &closed);
+  v1::LocalReply reply = testing::ReadLocalReply(fd, &closed);
   EXPECT_NE(reply.code(), 0);
   EXPECT_TRUE(closed);
   close(fd);
@@ -250,16 +226,16 @@ TEST(LocalSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
   // A header that claims a frame of 2^60 bytes, after a good hello.
   auto opened = client.OpenLocalChannel();
   UOPD_ASSERT_OK(opened);
-  fd = Connect(d.local_socket());
+  fd = testing::ConnectUnix(d.local_socket());
   v1::LocalHello hello;
   hello.set_ticket(opened->ticket());
   UOPD_ASSERT_OK(WriteFrame(fd, {hello.SerializeAsString()}));
-  EXPECT_EQ(ReplyOn(fd, nullptr).code(), 0);
+  EXPECT_EQ(testing::ReadLocalReply(fd).code(), 0);
   const uint32_t count = 1;
   const uint64_t huge = uint64_t{1} << 60;
   ASSERT_EQ(send(fd, &count, sizeof(count), 0), static_cast<ssize_t>(sizeof(count)));
   ASSERT_EQ(send(fd, &huge, sizeof(huge), 0), static_cast<ssize_t>(sizeof(huge)));
-  reply = ReplyOn(fd, &closed);
+  reply = testing::ReadLocalReply(fd, &closed);
   EXPECT_EQ(reply.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(reply.message().find("more than"), std::string::npos) << reply.message();
   EXPECT_TRUE(closed);
@@ -268,22 +244,22 @@ TEST(LocalSocket, WhatALocalClientWritesGetsAnErrorAndTheDaemonServesOn) {
   // Bytes that are not a LocalCall, then a good call on the same connection.
   opened = client.OpenLocalChannel();
   UOPD_ASSERT_OK(opened);
-  fd = Connect(d.local_socket());
+  fd = testing::ConnectUnix(d.local_socket());
   hello.set_ticket(opened->ticket());
   UOPD_ASSERT_OK(WriteFrame(fd, {hello.SerializeAsString()}));
-  EXPECT_EQ(ReplyOn(fd, nullptr).code(), 0);
+  EXPECT_EQ(testing::ReadLocalReply(fd).code(), 0);
   UOPD_ASSERT_OK(WriteFrame(fd, {std::string("\xff\xff\xff\xff garbage", 12)}));
-  reply = ReplyOn(fd, nullptr);
+  reply = testing::ReadLocalReply(fd);
   EXPECT_EQ(reply.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   UOPD_ASSERT_OK(WriteFrame(fd, {call_bytes}));
-  EXPECT_EQ(ReplyOn(fd, nullptr).code(), 0);
+  EXPECT_EQ(testing::ReadLocalReply(fd).code(), 0);
   close(fd);
 
   // Half a frame, then the client vanishes; and a connection that never says hello.
-  fd = Connect(d.local_socket());
+  fd = testing::ConnectUnix(d.local_socket());
   ASSERT_EQ(send(fd, &count, 2, 0), 2);
   close(fd);
-  int silent = Connect(d.local_socket());
+  int silent = testing::ConnectUnix(d.local_socket());
 
   auto channel = LocalChannel::Open(client);
   UOPD_ASSERT_OK(channel);

@@ -106,9 +106,8 @@ class Client:
     With a daemon on this machine, the hot calls (``run_plan``, ``execute``, buffer creation,
     frees and small copies) go over its local socket instead of gRPC, as the same identity:
     ``local_socket=None`` (the default) does so for ``unix:`` and loopback addresses when the
-    daemon has one,
-    ``True`` requires it (for any address), ``False`` never. ``local_socket`` (the property)
-    says which.
+    daemon has one, ``True`` requires it (for any address), ``False`` never. ``local_socket``
+    (the property) says which.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: Optional[str] = None,

@@ -9,6 +9,7 @@
 #include "core/cache/memory_tier.h"
 #include "core/cache/program_codec.h"
 #include "gtest/gtest.h"
+#include "tests/testing/cache_entries.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/status_matchers.h"
@@ -100,16 +101,6 @@ TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
   EXPECT_TRUE(std::filesystem::exists((*tier)->PathOf(Key('e'))));
 }
 
-// An entry for `key` holding `bytes`.
-CacheEntry Kernel(const CacheKey& key, const std::string& bytes) {
-  CacheEntry entry;
-  entry.kernel = CompiledKernel{bytes, "k", ""};
-  entry.spec.name = "k";
-  entry.key = key.Hex();
-  entry.ast_hash = key.ast_hash;
-  return entry;
-}
-
 TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
@@ -122,7 +113,7 @@ TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
   auto slow = [&]() -> absl::StatusOr<CacheEntry> {
     compiles.fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return Kernel(SomeKey("x"), "object");
+    return testing::EntryOf(SomeKey("x"), "object");
   };
   std::vector<std::thread> threads;
   std::vector<std::string> answered(8);
@@ -149,7 +140,7 @@ TEST(KernelCache, DoesNotRememberFailures) {
   int calls = 0;
   auto flaky = [&]() -> absl::StatusOr<CacheEntry> {
     if (++calls == 1) return absl::InternalError("first compile fails");
-    return Kernel(SomeKey("y"), "ok");
+    return testing::EntryOf(SomeKey("y"), "ok");
   };
   EXPECT_TRUE(
       testing::StatusIs(cache.GetOrCompile(SomeKey("y"), flaky), absl::StatusCode::kInternal));
@@ -165,7 +156,7 @@ TEST(KernelCache, RefusesPutsThatAreNotEntries) {
   KernelCache cache(std::move(tiers));
   EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), std::string("\xff\xff\xff", 3)),
                                 absl::StatusCode::kInvalidArgument));
-  CacheEntry entry = Kernel(SomeKey("b"), "b");
+  CacheEntry entry = testing::EntryOf(SomeKey("b"), "b");
   EXPECT_TRUE(testing::StatusIs(cache.PutSerialized(Key('z'), SerializeCacheEntry(entry)),
                                 absl::StatusCode::kInvalidArgument, {"belongs under key"}));
   UOPD_EXPECT_OK(cache.PutSerialized(SomeKey("b").Hex(), SerializeCacheEntry(entry)));
@@ -178,11 +169,12 @@ TEST(KernelCache, AnEntryOfAnotherKeyOrAstIsDroppedAndCompiledAgain) {
   CacheTier* memory = tiers.back().get();
   KernelCache cache(std::move(tiers));
   // Another key's entry stored under this one (as a copied file would be).
-  UOPD_ASSERT_OK(memory->Put(SomeKey("p").Hex(), SerializeCacheEntry(Kernel(SomeKey("q"), "q"))));
+  UOPD_ASSERT_OK(
+      memory->Put(SomeKey("p").Hex(), SerializeCacheEntry(testing::EntryOf(SomeKey("q"), "q"))));
   int compiles = 0;
   auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     ++compiles;
-    return Kernel(SomeKey("p"), "p");
+    return testing::EntryOf(SomeKey("p"), "p");
   };
   auto result = cache.GetOrCompile(SomeKey("p"), compile);
   UOPD_ASSERT_OK(result);
@@ -190,12 +182,12 @@ TEST(KernelCache, AnEntryOfAnotherKeyOrAstIsDroppedAndCompiledAgain) {
   EXPECT_EQ(compiles, 1);
   EXPECT_EQ(memory->stats().corrupt, 1);
   // The right key, but another AST's hash.
-  CacheEntry other_ast = Kernel(SomeKey("r"), "r");
+  CacheEntry other_ast = testing::EntryOf(SomeKey("r"), "r");
   other_ast.ast_hash = "a different ast";
   UOPD_ASSERT_OK(memory->Put(SomeKey("r").Hex(), SerializeCacheEntry(other_ast)));
   auto second = cache.GetOrCompile(SomeKey("r"), [&]() -> absl::StatusOr<CacheEntry> {
     ++compiles;
-    return Kernel(SomeKey("r"), "r");
+    return testing::EntryOf(SomeKey("r"), "r");
   });
   UOPD_ASSERT_OK(second);
   EXPECT_EQ(second->answered_by, "compiled");
@@ -235,7 +227,7 @@ v1::ProgramMetadata SymbolicMetadata() {
 TEST(CacheEntryCodec, KernelsAndSearchRecordsComeBackAsTheyWent) {
   auto spec = DecodeProgramMetadata(SymbolicMetadata());
   UOPD_ASSERT_OK(spec);
-  CacheEntry kernel = Kernel(SomeKey("k"), "object");
+  CacheEntry kernel = testing::EntryOf(SomeKey("k"), "object");
   kernel.spec = *spec;
   kernel.spec.src = "define void @k()";
   kernel.kernel.ptx = "ptx";
@@ -287,8 +279,9 @@ TEST(KernelCache, AnEntryWhoseProgramIsMalformedIsDroppedAndCompiledAgain) {
   EXPECT_TRUE(
       testing::StatusIs(cache.PutSerialized(SomeKey("m").Hex(), damaged.SerializeAsString()),
                         absl::StatusCode::kInvalidArgument, {"launch dimensions"}));
-  auto result = cache.GetOrCompile(
-      SomeKey("m"), [&]() -> absl::StatusOr<CacheEntry> { return Kernel(SomeKey("m"), "fresh"); });
+  auto result = cache.GetOrCompile(SomeKey("m"), [&]() -> absl::StatusOr<CacheEntry> {
+    return testing::EntryOf(SomeKey("m"), "fresh");
+  });
   UOPD_ASSERT_OK(result);
   EXPECT_EQ(result->answered_by, "compiled");
   EXPECT_EQ(result->entry->kernel.bytes, "fresh");

@@ -12,6 +12,7 @@
 #include "core/cache/memory_tier.h"
 #include "core/cache/program_codec.h"
 #include "gtest/gtest.h"
+#include "tests/testing/cache_entries.h"
 #include "tests/testing/redis_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -34,16 +35,6 @@ RedisTierOptions OptionsFor(const std::string& url, const std::string& cluster_k
 }
 
 std::string Key(char c) { return std::string(64, c); }
-
-// A cache entry of `key` whose compiled bytes are `binary`.
-CacheEntry Entry(const CacheKey& key, const std::string& binary) {
-  CacheEntry entry;
-  entry.kernel = CompiledKernel{binary, "k", ""};
-  entry.spec.name = "k";
-  entry.key = key.Hex();
-  entry.ast_hash = key.ast_hash;
-  return entry;
-}
 
 // The value, "<miss>", or "<error>".
 std::string GetValue(RedisTier& tier, const std::string& key) {
@@ -181,7 +172,7 @@ TEST(RedisTier, ABadEntryIsCompiledLocallyAndReplaced) {
   int compiles = 0;
   auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     ++compiles;
-    return Entry(key, "local");
+    return testing::EntryOf(key, "local");
   };
   auto result = cache.GetOrCompile(key, compile);
   UOPD_ASSERT_OK(result);
@@ -205,15 +196,15 @@ TEST(RedisTier, ASignedEntryNamingAnotherKernelIsDroppedByTheCache) {
   const CacheKey other{"CPU", "t", "llvm", "r", "ast-2"};
   {
     RedisTier writer(OptionsFor(redis.url()));
-    const CacheEntry wrong = Entry(other, "other kernel");
+    const CacheEntry wrong = testing::EntryOf(other, "other kernel");
     UOPD_ASSERT_OK(writer.Put(key.Hex(), SerializeCacheEntry(wrong)));
     ASSERT_TRUE(writer.Flush(absl::Seconds(10)));
   }
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<RedisTier>(OptionsFor(redis.url())));
   KernelCache cache(std::move(tiers));
-  auto result =
-      cache.GetOrCompile(key, [&]() -> absl::StatusOr<CacheEntry> { return Entry(key, "right"); });
+  auto result = cache.GetOrCompile(
+      key, [&]() -> absl::StatusOr<CacheEntry> { return testing::EntryOf(key, "right"); });
   UOPD_ASSERT_OK(result);
   EXPECT_EQ(result->answered_by, "compiled");
   EXPECT_EQ(result->entry->kernel.bytes, "right");
@@ -225,7 +216,7 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   testing::RedisProcess redis;
   const CacheKey key{"CUDA", "sm_90", "nvrtc", "r", "ast"};
   auto make = [&](const std::string& binary) {
-    return [&, binary]() -> absl::StatusOr<CacheEntry> { return Entry(key, binary); };
+    return [&, binary]() -> absl::StatusOr<CacheEntry> { return testing::EntryOf(key, binary); };
   };
   auto worker = [&]() {
     std::vector<std::unique_ptr<CacheTier>> tiers;
@@ -252,7 +243,7 @@ TEST(RedisTier, SharesEntriesBetweenCachesWithoutCompiling) {
   // Another target is another key: sm_90's entry never answers sm_80.
   const CacheKey sm80{"CUDA", "sm_80", "nvrtc", "r", "ast"};
   auto other = b->GetOrCompile(
-      sm80, [&]() -> absl::StatusOr<CacheEntry> { return Entry(sm80, "sm_80 code"); });
+      sm80, [&]() -> absl::StatusOr<CacheEntry> { return testing::EntryOf(sm80, "sm_80 code"); });
   UOPD_ASSERT_OK(other);
   EXPECT_EQ(other->answered_by, "compiled");
 }

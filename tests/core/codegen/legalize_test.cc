@@ -28,28 +28,8 @@ struct Builder {
 std::vector<std::string> Shape(const LinearProgram& program) {
   std::vector<std::string> shape;
   for (const Instr& in : program.instrs) {
-    switch (in.kind) {
-      case InstrKind::kAlu:
-        shape.push_back(absl::StrCat("alu:", OpName(in.op)));
-        break;
-      case InstrKind::kCast:
-        shape.push_back("cast");
-        break;
-      case InstrKind::kBitcast:
-        shape.push_back("bitcast");
-        break;
-      case InstrKind::kConst:
-        shape.push_back("const");
-        break;
-      case InstrKind::kVar:
-        shape.push_back("var");
-        break;
-      case InstrKind::kLoad:
-        shape.push_back("load");
-        break;
-      default:
-        shape.push_back("other");
-    }
+    shape.push_back(in.kind == InstrKind::kAlu ? absl::StrCat("alu:", OpName(in.op))
+                                               : std::string(InstrKindName(in.kind)));
   }
   return shape;
 }
