@@ -1,0 +1,102 @@
+"""Seeded float32 weights and inputs shared by the tinygrad and PyTorch versions of each model, so
+every backend computes the same function and outputs can be compared across them."""
+from __future__ import annotations
+
+import numpy as np
+
+LLAMA = dict(dim=512, n_layers=8, n_heads=8, hidden=1536, vocab=4096, max_context=128, norm_eps=1e-5,
+             decode_tokens=32, first_token=1)
+RESNET = dict(batch=1, size=224, classes=1000, images=4)
+TRAIN = dict(batch=64, size=28, classes=10, lr=1e-3, steps=4, batches=4)
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    return (rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)).astype(np.float32)
+
+
+def llama(cfg: dict = LLAMA, seed: int = 0) -> dict[str, np.ndarray]:
+    """nn.Linear layout (out, in), as checkpoints store them."""
+    rng = np.random.default_rng(seed)
+    dim, hidden, vocab = cfg["dim"], cfg["hidden"], cfg["vocab"]
+    w: dict[str, np.ndarray] = {"tok_embeddings": _normal(rng, (vocab, dim), 1.0),
+                                "norm": np.ones(dim, np.float32),
+                                "output": _normal(rng, (vocab, dim), dim ** -0.5)}
+    for layer in range(cfg["n_layers"]):
+        p = f"layers.{layer}."
+        w[p + "attention_norm"] = (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32)
+        w[p + "ffn_norm"] = (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32)
+        for name in ("wq", "wk", "wv", "wo"):
+            w[p + name] = _normal(rng, (dim, dim), dim ** -0.5)
+        w[p + "w1"] = _normal(rng, (hidden, dim), dim ** -0.5)
+        w[p + "w3"] = _normal(rng, (hidden, dim), dim ** -0.5)
+        w[p + "w2"] = _normal(rng, (dim, hidden), hidden ** -0.5)
+    return w
+
+
+def rope_tables(cfg: dict = LLAMA, theta: float = 10000.0) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of the rotary embedding, (max_context, head_dim // 2)."""
+    head_dim = cfg["dim"] // cfg["n_heads"]
+    freqs = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    angles = np.outer(np.arange(cfg["max_context"], dtype=np.float64), freqs)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+RESNET18_STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))  # (channels, stride of the first block)
+
+
+def resnet18(cfg: dict = RESNET, seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    w: dict[str, np.ndarray] = {}
+
+    def conv(name: str, cout: int, cin: int, k: int) -> None:
+        w[name] = _normal(rng, (cout, cin, k, k), (2.0 / (cin * k * k)) ** 0.5)
+
+    def bn(name: str, c: int) -> None:
+        w[name + ".weight"] = (1 + 0.1 * rng.standard_normal(c)).astype(np.float32)
+        w[name + ".bias"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
+        w[name + ".mean"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
+        w[name + ".var"] = (1 + 0.1 * rng.random(c)).astype(np.float32)
+
+    conv("conv1", 64, 3, 7)
+    bn("bn1", 64)
+    cin = 64
+    for stage, (c, stride) in enumerate(RESNET18_STAGES):
+        for block in range(2):
+            p = f"layer{stage + 1}.{block}."
+            s = stride if block == 0 else 1
+            conv(p + "conv1", c, cin, 3)
+            bn(p + "bn1", c)
+            conv(p + "conv2", c, c, 3)
+            bn(p + "bn2", c)
+            if s != 1 or cin != c:
+                conv(p + "downsample", c, cin, 1)
+                bn(p + "downsample_bn", c)
+            cin = c
+    w["fc.weight"] = _normal(rng, (cfg["classes"], 512), 512 ** -0.5)
+    w["fc.bias"] = np.zeros(cfg["classes"], np.float32)
+    return w
+
+
+def resnet_images(cfg: dict = RESNET, seed: int = 2) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((cfg["batch"], 3, cfg["size"], cfg["size"]), dtype=np.float32)
+            for _ in range(cfg["images"])]
+
+
+def cnn(cfg: dict = TRAIN, seed: int = 3) -> dict[str, np.ndarray]:
+    """Two 3x3 convolutions (each ReLU and 2x2 max pool) and two linear layers."""
+    rng = np.random.default_rng(seed)
+    flat = 64 * 5 * 5
+    return {"c1.weight": _normal(rng, (32, 1, 3, 3), (2 / 9) ** 0.5), "c1.bias": np.zeros(32, np.float32),
+            "c2.weight": _normal(rng, (64, 32, 3, 3), (2 / 288) ** 0.5), "c2.bias": np.zeros(64, np.float32),
+            "l1.weight": _normal(rng, (128, flat), (2 / flat) ** 0.5), "l1.bias": np.zeros(128, np.float32),
+            "l2.weight": _normal(rng, (cfg["classes"], 128), 128 ** -0.5), "l2.bias": np.zeros(cfg["classes"], np.float32)}
+
+
+CNN_ORDER = ("c1.weight", "c1.bias", "c2.weight", "c2.bias", "l1.weight", "l1.bias", "l2.weight", "l2.bias")
+
+
+def cnn_batches(cfg: dict = TRAIN, seed: int = 4) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal((cfg["batch"], 1, cfg["size"], cfg["size"]), dtype=np.float32),
+             rng.integers(0, cfg["classes"], cfg["batch"]).astype(np.int32)) for _ in range(cfg["batches"])]

@@ -1,0 +1,198 @@
+"""One backend of one model, driven by bench/model_bench.py over stdin/stdout (one JSON object per
+line), so each backend runs in a process of its own (its own threads, no shared GIL) while the
+driver interleaves their samples.
+
+    python -m models.worker MODEL BACKEND          BACKEND: tinygrad | uopd | torch1 | torch2
+
+Commands: {"cmd": "init"} builds the model and runs the first sample (the first-run time, with
+whatever caches the driver set up), {"cmd": "sample"} runs one more, {"cmd": "kernels", "reps": N}
+times each kernel of the model's TinyJit on its own (tinygrad and uopd only), {"cmd": "quit"}."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Optional
+
+
+def ir_name(name: str) -> str:
+    """A tinygrad kernel name without its terminal colours."""
+    import re
+    return re.sub(r"\x1b\[[0-9;]*m", "", name)
+
+
+def _opt_str(op: str, axis: Any, arg: Any) -> str:
+    return f"{op}({axis}, {arg})" if axis is not None else f"{op}({arg})"
+
+
+class TinygradBackend:
+    def __init__(self, model: str, device: str):
+        if device == "UOPD":
+            import uopd.tinygrad  # noqa: F401  (the UOPD device)
+        from . import tinygrad_models
+        self.device = device
+        self.model = tinygrad_models.MODELS[model](device)
+
+    def sample(self) -> dict:
+        return self.model.run_sample()
+
+    def kernels(self, reps: int, alt_opts: Optional[dict[str, str]] = None) -> list[dict]:
+        """Each kernel of the captured JIT run alone `reps` times on the current inputs: its AST key,
+        name, opts and median device time (tinygrad: the CPU queue's timestamps; UOPD: the daemon's
+        kernel timing). On UOPD, `alt_opts` (AST key -> opts in tinygrad's spelling) also times each
+        kernel as the daemon runs it with those opts ("alt_us")."""
+        from tinygrad.engine.jit import _prepare_jit_inputs
+        from tinygrad.engine.realize import CompiledRunner
+        jit = self.model.jit()
+        captured = jit.captured
+        input_buffers, var_vals, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
+        for (j, i), idx in captured.input_replace.items():
+            captured.jit_cache[j].bufs[i] = input_buffers[idx]
+        out = []
+        for ei in captured.jit_cache:
+            prg = ei.prg
+            if not isinstance(prg, CompiledRunner):
+                continue
+            times = []
+            for _ in range(reps + 1):
+                times.append(ei.run(var_vals, wait=True))
+            times = sorted(times[1:])
+            row = {"key": ei.ast.key.hex()[:16], "name": prg.p.name, "opts": self._opts(prg),
+                   "us": times[len(times) // 2] * 1e6}
+            if alt_opts and row["key"] in alt_opts:
+                row["alt_us"] = self._time_with(ei, var_vals, alt_opts[row["key"]], reps)
+            out.append(row)
+        for (j, i) in captured.input_replace:
+            captured.jit_cache[j].bufs[i] = None
+        return out
+
+    def export(self, out_dir: str, model: str) -> list[str]:
+        """Each distinct kernel of the captured JIT as a corpus case file (tests/corpus/README.md) in
+        out_dir: its AST, its buffers' current bytes, and the outputs tinygrad's CPU device computes
+        from them. For trying opts on real model kernels (bench/opt_bench, bench/corpus_opt_bench)."""
+        import base64
+        from tinygrad.device import Buffer
+        from tinygrad.engine.jit import _prepare_jit_inputs
+        from tinygrad.engine.realize import CompiledRunner
+        from uopd.tinygrad import ir
+        assert self.device == "CPU", "export runs the kernels on tinygrad's CPU device"
+        os.makedirs(out_dir, exist_ok=True)
+        captured = self.model.jit().captured
+        input_buffers, var_vals, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
+        for (j, i), idx in captured.input_replace.items():
+            captured.jit_cache[j].bufs[i] = input_buffers[idx]
+        seen: set[bytes] = set()
+        paths = []
+        for n, ei in enumerate(captured.jit_cache):
+            prg = ei.prg
+            if not isinstance(prg, CompiledRunner) or ei.ast.key in seen:
+                continue
+            seen.add(ei.ast.key)
+            copies = []
+            for b in ei.bufs:
+                c = Buffer("CPU", b.size, b.dtype).ensure_allocated()
+                c.copyin(b.as_buffer())
+                copies.append(c)
+            init = [base64.b64encode(bytes(c.as_buffer())).decode() for c in copies]
+            prg([copies[i] for i in prg.p.globals], var_vals | ei.fixedvars, wait=True)
+            graph = ir.encode_graph(ei.ast)
+            ops = {x["op"] for x in graph["nodes"]}
+            loose = ops & {"EXP2", "LOG2", "SIN", "SQRT", "POW", "FDIV", "RECIPROCAL"} or "REDUCE" in ops
+            case = {"name": f"{model}_{n:03d}", "family": model, "program": ir_name(prg.p.name),
+                    "ast": graph,
+                    "buffers": [{"slot": s, "dtype": ir.scalar_name(b.dtype), "size": b.size, "init": init[s]}
+                                for s, b in enumerate(copies)],
+                    "vars": {v.expr: (var_vals | ei.fixedvars)[v.expr] for v in prg.p.vars},
+                    "outputs": [{"slot": s, "expected": base64.b64encode(bytes(copies[s].as_buffer())).decode()}
+                                for s in prg.p.outs],
+                    "tolerance": {"rtol": 1e-4, "atol": 1e-4} if loose else {"rtol": 1e-5, "atol": 1e-6}}
+            path = os.path.join(out_dir, case["name"] + ".json")
+            with open(path, "w") as f:
+                json.dump(case, f, separators=(",", ":"))
+            paths.append(path)
+        for (j, i) in captured.input_replace:
+            captured.jit_cache[j].bufs[i] = None
+        return paths
+
+    def _time_with(self, ei: Any, var_vals: dict, opts: str, reps: int) -> Optional[float]:
+        import uopd
+        prg = ei.prg
+        views = prg.views([ei.bufs[i] for i in prg.p.globals])
+        kernel = uopd.Kernel(prg.graph, views, optimization=opts or "none")
+        times = []
+        try:
+            for _ in range(reps + 1):
+                t = prg.dev.client.execute([kernel], vars=prg.var_values(var_vals | ei.fixedvars),
+                                           device=prg.remote).timings[0]
+                times.append((t.end_ns - t.start_ns) * 1e-3)
+        except Exception as e:  # an opt uopd refuses
+            print(f"alt opts {opts!r} for {prg.p.name}: {e}", file=sys.stderr)
+            return None
+        times = sorted(times[1:])
+        return times[len(times) // 2]
+
+    def _opts(self, prg: Any) -> str:
+        if self.device == "UOPD":
+            if not hasattr(self, "_opts_cache"):
+                self._opts_cache: dict[bytes, str] = {}
+            key = prg.p.ast.key
+            if key not in self._opts_cache:
+                reply = prg.dev.client.compile(prg.graph, device=prg.remote)
+                self._opts_cache[key] = " ".join(
+                    _opt_str(o.op, o.axis if o.HasField("axis") else None, o.arg) if hasattr(o, "HasField") else str(o)
+                    for o in reply.applied_opts)
+            return self._opts_cache[key]
+        opts = prg.p.applied_opts or ()
+        return " ".join(_opt_str(o.op.name, o.axis, o.arg) for o in opts)
+
+
+class TorchBackend:
+    def __init__(self, model: str, threads: int):
+        import torch
+        torch.set_num_threads(threads)
+        from . import torch_models
+        self.model = torch_models.MODELS[model]()
+
+    def sample(self) -> dict:
+        return self.model.run_sample()
+
+
+def main() -> None:
+    model, backend = sys.argv[1], sys.argv[2]
+    impl: Any = None
+    out = sys.stdout
+    sys.stdout = sys.stderr  # whatever the libraries print stays off the protocol
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        reply: dict[str, Any] = {}
+        try:
+            if cmd["cmd"] == "init":
+                st = time.perf_counter()
+                if backend in ("tinygrad", "uopd"):
+                    impl = TinygradBackend(model, "CPU" if backend == "tinygrad" else "UOPD")
+                else:
+                    impl = TorchBackend(model, int(backend[len("torch"):] or 1))
+                reply["output"] = impl.sample()
+                reply["seconds"] = time.perf_counter() - st
+                reply["units"] = impl.model.units()
+            elif cmd["cmd"] == "sample":
+                st = time.perf_counter()
+                reply["output"] = impl.sample()
+                reply["seconds"] = time.perf_counter() - st
+            elif cmd["cmd"] == "kernels":
+                reply["kernels"] = impl.kernels(int(cmd.get("reps", 5)), cmd.get("alt_opts"))
+            elif cmd["cmd"] == "export":
+                reply["paths"] = impl.export(cmd["out"], model)
+            elif cmd["cmd"] == "quit":
+                break
+        except Exception as e:  # the driver reports it and goes on without this backend
+            import traceback
+            reply = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
