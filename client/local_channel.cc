@@ -98,8 +98,10 @@ absl::StatusOr<v1::ExecuteResponse> LocalChannel::Execute(const v1::ExecuteReque
 
 absl::StatusOr<std::string> LocalChannel::CreateBuffer(const std::string& device,
                                                        v1::DType::Scalar dtype, int64_t size,
-                                                       const std::string& initial) {
+                                                       const std::string& initial,
+                                                       const std::string& session) {
   v1::LocalCall call;
+  call.set_session(session);
   v1::CreateBufferRequest* request = call.mutable_create_buffer();
   request->set_device(device);
   request->set_dtype(dtype);

@@ -37,9 +37,11 @@ class LocalChannel {
                                               absl::Duration timeout = absl::InfiniteDuration());
   absl::StatusOr<v1::ExecuteResponse> Execute(const v1::ExecuteRequest& request,
                                               absl::Duration timeout = absl::InfiniteDuration());
-  // Returns the handle.
+  // Returns the handle. `session`: a session of this identity's (Client::Session()) that the
+  // buffer is freed with; "" for none.
   absl::StatusOr<std::string> CreateBuffer(const std::string& device, v1::DType::Scalar dtype,
-                                           int64_t size, const std::string& initial = "");
+                                           int64_t size, const std::string& initial = "",
+                                           const std::string& session = "");
   absl::Status FreeBuffer(const std::string& handle);
   absl::Status WriteBufferSmall(const std::string& handle, const std::string& bytes,
                                 int64_t offset = 0);

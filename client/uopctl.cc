@@ -327,6 +327,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<uopd::v1::Optimization> optimization = OptimizationOf(optimize);
   if (!optimization.ok()) return Fail(optimization.status());
   uopd::ClientOptions options;
+  // What `uopctl run` makes is the daemon's to free when uopctl exits, Ctrl-C included.
+  options.session = true;
   if (const char* token = std::getenv("UOPD_TOKEN")) options.token = token;
   // Files, not flags, for secrets: a flag's value is visible to every user in `ps`.
   for (auto [path, out] :

@@ -60,6 +60,66 @@ Client::Client(const std::string& address, ClientOptions options)
       kernels_(v1::KernelService::NewStub(channel_)),
       cache_(v1::CacheService::NewStub(channel_)) {}
 
+Client::~Client() { CloseSession(); }
+
+absl::StatusOr<std::string> Client::Session() {
+  absl::MutexLock lock(&session_mu_);
+  if (!options_.session || sessions_unsupported_) return std::string();
+  if (!session_.id.empty()) return session_.id;
+  // No deadline: the call is the session, and lives as long as it does.
+  OpenedSession opened{"", NewContext(), nullptr};
+  opened.reader = kernels_->OpenSession(opened.context.get(), v1::OpenSessionRequest());
+  v1::OpenSessionResponse first;
+  if (!opened.reader->Read(&first)) {
+    const grpc::Status status = opened.reader->Finish();
+    if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      sessions_unsupported_ = true;  // a daemon from before sessions: resources as before
+      return std::string();
+    }
+    return FromGrpcStatus(status);
+  }
+  opened.id = first.session_id();
+  session_ = std::move(opened);
+  return session_.id;
+}
+
+void Client::EndSession(OpenedSession& session) {
+  if (session.reader == nullptr) return;
+  session.context->TryCancel();
+  v1::OpenSessionResponse ignored;
+  while (session.reader->Read(&ignored)) {
+  }
+  (void)session.reader->Finish();  // CANCELLED: the end asked for
+  session = OpenedSession();
+}
+
+void Client::CloseSession() {
+  absl::MutexLock lock(&session_mu_);
+  EndSession(session_);
+}
+
+template <typename Response, typename Call>
+absl::StatusOr<Response> Client::Creating(Call call) {
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<std::string> session = Session();
+    if (!session.ok()) return session.status();
+    std::unique_ptr<grpc::ClientContext> context = NewContext();
+    if (!session->empty()) context->AddMetadata("uopd-session", *session);
+    Response response;
+    const grpc::Status status = call(context.get(), &response);
+    if (status.ok()) return response;
+    // The daemon no longer knows the session (it restarted, or the session's connection
+    // broke): its resources are gone already; this one goes in a new session.
+    if (attempt == 0 && !session->empty() && status.error_code() == grpc::StatusCode::NOT_FOUND &&
+        status.error_message().find(*session) != std::string::npos) {
+      absl::MutexLock lock(&session_mu_);
+      if (session_.id == *session) EndSession(session_);
+      continue;
+    }
+    return FromGrpcStatus(status);
+  }
+}
+
 bool Client::WaitForReady(double seconds) {
   auto deadline = std::chrono::system_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -89,7 +149,7 @@ absl::StatusOr<std::string> Client::CreateBuffer(const std::string& device, v1::
   request.set_size(size);
   request.set_initial(initial);
   auto response =
-      Unary<v1::CreateBufferResponse>([&](grpc::ClientContext* c, v1::CreateBufferResponse* r) {
+      Creating<v1::CreateBufferResponse>([&](grpc::ClientContext* c, v1::CreateBufferResponse* r) {
         return kernels_->CreateBuffer(c, request, r);
       });
   if (!response.ok()) return response.status();
@@ -173,7 +233,7 @@ absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& re
 }
 
 absl::StatusOr<v1::PrepareResponse> Client::Prepare(const v1::PrepareRequest& request) {
-  return Unary<v1::PrepareResponse>([&](grpc::ClientContext* c, v1::PrepareResponse* r) {
+  return Creating<v1::PrepareResponse>([&](grpc::ClientContext* c, v1::PrepareResponse* r) {
     return kernels_->Prepare(c, request, r);
   });
 }

@@ -6,7 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -21,6 +23,12 @@ struct ClientOptions {
   std::string tls_cert_chain;   // client certificate, for servers that require one
   std::string tls_private_key;  // its key
   std::string tls_server_name;  // the name to verify the server's certificate for, if not the host
+  // A session (OpenSession): opened on the first CreateBuffer or Prepare, named by those calls,
+  // and ended when the Client goes (or CloseSession), whereupon the daemon frees every buffer
+  // and plan made in it, also when this process is killed. Without one, they stay until freed
+  // or idle past the daemon's --idle_ttl (and with a token, outlive this connection). A daemon
+  // without sessions (UNIMPLEMENTED) is used without.
+  bool session = false;
 };
 
 // Safe for concurrent use (gRPC stubs are). One connection of its own: without a token, one
@@ -29,6 +37,9 @@ class Client {
  public:
   // Connects lazily to `address` ("127.0.0.1:50051", "unix:/run/uopd.sock").
   explicit Client(const std::string& address, ClientOptions options = {});
+  ~Client();  // ends the session, if one is open
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
 
   absl::StatusOr<v1::ListDevicesResponse> ListDevices();
   // `timeout`: the call's deadline from now (DEADLINE_EXCEEDED past it; the server abandons
@@ -58,6 +69,14 @@ class Client {
   absl::StatusOr<v1::OpenLocalChannelResponse> OpenLocalChannel();
   absl::StatusOr<v1::CacheStatsResponse> CacheStats();
 
+  // The session this client's buffers and plans are made in, opened now if it is not yet ("":
+  // none, as the option is off or the daemon has no sessions). What a LocalChannel's
+  // CreateBuffer names to make its buffer in the session too.
+  absl::StatusOr<std::string> Session();
+  // Ends the session (the daemon frees what was made in it); the next CreateBuffer or Prepare
+  // opens another.
+  void CloseSession();
+
   // Waits until the server answers (or `seconds` pass).
   bool WaitForReady(double seconds);
 
@@ -67,11 +86,26 @@ class Client {
       absl::Duration timeout = absl::InfiniteDuration()) const;
   template <typename Response, typename Call>
   absl::StatusOr<Response> Unary(Call call, absl::Duration timeout = absl::InfiniteDuration());
+  // A call that creates a resource: in the session, when there is one; made again in a new
+  // session once if the daemon says the session has ended (restarted, or the connection broke).
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Creating(Call call);
+
+  // The open session's call: held open, and cancelled to end the session.
+  struct OpenedSession {
+    std::string id;
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientReader<v1::OpenSessionResponse>> reader;
+  };
+  void EndSession(OpenedSession& session);
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KernelService::Stub> kernels_;
   std::unique_ptr<v1::CacheService::Stub> cache_;
+  absl::Mutex session_mu_;
+  OpenedSession session_ ABSL_GUARDED_BY(session_mu_);
+  bool sessions_unsupported_ ABSL_GUARDED_BY(session_mu_) = false;
 };
 
 absl::Status FromGrpcStatus(const grpc::Status& status);

@@ -24,7 +24,7 @@ bool IsHexDigest(absl::string_view text) {
 }
 
 // The bearer token of the call, "" when it presents none.
-std::string BearerToken(const grpc::ServerContext& context) {
+std::string BearerToken(const grpc::ServerContextBase& context) {
   auto found = context.client_metadata().find("authorization");
   if (found == context.client_metadata().end()) return "";
   absl::string_view value(found->second.data(), found->second.size());
@@ -36,12 +36,12 @@ std::string BearerToken(const grpc::ServerContext& context) {
 
 // The id of the call's connection: random, kept as a property of the connection's auth context
 // (gRPC makes one per connection and shares it with every call on it).
-std::string ConnectionId(const grpc::ServerContext& context) {
+std::string ConnectionId(const grpc::ServerContextBase& context) {
   // One lock for every connection: the first call on a connection adds the property, others
   // read it, and none of them may see the property array while it grows.
   static absl::Mutex mu(absl::kConstInit);
   grpc_auth_context* auth =
-      grpc_call_auth_context(const_cast<grpc::ServerContext&>(context).c_call());
+      grpc_call_auth_context(const_cast<grpc::ServerContextBase&>(context).c_call());
   if (auth == nullptr) return RandomHex128();  // no context: a connection of its own
   absl::MutexLock lock(&mu);
   grpc_auth_property_iterator it =
@@ -124,7 +124,7 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromText(const std
   return auth;
 }
 
-Identity Authenticator::Anonymous(const grpc::ServerContext& context) const {
+Identity Authenticator::Anonymous(const grpc::ServerContextBase& context) const {
   Identity who;
   who.id = absl::StrCat("conn:", ConnectionId(context));
   who.quota_key = HostQuotaKey(context.peer());
@@ -133,7 +133,7 @@ Identity Authenticator::Anonymous(const grpc::ServerContext& context) const {
   return who;
 }
 
-absl::StatusOr<Identity> Authenticator::Authenticate(const grpc::ServerContext& context) const {
+absl::StatusOr<Identity> Authenticator::Authenticate(const grpc::ServerContextBase& context) const {
   const std::string token = BearerToken(context);
   const Named* named = nullptr;
   if (!token.empty()) {

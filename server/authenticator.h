@@ -41,7 +41,7 @@ class Authenticator {
                                                                  const std::string& source,
                                                                  uint32_t anonymous_rights);
 
-  absl::StatusOr<Identity> Authenticate(const grpc::ServerContext& context) const;
+  absl::StatusOr<Identity> Authenticate(const grpc::ServerContextBase& context) const;
 
   int identities() const { return static_cast<int>(named_.size()); }
   uint32_t anonymous_rights() const { return anonymous_rights_; }
@@ -52,7 +52,7 @@ class Authenticator {
     uint32_t rights = 0;
   };
   Authenticator() = default;
-  Identity Anonymous(const grpc::ServerContext& context) const;
+  Identity Anonymous(const grpc::ServerContextBase& context) const;
 
   absl::flat_hash_map<std::string, Named> by_token_digest_;  // hex SHA-256 of the token
   absl::flat_hash_map<std::string, Named> by_certificate_;   // x509 common name

@@ -8,6 +8,7 @@
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
 #include "server/request_builder.h"
+#include "server/session_reactor.h"
 
 namespace uopd {
 namespace {
@@ -16,6 +17,13 @@ constexpr int64_t kDefaultChunk = 1 << 20;
 constexpr int64_t kMaxChunk = (4 << 20) - (64 << 10);  // under the 4 MiB message limit
 // Outputs returned inline must fit one response.
 constexpr int64_t kMaxInlineReturn = (4 << 20) - (256 << 10);
+
+// The session a call names in its `uopd-session` metadata (OpenSession), "" for none.
+std::string SessionOf(const grpc::ServerContextBase& context) {
+  auto found = context.client_metadata().find("uopd-session");
+  if (found == context.client_metadata().end()) return "";
+  return std::string(found->second.data(), found->second.size());
+}
 
 absl::Status CheckAlive(const grpc::ServerContext& context) {
   if (context.IsCancelled()) return absl::CancelledError("the call was cancelled");
@@ -237,7 +245,10 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
 
 absl::Status KernelServiceImpl::DoCreateBuffer(const Identity& who,
                                                const v1::CreateBufferRequest& request,
+                                               const std::string& session,
                                                v1::CreateBufferResponse* response) {
+  // Before any memory is touched; AddBuffer checks again, as the session may end meanwhile.
+  if (!session.empty()) UOPD_RETURN_IF_ERROR(ctx_.resources.CheckSession(who, session));
   UOPD_ASSIGN_OR_RETURN(Scalar dtype, BufferDtype(request.dtype()));
   UOPD_ASSIGN_OR_RETURN(int64_t bytes, BufferBytes(dtype, request.size()));
   if (!request.initial().empty() && static_cast<int64_t>(request.initial().size()) != bytes) {
@@ -251,7 +262,8 @@ absl::Status KernelServiceImpl::DoCreateBuffer(const Identity& who,
         device->allocator().CopyIn(storage->data(), request.initial().data(), bytes));
   }
   UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
-  UOPD_ASSIGN_OR_RETURN(std::string handle, ctx_.resources.AddBuffer(who, std::move(view)));
+  UOPD_ASSIGN_OR_RETURN(std::string handle,
+                        ctx_.resources.AddBuffer(who, std::move(view), session));
   response->set_handle(handle);
   response->set_bytes(bytes);
   return absl::OkStatus();
@@ -260,8 +272,9 @@ absl::Status KernelServiceImpl::DoCreateBuffer(const Identity& who,
 grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                              const v1::CreateBufferRequest* request,
                                              v1::CreateBufferResponse* response) {
-  return Serve("CreateBuffer", *context, kRightRun,
-               [&](const Identity& who) { return DoCreateBuffer(who, *request, response); });
+  return Serve("CreateBuffer", *context, kRightRun, [&](const Identity& who) {
+    return DoCreateBuffer(who, *request, SessionOf(*context), response);
+  });
 }
 
 namespace {
@@ -426,6 +439,9 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
                                         const v1::PrepareRequest* request,
                                         v1::PrepareResponse* response) {
   return Serve("Prepare", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+    // Checked before compiling; AddPlan checks again, as the session may end meanwhile.
+    const std::string session = SessionOf(*context);
+    if (!session.empty()) UOPD_RETURN_IF_ERROR(ctx_.resources.CheckSession(who, session));
     RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
@@ -446,8 +462,9 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
       for (const Opt& opt : k.program->applied) *info->add_applied_opts() = EncodeOpt(opt);
       for (int dep : k.dependencies) info->add_dependencies(dep);
     }
-    UOPD_ASSIGN_OR_RETURN(std::string id,
-                          ctx_.resources.AddPlan(who, std::move(plan), std::move(built.handles)));
+    UOPD_ASSIGN_OR_RETURN(
+        std::string id,
+        ctx_.resources.AddPlan(who, std::move(plan), std::move(built.handles), session));
     response->set_plan_id(id);
     return absl::OkStatus();
   });
@@ -495,6 +512,19 @@ grpc::Status KernelServiceImpl::OpenLocalChannel(grpc::ServerContext* context,
   });
 }
 
+grpc::ServerWriteReactor<v1::OpenSessionResponse>* KernelServiceImpl::OpenSession(
+    grpc::CallbackServerContext* context, const v1::OpenSessionRequest*) {
+  // Recorded as the opening (its latency, and a refusal's code), not the session's lifetime,
+  // and counted for a drain only while it opens: an open session is no call in flight.
+  std::string session;
+  const grpc::Status opened =
+      Serve("OpenSession", *context, kRightRun, [&](const Identity& who) -> absl::Status {
+        UOPD_ASSIGN_OR_RETURN(session, ctx_.resources.OpenSession(who));
+        return absl::OkStatus();
+      });
+  return new SessionReactor(ctx_.resources, opened, std::move(session));
+}
+
 v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::LocalCall& call,
                                              std::function<bool()> gone) {
   v1::LocalReply reply;
@@ -519,7 +549,8 @@ v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::Loca
       case v1::LocalCall::kExecute:
         return DoExecute(who, call.execute(), end, reply.mutable_execute());
       case v1::LocalCall::kCreateBuffer:
-        return DoCreateBuffer(who, call.create_buffer(), reply.mutable_create_buffer());
+        return DoCreateBuffer(who, call.create_buffer(), call.session(),
+                              reply.mutable_create_buffer());
       case v1::LocalCall::kFreeBuffer:
         return DoFreeBuffer(who, call.free_buffer(), reply.mutable_free_buffer());
       case v1::LocalCall::kWriteBufferSmall:

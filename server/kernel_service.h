@@ -45,8 +45,11 @@ struct ServiceContext {
   std::string local_socket_path;
 };
 
-// Safe for concurrent use (gRPC calls it from many threads).
-class KernelServiceImpl final : public v1::KernelService::Service {
+// Safe for concurrent use (gRPC calls it from many threads). OpenSession is served through
+// gRPC's callback API (server/session_reactor.h), so that an open session holds no thread; the
+// other methods are synchronous.
+class KernelServiceImpl final
+    : public v1::KernelService::WithCallbackMethod_OpenSession<v1::KernelService::Service> {
  public:
   explicit KernelServiceImpl(ServiceContext ctx) : ctx_(ctx) {}
 
@@ -78,6 +81,8 @@ class KernelServiceImpl final : public v1::KernelService::Service {
   grpc::Status OpenLocalChannel(grpc::ServerContext* context,
                                 const v1::OpenLocalChannelRequest* request,
                                 v1::OpenLocalChannelResponse* response) override;
+  grpc::ServerWriteReactor<v1::OpenSessionResponse>* OpenSession(
+      grpc::CallbackServerContext* context, const v1::OpenSessionRequest* request) override;
 
   // One call of a local-socket connection acting as `who`: the method's own checks, work and
   // answer, as over gRPC, stopping past the call's timeout or once `gone` (the client hung up).
@@ -86,7 +91,7 @@ class KernelServiceImpl final : public v1::KernelService::Service {
 
  private:
   template <typename Body>
-  grpc::Status Serve(const char* method, const grpc::ServerContext& context,
+  grpc::Status Serve(const char* method, const grpc::ServerContextBase& context,
                      std::optional<Right> right, Body&& body) {
     return ServeRpc(RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth}, method, context, right,
                     std::forward<Body>(body));
@@ -99,9 +104,10 @@ class KernelServiceImpl final : public v1::KernelService::Service {
                    const RunWatchdog::Watch& watch,
                    google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                    google::protobuf::RepeatedPtrField<v1::BufferData>* outputs);
-  // The bodies of the methods the local socket serves too, after authentication.
+  // The bodies of the methods the local socket serves too, after authentication. `session`:
+  // the session the call names ("" for none), which the buffer then belongs to.
   absl::Status DoCreateBuffer(const Identity& who, const v1::CreateBufferRequest& request,
-                              v1::CreateBufferResponse* response);
+                              const std::string& session, v1::CreateBufferResponse* response);
   absl::Status DoWriteBufferSmall(const Identity& who, const v1::WriteBufferChunk& request,
                                   v1::WriteBufferResponse* response);
   absl::Status DoReadBufferSmall(const Identity& who, const v1::ReadBufferRequest& request,

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -110,6 +111,13 @@ ABSL_FLAG(int64_t, max_client_bytes, 0,
           "plans until freed, bytes (0 = a quarter of the host's memory)");
 ABSL_FLAG(int64_t, max_total_bytes, 0,
           "memory of all clients together, bytes (0 = three quarters of the host's memory)");
+ABSL_FLAG(int64_t, max_sessions_per_client, 256,
+          "sessions (OpenSession) one identity (anonymous: one source host) may have open");
+ABSL_FLAG(int64_t, max_sessions, 4096, "sessions all clients together may have open");
+ABSL_FLAG(absl::Duration, keepalive, absl::Seconds(60),
+          "ping a connection that has calls open (sessions) after this long without traffic; one "
+          "whose peer does not answer within 20 s is closed, ending its calls and sessions "
+          "(0: gRPC's default, 2 hours)");
 ABSL_FLAG(std::string, identities, "",
           "identity file: NAME RIGHTS token:TOKEN|sha256:HEX|x509:COMMON_NAME per line");
 ABSL_FLAG(std::string, anonymous_rights, "",
@@ -366,6 +374,8 @@ int Run() {
   if (int64_t v = absl::GetFlag(FLAGS_max_buffer_bytes); v > 0) limits.max_buffer_bytes = v;
   if (int64_t v = absl::GetFlag(FLAGS_max_client_bytes); v > 0) limits.max_identity_bytes = v;
   if (int64_t v = absl::GetFlag(FLAGS_max_total_bytes); v > 0) limits.max_total_bytes = v;
+  limits.max_identity_sessions = std::max<int64_t>(0, absl::GetFlag(FLAGS_max_sessions_per_client));
+  limits.max_sessions = std::max<int64_t>(0, absl::GetFlag(FLAGS_max_sessions));
   ResourceRegistry resources(limits);
 
   AuthConfig auth_config;
@@ -436,6 +446,19 @@ int Run() {
   // Idle request threads poll with this timeout; the default (10 s) is how long a drain can
   // wait on them.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 250);
+  // A client whose machine vanished (no FIN, no RST) leaves a connection gRPC believes open,
+  // and with it the client's sessions and their memory: ping such connections, and close those
+  // that do not answer. Pings go out without data in between (a session sends nothing after
+  // its first message), so neither the count nor the interval of those may stop them.
+  if (const absl::Duration keepalive = absl::GetFlag(FLAGS_keepalive);
+      keepalive > absl::ZeroDuration()) {
+    const int ms = static_cast<int>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(keepalive), std::numeric_limits<int>::max()));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, ms);
+  }
   builder.experimental().SetInterceptorCreators(MalformedRequestInterceptors());
   builder.RegisterService(&kernel_service);
   builder.RegisterService(&cache_service);

@@ -161,9 +161,22 @@ class LiveCollector : public prometheus::Collectable {
         "uopd_buffers", "Client buffers held.", MetricType::Gauge, {Sample(r.buffers, {}, false)}};
     prometheus::MetricFamily plans{
         "uopd_plans", "Prepared plans held.", MetricType::Gauge, {Sample(r.plans, {}, false)}};
+    prometheus::MetricFamily sessions{"uopd_sessions",
+                                      "Client sessions open (OpenSession calls held open).",
+                                      MetricType::Gauge,
+                                      {Sample(r.sessions, {}, false)}};
+    prometheus::MetricFamily sessions_ended{"uopd_sessions_ended_total",
+                                            "Client sessions ended (their client went).",
+                                            MetricType::Counter,
+                                            {Sample(r.sessions_ended, {}, true)}};
+    prometheus::MetricFamily session_freed{
+        "uopd_session_freed_total",
+        "Buffers and plans freed because the session they were created in ended.",
+        MetricType::Counter,
+        {Sample(r.session_freed, {}, true)}};
     std::vector<prometheus::MetricFamily> families = {
-        requests,        evictions,    bytes,        entries, errors, compilations,
-        compile_seconds, device_bytes, buffer_bytes, buffers, plans};
+        requests,     evictions,    bytes,   entries, errors,   compilations,   compile_seconds,
+        device_bytes, buffer_bytes, buffers, plans,   sessions, sessions_ended, session_freed};
     for (auto* family : {&read_bytes, &written_bytes, &breaker, &publish, &publish_queue}) {
       if (!family->metric.empty()) families.push_back(*family);
     }

@@ -25,7 +25,8 @@ struct RpcEnv {
   const Authenticator* auth = nullptr;
 };
 
-inline absl::StatusOr<Identity> CallerOf(const RpcEnv& env, const grpc::ServerContext& context) {
+inline absl::StatusOr<Identity> CallerOf(const RpcEnv& env,
+                                         const grpc::ServerContextBase& context) {
   if (env.auth == nullptr) return Identity{"anonymous", "anonymous", kAllRights, true};
   return env.auth->Authenticate(context);
 }
@@ -33,7 +34,7 @@ inline absl::StatusOr<Identity> CallerOf(const RpcEnv& env, const grpc::ServerCo
 // Serves one RPC: `body(const Identity&)` returns the call's absl::Status. `right`, when set,
 // is what the caller must hold (PERMISSION_DENIED otherwise).
 template <typename Body>
-grpc::Status ServeRpc(const RpcEnv& env, std::string method, const grpc::ServerContext& context,
+grpc::Status ServeRpc(const RpcEnv& env, std::string method, const grpc::ServerContextBase& context,
                       std::optional<Right> right, Body&& body) {
   RpcScope scope(env.metrics, env.drain, method);
   if (!scope.admitted()) return scope.Refused();

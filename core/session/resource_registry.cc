@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/util/status_macros.h"
 
 namespace uopd {
 namespace {
@@ -76,8 +77,87 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> ResourceRegistry::Allocate(const I
   return std::shared_ptr<DeviceBuffer>(std::move(charge), raw);
 }
 
-absl::StatusOr<std::string> ResourceRegistry::AddBuffer(const Identity& who, BufferView view) {
+absl::StatusOr<std::string> ResourceRegistry::OpenSession(const Identity& who) {
   absl::MutexLock lock(&mu_);
+  Counts& counts = counts_[who.quota_key];
+  if (counts.sessions + 1 > limits_.max_identity_sessions) {
+    return absl::ResourceExhaustedError(absl::StrCat("this client already has ", counts.sessions,
+                                                     " sessions open, the limit: close one"));
+  }
+  if (static_cast<int64_t>(sessions_.size()) + 1 > limits_.max_sessions) {
+    return absl::ResourceExhaustedError(absl::StrCat("the server already has ", sessions_.size(),
+                                                     " sessions open, the limit: try later"));
+  }
+  std::string id = absl::StrCat("sess-", RandomHex128());
+  counts.sessions += 1;
+  sessions_[id] = SessionEntry{who.id, who.quota_key, {}, {}};
+  return id;
+}
+
+absl::Status ResourceRegistry::CheckSessionLocked(const Identity& who,
+                                                  const std::string& session) const {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end() || it->second.owner != who.id) {
+    return absl::NotFoundError(absl::StrCat("no open session '", session,
+                                            "' for this client (it ended, or is not yours)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResourceRegistry::CheckSession(const Identity& who, const std::string& session) const {
+  absl::MutexLock lock(&mu_);
+  return CheckSessionLocked(who, session);
+}
+
+int ResourceRegistry::EndSession(const std::string& session) {
+  std::vector<BufferView> buffers;  // destroyed after the lock: they may free memory
+  std::vector<std::shared_ptr<ExecutionPlan>> plans;
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return 0;
+  SessionEntry ended = std::move(it->second);
+  sessions_.erase(it);
+  Counts& counts = counts_[ended.quota_key];
+  counts.sessions -= 1;
+  // As FreeBuffer and ReleasePlan would: memory a plan of another session (or of none) still
+  // holds stays, charged, until that plan goes.
+  for (const std::string& id : ended.plans) {
+    auto plan = plans_.find(id);
+    if (plan == plans_.end()) continue;
+    counts_[plan->second.quota_key].plans -= 1;
+    plans.push_back(std::move(plan->second.plan));
+    plans_.erase(plan);
+  }
+  for (const std::string& handle : ended.buffers) {
+    auto buffer = buffers_.find(handle);
+    if (buffer == buffers_.end()) continue;
+    counts_[buffer->second.quota_key].buffers -= 1;
+    buffers.push_back(std::move(buffer->second.view));
+    buffers_.erase(buffer);
+  }
+  const int freed = static_cast<int>(buffers.size() + plans.size());
+  sessions_ended_ += 1;
+  session_freed_ += freed;
+  return freed;
+}
+
+void ResourceRegistry::ForgetInSession(const BufferEntry& entry, const std::string& handle) {
+  if (entry.session.empty()) return;
+  if (auto it = sessions_.find(entry.session); it != sessions_.end()) {
+    it->second.buffers.erase(handle);
+  }
+}
+
+void ResourceRegistry::ForgetInSession(const PlanEntry& entry, const std::string& id) {
+  if (entry.session.empty()) return;
+  if (auto it = sessions_.find(entry.session); it != sessions_.end()) it->second.plans.erase(id);
+}
+
+absl::StatusOr<std::string> ResourceRegistry::AddBuffer(const Identity& who, BufferView view,
+                                                        const std::string& session) {
+  absl::MutexLock lock(&mu_);
+  // Checked under the lock that adds: a session that ends meanwhile cannot miss the buffer.
+  if (!session.empty()) UOPD_RETURN_IF_ERROR(CheckSessionLocked(who, session));
   Counts& counts = counts_[who.quota_key];
   if (counts.buffers + 1 > limits_.max_identity_buffers) {
     return absl::ResourceExhaustedError(
@@ -85,7 +165,8 @@ absl::StatusOr<std::string> ResourceRegistry::AddBuffer(const Identity& who, Buf
   }
   std::string handle = absl::StrCat("buf-", RandomHex128());
   counts.buffers += 1;
-  buffers_[handle] = BufferEntry{who.id, who.quota_key, std::move(view), absl::Now()};
+  buffers_[handle] = BufferEntry{who.id, who.quota_key, std::move(view), absl::Now(), session};
+  if (!session.empty()) sessions_[session].buffers.insert(handle);
   return handle;
 }
 
@@ -104,6 +185,7 @@ absl::Status ResourceRegistry::FreeBuffer(const Identity& who, const std::string
   auto it = buffers_.find(handle);
   if (it == buffers_.end() || it->second.owner != who.id) return NotFound("buffer", handle);
   counts_[it->second.quota_key].buffers -= 1;
+  ForgetInSession(it->second, handle);
   released = std::move(it->second.view);
   buffers_.erase(it);
   return absl::OkStatus();
@@ -111,8 +193,10 @@ absl::Status ResourceRegistry::FreeBuffer(const Identity& who, const std::string
 
 absl::StatusOr<std::string> ResourceRegistry::AddPlan(const Identity& who,
                                                       std::shared_ptr<ExecutionPlan> plan,
-                                                      std::vector<std::string> handles) {
+                                                      std::vector<std::string> handles,
+                                                      const std::string& session) {
   absl::MutexLock lock(&mu_);
+  if (!session.empty()) UOPD_RETURN_IF_ERROR(CheckSessionLocked(who, session));
   Counts& counts = counts_[who.quota_key];
   if (counts.plans + 1 > limits_.max_identity_plans) {
     return absl::ResourceExhaustedError(
@@ -120,7 +204,9 @@ absl::StatusOr<std::string> ResourceRegistry::AddPlan(const Identity& who,
   }
   std::string id = absl::StrCat("plan-", RandomHex128());
   counts.plans += 1;
-  plans_[id] = PlanEntry{who.id, who.quota_key, std::move(plan), std::move(handles), absl::Now()};
+  plans_[id] =
+      PlanEntry{who.id, who.quota_key, std::move(plan), std::move(handles), absl::Now(), session};
+  if (!session.empty()) sessions_[session].plans.insert(id);
   return id;
 }
 
@@ -146,6 +232,7 @@ absl::Status ResourceRegistry::ReleasePlan(const Identity& who, const std::strin
   auto it = plans_.find(id);
   if (it == plans_.end() || it->second.owner != who.id) return NotFound("plan", id);
   counts_[it->second.quota_key].plans -= 1;
+  ForgetInSession(it->second, id);
   released = std::move(it->second.plan);
   plans_.erase(it);
   return absl::OkStatus();
@@ -158,6 +245,7 @@ int ResourceRegistry::ReapIdle(absl::Time now) {
   for (auto it = buffers_.begin(); it != buffers_.end();) {
     if (now - it->second.last_used > limits_.idle_ttl) {
       counts_[it->second.quota_key].buffers -= 1;
+      ForgetInSession(it->second, it->first);
       buffers.push_back(std::move(it->second.view));
       buffers_.erase(it++);
     } else {
@@ -167,6 +255,7 @@ int ResourceRegistry::ReapIdle(absl::Time now) {
   for (auto it = plans_.begin(); it != plans_.end();) {
     if (now - it->second.last_used > limits_.idle_ttl) {
       counts_[it->second.quota_key].plans -= 1;
+      ForgetInSession(it->second, it->first);
       plans.push_back(std::move(it->second.plan));
       plans_.erase(it++);
     } else {
@@ -188,6 +277,9 @@ RegistryStats ResourceRegistry::stats() const {
     }
     stats.plans = static_cast<int64_t>(plans_.size());
     stats.reclaimed = reclaimed_;
+    stats.sessions = static_cast<int64_t>(sessions_.size());
+    stats.sessions_ended = sessions_ended_;
+    stats.session_freed = session_freed_;
   }
   absl::MutexLock lock(&ledger_->mu);
   stats.charged_bytes = ledger_->total;

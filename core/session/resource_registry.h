@@ -11,6 +11,13 @@
 //
 // Resources idle past a TTL are reclaimed; a buffer a plan uses counts as used whenever the
 // plan runs.
+//
+// Sessions end resources with their client: a session is opened by one identity, and a buffer
+// or plan created naming it belongs to it as well as to the identity. Ending the session (the
+// server does when the client's session call ends: closed, or the process gone) frees all of
+// them at once, each as FreeBuffer or ReleasePlan would. Session ids are 128 random bits; a
+// session another identity opened is NOT_FOUND, as if it did not exist. Sessions are bounded
+// per quota key and in all, as buffers and plans are.
 #ifndef UOPD_CORE_SESSION_RESOURCE_REGISTRY_H_
 #define UOPD_CORE_SESSION_RESOURCE_REGISTRY_H_
 
@@ -20,6 +27,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/plan/device_buffer.h"
@@ -35,6 +43,8 @@ struct RegistryLimits {
   int64_t max_total_bytes = int64_t{12} << 30;    // everything charged to anyone
   int64_t max_identity_buffers = 100'000;
   int64_t max_identity_plans = 10'000;
+  int64_t max_identity_sessions = 256;  // open at once, per quota key
+  int64_t max_sessions = 4096;          // open at once, in all
 
   // Defaults for a host with `memory_bytes` of RAM: a quarter per buffer and per identity,
   // three quarters in all, so no set of clients can take the host's memory.
@@ -46,7 +56,10 @@ struct RegistryStats {
   int64_t buffer_bytes = 0;   // behind handles
   int64_t charged_bytes = 0;  // all memory charged to quotas (handles, plans, calls in flight)
   int64_t plans = 0;
-  int64_t reclaimed = 0;  // resources freed for being idle, since start
+  int64_t reclaimed = 0;       // resources freed for being idle, since start
+  int64_t sessions = 0;        // open now
+  int64_t sessions_ended = 0;  // since start
+  int64_t session_freed = 0;   // buffers and plans freed by their session's end, since start
 };
 
 // Safe for concurrent use.
@@ -59,13 +72,29 @@ class ResourceRegistry {
   absl::StatusOr<std::shared_ptr<DeviceBuffer>> Allocate(const Identity& who, Device& device,
                                                          int64_t bytes);
 
-  absl::StatusOr<std::string> AddBuffer(const Identity& who, BufferView view);
+  // A new session of `who`'s: its id ("sess-" and 32 hex digits). RESOURCE_EXHAUSTED naming
+  // the bound when `who`'s quota key, or the server, has as many open as it may.
+  absl::StatusOr<std::string> OpenSession(const Identity& who);
+  // OK when `session` is open and `who`'s; NOT_FOUND otherwise (another identity's session is
+  // indistinguishable from none).
+  absl::Status CheckSession(const Identity& who, const std::string& session) const;
+  // Ends the session and frees what was created in it; returns how many buffers and plans that
+  // was (0 for a session that is not open). Only the session's own call ends it: whoever holds
+  // the id ends nothing by knowing it.
+  int EndSession(const std::string& session);
+
+  // `session`: "" or an open session of `who`'s that the buffer also belongs to (NOT_FOUND
+  // otherwise, and nothing is added).
+  absl::StatusOr<std::string> AddBuffer(const Identity& who, BufferView view,
+                                        const std::string& session = "");
   absl::StatusOr<BufferView> GetBuffer(const Identity& who, const std::string& handle);
   absl::Status FreeBuffer(const Identity& who, const std::string& handle);
 
   // `handles`: the buffer handles the plan was built with; they count as used when it runs.
+  // `session` as for AddBuffer.
   absl::StatusOr<std::string> AddPlan(const Identity& who, std::shared_ptr<ExecutionPlan> plan,
-                                      std::vector<std::string> handles);
+                                      std::vector<std::string> handles,
+                                      const std::string& session = "");
   absl::StatusOr<std::shared_ptr<ExecutionPlan>> GetPlan(const Identity& who,
                                                          const std::string& id);
   absl::Status ReleasePlan(const Identity& who, const std::string& id);
@@ -88,6 +117,7 @@ class ResourceRegistry {
     std::string quota_key;
     BufferView view;
     absl::Time last_used;
+    std::string session;  // "" for none
   };
   struct PlanEntry {
     std::string owner;
@@ -95,19 +125,38 @@ class ResourceRegistry {
     std::shared_ptr<ExecutionPlan> plan;
     std::vector<std::string> handles;
     absl::Time last_used;
+    std::string session;
+  };
+  struct SessionEntry {
+    std::string owner;
+    std::string quota_key;
+    absl::flat_hash_set<std::string> buffers;  // handles created in the session, still held
+    absl::flat_hash_set<std::string> plans;
   };
   struct Counts {
     int64_t buffers = 0;
     int64_t plans = 0;
+    int64_t sessions = 0;
   };
+
+  absl::Status CheckSessionLocked(const Identity& who, const std::string& session) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Takes the buffer (plan) out of its session's list, when it has one.
+  void ForgetInSession(const BufferEntry& entry, const std::string& handle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetInSession(const PlanEntry& entry, const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RegistryLimits limits_;
   const std::shared_ptr<Ledger> ledger_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, BufferEntry> buffers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, PlanEntry> plans_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, SessionEntry> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Counts> counts_ ABSL_GUARDED_BY(mu_);  // by quota key
   int64_t reclaimed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t sessions_ended_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t session_freed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace uopd

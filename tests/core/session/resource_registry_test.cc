@@ -130,5 +130,82 @@ TEST_F(ResourceRegistryTest, ABufferAPlanUsesIsNotIdleWhileThePlanRuns) {
   UOPD_EXPECT_OK(registry.GetBuffer(alice, *handle));
 }
 
+TEST_F(ResourceRegistryTest, EndingASessionFreesWhatWasCreatedInItAndNothingElse) {
+  ResourceRegistry registry;
+  const Identity alice = Named("alice");
+  auto session = registry.OpenSession(alice);
+  UOPD_ASSERT_OK(session);
+  ASSERT_EQ(session->size(), 5 + 32) << *session;  // "sess-" and 32 hex digits
+  auto in_session = registry.AddBuffer(alice, *Bytes(registry, alice, 100), *session);
+  auto outside = registry.AddBuffer(alice, *Bytes(registry, alice, 10));
+  auto freed_early = registry.AddBuffer(alice, *Bytes(registry, alice, 1), *session);
+  UOPD_ASSERT_OK(in_session);
+  UOPD_ASSERT_OK(outside);
+  UOPD_ASSERT_OK(freed_early);
+  UOPD_ASSERT_OK(registry.FreeBuffer(alice, *freed_early));
+  auto plan = registry.AddPlan(alice, nullptr, {*in_session}, *session);
+  UOPD_ASSERT_OK(plan);
+  // A plan outside the session keeps the session's buffer's memory, as after FreeBuffer.
+  BufferView held_elsewhere;
+  {
+    auto view = registry.GetBuffer(alice, *in_session);
+    UOPD_ASSERT_OK(view);
+    held_elsewhere = *view;
+  }
+  EXPECT_EQ(registry.stats().sessions, 1);
+
+  EXPECT_EQ(registry.EndSession(*session), 2) << "the buffer and the plan; the freed one is gone";
+  EXPECT_TRUE(StatusIs(registry.GetBuffer(alice, *in_session), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(registry.GetPlan(alice, *plan), absl::StatusCode::kNotFound));
+  UOPD_EXPECT_OK(registry.GetBuffer(alice, *outside));
+  EXPECT_EQ(registry.ChargedBytes("alice"), 110) << "still held outside the registry";
+  held_elsewhere = BufferView{};
+  EXPECT_EQ(registry.ChargedBytes("alice"), 10);
+  const RegistryStats stats = registry.stats();
+  EXPECT_EQ(stats.sessions, 0);
+  EXPECT_EQ(stats.sessions_ended, 1);
+  EXPECT_EQ(stats.session_freed, 2);
+  EXPECT_EQ(stats.buffers, 1);
+  EXPECT_EQ(registry.EndSession(*session), 0) << "ends once";
+  // An ended session takes nothing more.
+  EXPECT_TRUE(StatusIs(registry.AddBuffer(alice, *Bytes(registry, alice, 1), *session),
+                       absl::StatusCode::kNotFound, {"no open session"}));
+  EXPECT_EQ(registry.ChargedBytes("alice"), 10) << "the refused buffer's memory went with it";
+}
+
+TEST_F(ResourceRegistryTest, OnlyTheOwnerNamesASession) {
+  ResourceRegistry registry;
+  const Identity alice = Named("alice"), bob = Named("bob");
+  auto session = registry.OpenSession(alice);
+  UOPD_ASSERT_OK(session);
+  UOPD_EXPECT_OK(registry.CheckSession(alice, *session));
+  EXPECT_TRUE(StatusIs(registry.CheckSession(bob, *session), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(registry.AddBuffer(bob, *Bytes(registry, bob, 4), *session),
+                       absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(registry.AddPlan(bob, nullptr, {}, *session), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(StatusIs(registry.CheckSession(alice, "sess-made-up"), absl::StatusCode::kNotFound));
+  EXPECT_EQ(registry.stats().buffers, 0);
+  EXPECT_EQ(registry.stats().plans, 0);
+}
+
+TEST_F(ResourceRegistryTest, SessionsAreBoundedPerQuotaKeyAndInAll) {
+  RegistryLimits limits;
+  limits.max_identity_sessions = 2;
+  limits.max_sessions = 3;
+  ResourceRegistry registry(limits);
+  const Identity alice = Named("alice"), bob = Named("bob"), carol = Named("carol");
+  auto first = registry.OpenSession(alice);
+  UOPD_ASSERT_OK(first);
+  UOPD_ASSERT_OK(registry.OpenSession(alice));
+  EXPECT_TRUE(StatusIs(registry.OpenSession(alice), absl::StatusCode::kResourceExhausted,
+                       {"2 sessions open"}));
+  UOPD_ASSERT_OK(registry.OpenSession(bob));
+  EXPECT_TRUE(StatusIs(registry.OpenSession(carol), absl::StatusCode::kResourceExhausted,
+                       {"server already has 3"}));
+  registry.EndSession(*first);
+  UOPD_EXPECT_OK(registry.OpenSession(alice)) << "an ended session no longer counts";
+  EXPECT_TRUE(StatusIs(registry.OpenSession(carol), absl::StatusCode::kResourceExhausted));
+}
+
 }  // namespace
 }  // namespace uopd
