@@ -83,8 +83,10 @@ def test_small_copies_and_the_fallback(daemon: Daemon, small_calls: bool) -> Non
             await buffer.write(b"xyz", offset=3)
             assert await buffer.read(2, 5) == b"\0xyz\0"
             assert client._state.small_calls is not without_small_calls
-            # A loopback client first asks for the daemon's local socket; this one has none.
-            return [call for call in stub.calls if call != "OpenLocalChannel"]
+            # A loopback client first asks for the daemon's local socket (this one has none),
+            # and opens its session with its first buffer.
+            return [call for call in stub.calls
+                    if call not in ("OpenLocalChannel", "OpenSession")]
     calls = run(main(without_small_calls=True))
     # UNIMPLEMENTED once, then streams for this client's life.
     assert calls == ["CreateBuffer", "WriteBufferSmall", "WriteBuffer", "ReadBuffer"]
@@ -252,7 +254,8 @@ def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: Any) -> None:
             await plan.release()
             await out.free()
             await src.free()
-            assert set(stub.calls) == {"OpenLocalChannel", "Prepare", "ReleasePlan"}, stub.calls
+            assert set(stub.calls) == {"OpenSession", "OpenLocalChannel", "Prepare",
+                                       "ReleasePlan"}, stub.calls
 
     try:
         run(main())

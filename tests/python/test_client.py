@@ -259,8 +259,9 @@ def test_buffers_belong_to_their_identity(daemon: Daemon, client: uopd.Client) -
     with uopd.Client(daemon.address, timeout=30) as other:  # another anonymous connection
         with pytest.raises(uopd.NotFound):
             other.read_buffer(mine.handle)
-    # A token's identity spans connections: its handles survive a reconnect.
-    with uopd.Client(daemon.address, token=daemon.admin_token, timeout=30) as first:
+    # A token's identity spans connections: outside a session, its handles survive a reconnect.
+    with uopd.Client(daemon.address, token=daemon.admin_token, timeout=30,
+                     session=False) as first:
         kept = first.create_buffer("INT8", 4, data=b"wxyz")
     with uopd.Client(daemon.address, token=daemon.admin_token, timeout=30) as second:
         assert second.read_buffer(kept.handle) == b"wxyz"
@@ -517,7 +518,8 @@ def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: pathlib.Path,
                             other.run_plan(plan.plan_id)
                         with pytest.raises(uopd.NotFound):
                             other.read_buffer(out.handle)
-            assert set(stub.calls) == {"OpenLocalChannel", "Prepare", "ReleasePlan"}, stub.calls
+            assert set(stub.calls) == {"OpenSession", "OpenLocalChannel", "Prepare",
+                                       "ReleasePlan"}, stub.calls
             with pytest.raises(uopd.NotFound):
                 client.free_buffer(out.handle)  # freed once, on leaving the with block
         with uopd.Client(socket, timeout=30, local_socket=False) as client:
@@ -549,7 +551,7 @@ def test_a_loopback_daemon_has_a_private_local_socket(tmp_path: pathlib.Path) ->
                 assert directory.stat().st_uid == os.getuid()
                 with client.from_numpy(np.arange(4, dtype=np.float32)) as buffer:
                     assert np.array_equal(buffer.numpy(), np.arange(4, dtype=np.float32))
-                assert stub.calls == ["OpenLocalChannel"], stub.calls
+                assert stub.calls == ["OpenLocalChannel", "OpenSession"], stub.calls
     finally:
         d.stop()
     assert not pathlib.Path(path).exists(), "the daemon removes its socket on exit"

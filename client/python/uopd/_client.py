@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
@@ -14,9 +15,10 @@ from uopd._connection import (DEFAULT_ADDRESS, PemLike, Settings, open_channel, 
 from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, KernelLike, PlanBase,
                         RunResult)
 from uopd._dtypes import DTypeLike, Scalar
-from uopd._errors import UopdError, error_from_rpc
+from uopd._errors import NotFound, UopdError, error_from_rpc
 from uopd._local_channel import LOCAL_METHODS, LocalChannel, LocalState
 from uopd._opts import OptimizationLike
+from uopd._session import SESSION_METHODS, SessionState, go_on_without, metadata_with
 from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
@@ -108,6 +110,13 @@ class Client:
     ``local_socket=None`` (the default) does so for ``unix:`` and loopback addresses when the
     daemon has one, ``True`` requires it (for any address), ``False`` never. ``local_socket``
     (the property) says which.
+
+    With ``session=True`` (the default) the buffers and plans the client makes belong to a
+    session, opened on the first of them: the daemon frees them all when the client is closed,
+    or its process exits or is killed, or its connection to the daemon breaks (later calls then
+    make a new session). ``session=False`` keeps them until freed (or idle past the daemon's
+    ``--idle_ttl``), also after the client goes: with a token, another client (a reconnect) can
+    go on using them. Daemons without sessions are used without.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: Optional[str] = None,
@@ -117,7 +126,7 @@ class Client:
                  tls_private_key: Optional[PemLike] = None,
                  tls_server_name: Optional[str] = None, timeout: Optional[float] = None,
                  options: Optional[list[tuple[str, Any]]] = None,
-                 local_socket: Optional[bool] = None) -> None:
+                 local_socket: Optional[bool] = None, session: bool = True) -> None:
         self._settings = Settings(
             address, token=token, token_file=token_file, tls=tls, tls_root_certs=tls_root_certs,
             tls_cert_chain=tls_cert_chain, tls_private_key=tls_private_key,
@@ -126,6 +135,8 @@ class Client:
         self._stubs = stubs(self._channel)
         self._state = _core.ClientState()
         self._local = LocalState(local_socket, address)
+        self._session = SessionState(session)
+        self._session.lock = threading.Lock()
 
     @property
     def address(self) -> str:
@@ -143,7 +154,17 @@ class Client:
         channel = self._local_channel()
         return channel.path if channel is not None else None
 
+    @property
+    def session_id(self) -> Optional[str]:
+        """The id of the session this client's buffers and plans are made in while it is open,
+        else None (none made yet, ``session=False``, or a daemon without sessions)."""
+        return self._session.open_id()
+
     def close(self) -> None:
+        """Ends the session (the daemon frees what was made in it) and closes the connection."""
+        self._session.wanted = False
+        if self._session.call is not None:
+            self._session.call.cancel()
         if self._local.channel is not None:
             self._local.channel.close()
         self._channel.close()
@@ -163,22 +184,74 @@ class Client:
     def _run(self, op: _core.Op[T], timeout: Optional[float]) -> T:
         deadline = self._settings.deadline(timeout)
 
-        def invoke(call: Call) -> Any:
+        def send(call: Call, session: Optional[str]) -> Any:
             if call.method in LOCAL_METHODS and call.service == "kernels":
                 channel = self._local_channel()
                 if channel is not None:
-                    return channel.call(call.method, call.request, remaining(deadline))
+                    return channel.call(call.method, call.request, remaining(deadline), session)
             method = getattr(self._stubs[call.service], call.method)
+            metadata = metadata_with(self._settings.metadata, session)
             try:
                 if call.shape == "unary_stream":
                     return list(method(call.request, timeout=remaining(deadline),
-                                       metadata=self._settings.metadata))
-                return method(call.request, timeout=remaining(deadline),
-                              metadata=self._settings.metadata)
+                                       metadata=metadata))
+                return method(call.request, timeout=remaining(deadline), metadata=metadata)
             except grpc.RpcError as error:
                 raise error_from_rpc(error) from None
 
+        def invoke(call: Call) -> Any:
+            if call.method not in SESSION_METHODS or call.service != "kernels":
+                return send(call, None)
+            session = self._session_id(deadline)
+            try:
+                return send(call, session)
+            except NotFound:
+                # The session ended under the call (the daemon restarted, the connection broke):
+                # what it held is gone already; this goes in a new one.
+                if session is None or not self._session.ended(session):
+                    raise
+                return send(call, self._session_id(deadline))
+
         return _core.run_sync(op, invoke)
+
+    def _session_id(self, deadline: Optional[float]) -> Optional[str]:
+        """The open session's id, opening one if there is none (None: no session)."""
+        state = self._session
+        session = state.open_id()
+        if session is not None or not state.wanted:
+            return session
+        with state.lock:
+            session = state.open_id()
+            if session is not None or not state.wanted:
+                return session
+            # No deadline on the call: it is the session. Waiting for its first message is
+            # bounded by the operation's deadline, which cancels it.
+            wait = remaining(deadline)
+            timer: Optional[threading.Timer] = None
+            try:
+                call = self._stubs["kernels"].OpenSession(ks.OpenSessionRequest(),
+                                                          metadata=self._settings.metadata)
+                if wait is not None:
+                    timer = threading.Timer(wait, call.cancel)
+                    timer.daemon = True
+                    timer.start()
+                first = next(call)
+            except grpc.RpcError as rpc_error:
+                error = error_from_rpc(rpc_error)
+                if error.code == grpc.StatusCode.CANCELLED and timer is not None:
+                    error = UopdError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                      f"no session within {wait:.3g} s")
+                if go_on_without(state, error):
+                    return None
+                raise error from None
+            except StopIteration:
+                raise UopdError(grpc.StatusCode.INTERNAL,
+                                "OpenSession ended without a session id") from None
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            state.id, state.call = first.session_id, call
+            return state.id
 
     def _local_channel(self) -> Optional[LocalChannel]:
         local = self._local

@@ -43,9 +43,12 @@ def _frame(message: Any) -> bytes:
     return _HEADER.pack(1, len(payload)) + payload
 
 
-def _call_frame(method: str, request: Any, timeout: Optional[float]) -> bytes:
+def _call_frame(method: str, request: Any, timeout: Optional[float],
+                session: Optional[str] = None) -> bytes:
     call = ks.LocalCall()
     getattr(call, LOCAL_METHODS[method]).CopyFrom(request)
+    if session is not None:
+        call.session = session
     if timeout is not None and not math.isinf(timeout):
         call.timeout_us = max(1, int(timeout * 1e6))
     return _frame(call)
@@ -124,10 +127,12 @@ class LocalChannel:
             self._socket.close()
             raise
 
-    def call(self, method: str, request: Any, timeout: Optional[float] = None) -> Any:
+    def call(self, method: str, request: Any, timeout: Optional[float] = None,
+             session: Optional[str] = None) -> Any:
         """``method``'s response to ``request`` (a method of ``LOCAL_METHODS``), within
-        ``timeout`` seconds (None: no deadline)."""
-        reply = self._exchange(_call_frame(method, request, timeout), timeout)
+        ``timeout`` seconds (None: no deadline); a buffer it creates belongs to ``session``
+        (an open session of this identity's) too."""
+        reply = self._exchange(_call_frame(method, request, timeout, session), timeout)
         return getattr(reply, LOCAL_METHODS[method])
 
     def close(self) -> None:
@@ -202,8 +207,9 @@ class AsyncLocalChannel:
             raise
         return channel
 
-    async def call(self, method: str, request: Any, timeout: Optional[float] = None) -> Any:
-        reply = await self._exchange(_call_frame(method, request, timeout), timeout)
+    async def call(self, method: str, request: Any, timeout: Optional[float] = None,
+                   session: Optional[str] = None) -> Any:
+        reply = await self._exchange(_call_frame(method, request, timeout, session), timeout)
         return getattr(reply, LOCAL_METHODS[method])
 
     async def close(self) -> None:

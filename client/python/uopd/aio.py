@@ -27,9 +27,10 @@ from uopd._connection import (DEFAULT_ADDRESS, PemLike, Settings, open_channel, 
 from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, KernelLike, PlanBase,
                         RunResult)
 from uopd._dtypes import DTypeLike, Scalar
-from uopd._errors import UopdError, error_from_rpc
+from uopd._errors import NotFound, UopdError, error_from_rpc
 from uopd._local_channel import LOCAL_METHODS, AsyncLocalChannel, LocalState
 from uopd._opts import OptimizationLike
+from uopd._session import SESSION_METHODS, SessionState, go_on_without, metadata_with
 from uopd.v1 import kernel_service_pb2 as ks, program_pb2
 
 if TYPE_CHECKING:
@@ -100,7 +101,8 @@ class AsyncPlan(PlanBase):
 
 
 class AsyncClient:
-    """``uopd.Client`` for asyncio: same arguments, coroutine methods (see ``uopd.Client``)."""
+    """``uopd.Client`` for asyncio: same arguments, coroutine methods (see ``uopd.Client``,
+    sessions included: ``close()`` ends the client's session)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: Optional[str] = None,
                  token_file: Optional[PemLike] = None, tls: Optional[bool] = None,
@@ -109,7 +111,7 @@ class AsyncClient:
                  tls_private_key: Optional[PemLike] = None,
                  tls_server_name: Optional[str] = None, timeout: Optional[float] = None,
                  options: Optional[list[tuple[str, Any]]] = None,
-                 local_socket: Optional[bool] = None) -> None:
+                 local_socket: Optional[bool] = None, session: bool = True) -> None:
         self._settings = Settings(
             address, token=token, token_file=token_file, tls=tls, tls_root_certs=tls_root_certs,
             tls_cert_chain=tls_cert_chain, tls_private_key=tls_private_key,
@@ -119,6 +121,7 @@ class AsyncClient:
         self._state = _core.ClientState()
         self._local = LocalState(local_socket, address)
         self._local_lock: Optional[asyncio.Lock] = None  # made in the loop that first needs it
+        self._session = SessionState(session)  # its lock too
 
     @property
     def address(self) -> str:
@@ -135,7 +138,15 @@ class AsyncClient:
         channel = self._local.channel
         return channel.path if channel is not None else None
 
+    @property
+    def session_id(self) -> Optional[str]:
+        """The id of the open session (see ``uopd.Client.session_id``), else None."""
+        return self._session.open_id()
+
     async def close(self) -> None:
+        self._session.wanted = False
+        if self._session.call is not None:
+            self._session.call.cancel()
         if self._local.channel is not None:
             await self._local.channel.close()
         await self._channel.close(grace=None)
@@ -153,23 +164,68 @@ class AsyncClient:
     async def _run(self, op: _core.Op[T], timeout: Optional[float]) -> T:
         deadline = self._settings.deadline(timeout)
 
-        async def invoke(call: Call) -> Any:
+        async def send(call: Call, session: Optional[str]) -> Any:
             if call.method in LOCAL_METHODS and call.service == "kernels":
                 channel = await self._local_channel()
                 if channel is not None:
-                    return await channel.call(call.method, call.request, remaining(deadline))
+                    return await channel.call(call.method, call.request, remaining(deadline),
+                                              session)
             method = getattr(self._stubs[call.service], call.method)
+            metadata = metadata_with(self._settings.metadata, session)
             try:
                 if call.shape == "unary_stream":
-                    stream = method(call.request, timeout=remaining(deadline),
-                                    metadata=self._settings.metadata)
+                    stream = method(call.request, timeout=remaining(deadline), metadata=metadata)
                     return [response async for response in stream]
-                return await method(call.request, timeout=remaining(deadline),
-                                    metadata=self._settings.metadata)
+                return await method(call.request, timeout=remaining(deadline), metadata=metadata)
             except grpc.RpcError as error:
                 raise error_from_rpc(error) from None
 
+        async def invoke(call: Call) -> Any:
+            if call.method not in SESSION_METHODS or call.service != "kernels":
+                return await send(call, None)
+            session = await self._session_id(deadline)
+            try:
+                return await send(call, session)
+            except NotFound:
+                # The session ended under the call: this goes in a new one (see Client).
+                if session is None or not self._session.ended(session):
+                    raise
+                return await send(call, await self._session_id(deadline))
+
         return await _core.run_async(op, invoke)
+
+    async def _session_id(self, deadline: Optional[float]) -> Optional[str]:
+        """The open session's id, opening one if there is none (None: no session)."""
+        state = self._session
+        session = state.open_id()
+        if session is not None or not state.wanted:
+            return session
+        if state.lock is None:
+            state.lock = asyncio.Lock()
+        async with state.lock:
+            session = state.open_id()
+            if session is not None or not state.wanted:
+                return session
+            # No deadline on the call: it is the session (see Client._session_id).
+            wait = remaining(deadline)
+            try:
+                call = self._stubs["kernels"].OpenSession(ks.OpenSessionRequest(),
+                                                          metadata=self._settings.metadata)
+                first = await asyncio.wait_for(call.read(), wait)
+            except asyncio.TimeoutError:
+                call.cancel()
+                raise UopdError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                f"no session within {wait:.3g} s") from None
+            except grpc.RpcError as rpc_error:
+                error = error_from_rpc(rpc_error)
+                if go_on_without(state, error):
+                    return None
+                raise error from None
+            if not isinstance(first, ks.OpenSessionResponse):  # grpc.aio.EOF
+                raise UopdError(grpc.StatusCode.INTERNAL,
+                                "OpenSession ended without a session id")
+            state.id, state.call = first.session_id, call
+            return state.id
 
     async def _local_channel(self) -> Optional[AsyncLocalChannel]:
         local = self._local

@@ -75,7 +75,9 @@ def client_for(address: Optional[str] = None) -> uopd.Client:
         client = _clients.get(address)
         if client is None:
             timeout = os.environ.get("UOPD_TIMEOUT")
-            client = uopd.Client(address, token=os.environ.get("UOPD_TOKEN") or None,
+            # In a session: the daemon frees this process's buffers and plans when it ends,
+            # however it ends, rather than keeping them until they are idle past --idle_ttl.
+            client = uopd.Client(address, session=True, token=os.environ.get("UOPD_TOKEN") or None,
                                  token_file=os.environ.get("UOPD_TOKEN_FILE") or None,
                                  timeout=float(timeout) if timeout else None,
                                  local_socket=False if os.environ.get("UOPD_LOCAL_SOCKET") == "0" else None)

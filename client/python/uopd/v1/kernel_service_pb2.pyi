@@ -343,6 +343,16 @@ class ReleasePlanResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class OpenSessionRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
 class OpenLocalChannelRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -364,7 +374,7 @@ class LocalHello(_message.Message):
     def __init__(self, ticket: _Optional[bytes] = ...) -> None: ...
 
 class LocalCall(_message.Message):
-    __slots__ = ("run_plan", "execute", "create_buffer", "free_buffer", "write_buffer_small", "read_buffer_small", "timeout_us")
+    __slots__ = ("run_plan", "execute", "create_buffer", "free_buffer", "write_buffer_small", "read_buffer_small", "timeout_us", "session")
     RUN_PLAN_FIELD_NUMBER: _ClassVar[int]
     EXECUTE_FIELD_NUMBER: _ClassVar[int]
     CREATE_BUFFER_FIELD_NUMBER: _ClassVar[int]
@@ -372,6 +382,7 @@ class LocalCall(_message.Message):
     WRITE_BUFFER_SMALL_FIELD_NUMBER: _ClassVar[int]
     READ_BUFFER_SMALL_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_US_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     run_plan: RunPlanRequest
     execute: ExecuteRequest
     create_buffer: CreateBufferRequest
@@ -379,7 +390,8 @@ class LocalCall(_message.Message):
     write_buffer_small: WriteBufferChunk
     read_buffer_small: ReadBufferRequest
     timeout_us: int
-    def __init__(self, run_plan: _Optional[_Union[RunPlanRequest, _Mapping]] = ..., execute: _Optional[_Union[ExecuteRequest, _Mapping]] = ..., create_buffer: _Optional[_Union[CreateBufferRequest, _Mapping]] = ..., free_buffer: _Optional[_Union[FreeBufferRequest, _Mapping]] = ..., write_buffer_small: _Optional[_Union[WriteBufferChunk, _Mapping]] = ..., read_buffer_small: _Optional[_Union[ReadBufferRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
+    session: str
+    def __init__(self, run_plan: _Optional[_Union[RunPlanRequest, _Mapping]] = ..., execute: _Optional[_Union[ExecuteRequest, _Mapping]] = ..., create_buffer: _Optional[_Union[CreateBufferRequest, _Mapping]] = ..., free_buffer: _Optional[_Union[FreeBufferRequest, _Mapping]] = ..., write_buffer_small: _Optional[_Union[WriteBufferChunk, _Mapping]] = ..., read_buffer_small: _Optional[_Union[ReadBufferRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ..., session: _Optional[str] = ...) -> None: ...
 
 class LocalReply(_message.Message):
     __slots__ = ("code", "message", "run_plan", "execute", "create_buffer", "free_buffer", "write_buffer_small", "read_buffer_small")

@@ -79,6 +79,11 @@ class KernelServiceStub(object):
                 request_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelRequest.SerializeToString,
                 response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelResponse.FromString,
                 )
+        self.OpenSession = channel.unary_stream(
+                '/uopd.v1.KernelService/OpenSession',
+                request_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenSessionResponse.FromString,
+                )
 
 
 class KernelServiceServicer(object):
@@ -179,6 +184,21 @@ class KernelServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenSession(self, request, context):
+        """A session: a lease on buffers and plans that ends when the client goes. The first message
+        carries the session's id; the stream then stays open, sending nothing more, until the
+        client ends it (cancels the call, closes its connection, exits or is killed) or the server
+        stops. Then the daemon frees every buffer and plan created in the session at once, as
+        FreeBuffer and ReleasePlan would. CreateBuffer and Prepare calls that carry the metadata
+        `uopd-session: <id>` (over the local socket: LocalCall.session) create in the session; only
+        the identity that opened it may name it (NOT_FOUND for anyone else, as for a handle).
+        Needs the `run` right; RESOURCE_EXHAUSTED past the open sessions a client (a quota key) or
+        the server may have. Calls that name no session keep their resources until freed or idle.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KernelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -246,6 +266,11 @@ def add_KernelServiceServicer_to_server(servicer, server):
                     servicer.OpenLocalChannel,
                     request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelRequest.FromString,
                     response_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelResponse.SerializeToString,
+            ),
+            'OpenSession': grpc.unary_stream_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=uopd_dot_v1_dot_kernel__service__pb2.OpenSessionRequest.FromString,
+                    response_serializer=uopd_dot_v1_dot_kernel__service__pb2.OpenSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -475,6 +500,23 @@ class KernelService(object):
         return grpc.experimental.unary_unary(request, target, '/uopd.v1.KernelService/OpenLocalChannel',
             uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelRequest.SerializeToString,
             uopd_dot_v1_dot_kernel__service__pb2.OpenLocalChannelResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/uopd.v1.KernelService/OpenSession',
+            uopd_dot_v1_dot_kernel__service__pb2.OpenSessionRequest.SerializeToString,
+            uopd_dot_v1_dot_kernel__service__pb2.OpenSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
