@@ -114,10 +114,10 @@ ABSL_FLAG(int64_t, max_total_bytes, 0,
 ABSL_FLAG(int64_t, max_sessions_per_client, 256,
           "sessions (OpenSession) one identity (anonymous: one source host) may have open");
 ABSL_FLAG(int64_t, max_sessions, 4096, "sessions all clients together may have open");
-ABSL_FLAG(absl::Duration, keepalive, absl::Seconds(60),
+ABSL_FLAG(absl::Duration, keepalive, absl::Minutes(5),
           "ping a connection that has calls open (sessions) after this long without traffic; one "
-          "whose peer does not answer within 20 s is closed, ending its calls and sessions "
-          "(0: gRPC's default, 2 hours)");
+          "whose peer does not answer within 20 s is closed, ending its calls and sessions (a "
+          "client stopped this long counts as gone; 0: gRPC's default, 2 hours)");
 ABSL_FLAG(std::string, identities, "",
           "identity file: NAME RIGHTS token:TOKEN|sha256:HEX|x509:COMMON_NAME per line");
 ABSL_FLAG(std::string, anonymous_rights, "",
