@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
+#include "bench/corpus_binding.h"
 #include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
@@ -34,107 +35,11 @@
 
 namespace {
 
+using uopd::bench::Bind;
+using uopd::bench::Build;
+using uopd::bench::Built;
 using uopd::bench::Percentile;
 using uopd::bench::SecondsOf;
-
-// A corpus entry's buffers and kernels, as core/corpus/corpus_runner.cc binds them.
-struct Bound {
-  std::vector<uopd::BufferView> buffers;
-  std::vector<uopd::KernelBinding> kernels;
-  absl::flat_hash_map<std::string, int64_t> vars;
-};
-
-absl::StatusOr<uopd::BufferView> CreateBuffer(uopd::Device& device,
-                                              const uopd::v1::CorpusBuffer& buffer) {
-  auto dtype = static_cast<uopd::Scalar>(buffer.dtype());
-  size_t bytes = static_cast<size_t>(buffer.size() * uopd::ScalarItemSize(dtype));
-  UOPD_ASSIGN_OR_RETURN(auto storage, uopd::DeviceBuffer::Create(device, bytes));
-  if (buffer.init().size() == bytes) {
-    UOPD_RETURN_IF_ERROR(device.allocator().CopyIn(storage->data(), buffer.init().data(), bytes));
-  }
-  return uopd::BufferView::Whole(std::move(storage), dtype);
-}
-
-absl::StatusOr<Bound> Bind(uopd::Device& device, const uopd::CorpusEntry& entry) {
-  Bound out;
-  if (!entry.is_plan) {
-    const uopd::v1::CorpusCase& kase = entry.kase;
-    uopd::KernelBinding kernel;
-    UOPD_ASSIGN_OR_RETURN(kernel.ast, uopd::DecodeKernelAst(kase.ast()));
-    for (const uopd::v1::CorpusBuffer& buffer : kase.buffers()) {
-      if (buffer.slot() < 0 || buffer.slot() > 4096) return absl::InvalidArgumentError("bad slot");
-      UOPD_ASSIGN_OR_RETURN(uopd::BufferView view, CreateBuffer(device, buffer));
-      if (kernel.buffers.size() <= static_cast<size_t>(buffer.slot()))
-        kernel.buffers.resize(buffer.slot() + 1, -1);
-      kernel.buffers[buffer.slot()] = static_cast<int>(out.buffers.size());
-      out.buffers.push_back(std::move(view));
-    }
-    out.kernels.push_back(std::move(kernel));
-    out.vars.insert(kase.vars().begin(), kase.vars().end());
-    return out;
-  }
-  const uopd::v1::CorpusPlan& plan = entry.plan;
-  absl::flat_hash_map<int64_t, int> index;
-  for (const uopd::v1::CorpusBuffer& buffer : plan.buffers()) {
-    UOPD_ASSIGN_OR_RETURN(uopd::BufferView view, CreateBuffer(device, buffer));
-    index[buffer.id()] = static_cast<int>(out.buffers.size());
-    out.buffers.push_back(std::move(view));
-  }
-  for (const uopd::v1::CorpusKernel& wire : plan.kernels()) {
-    uopd::KernelBinding kernel;
-    UOPD_ASSIGN_OR_RETURN(kernel.ast, uopd::DecodeKernelAst(wire.ast()));
-    for (int64_t id : wire.bufs()) {
-      auto it = index.find(id);
-      if (it == index.end()) return absl::InvalidArgumentError("unknown buffer id");
-      kernel.buffers.push_back(it->second);
-    }
-    kernel.fixedvars.insert(wire.vars().begin(), wire.vars().end());
-    out.kernels.push_back(std::move(kernel));
-  }
-  out.vars.insert(plan.vars().begin(), plan.vars().end());
-  return out;
-}
-
-// The entry's kernels built into a plan with `mode` over `bound`'s buffers (both modes share
-// them) and run once (so every kernel's inputs hold what they hold in a real run, and its
-// variable values are bound).
-struct Built {
-  std::unique_ptr<uopd::ExecutionPlan> plan;
-  std::vector<uopd::LaunchDims> dims;  // per kernel
-};
-
-absl::StatusOr<Built> Build(uopd::Device& device, uopd::ProgramSource& source,
-                            uopd::ThreadPool* pool, Bound bound, uopd::OptMode mode) {
-  for (uopd::KernelBinding& k : bound.kernels) {
-    k.device = &device;
-    k.optimization.mode = mode;
-  }
-  Built built;
-  UOPD_ASSIGN_OR_RETURN(
-      built.plan,
-      uopd::ExecutionPlan::Build(std::move(bound.buffers), std::move(bound.kernels), source, pool));
-  absl::flat_hash_map<std::string, int64_t> used;  // only the variables some kernel takes
-  for (const uopd::RuntimeVar& var : built.plan->RuntimeVars()) {
-    if (auto it = bound.vars.find(var.name); it != bound.vars.end()) used.insert(*it);
-  }
-  uopd::RunOptions run;
-  run.sequential = true;
-  UOPD_RETURN_IF_ERROR(built.plan->ExecuteWithVars(used, run).status());
-  for (const uopd::PreparedKernel& k : built.plan->kernels()) {
-    absl::flat_hash_map<std::string, int64_t> merged;
-    for (const uopd::VarInfo& var : k.program->spec->vars) {
-      auto fixed = k.fixedvars.find(var.name);
-      if (fixed != k.fixedvars.end()) {
-        merged[var.name] = fixed->second;
-      } else if (auto it = used.find(var.name); it != used.end()) {
-        merged[var.name] = it->second;
-      }
-    }
-    UOPD_ASSIGN_OR_RETURN(uopd::LaunchDims dims, k.program->spec->launch_dims(merged));
-    built.dims.push_back(dims);
-  }
-  return built;
-}
 
 // One kernel, loaded as written and with the heuristics, ready to call on shared buffers.
 struct Item {
@@ -150,9 +55,7 @@ struct Item {
   std::vector<double> round_ratio;
 
   void Call(int m) const {
-    const uopd::PreparedKernel& pk = built[m]->plan->kernels()[k];
-    if (!pk.program->program->Execute(pk.buffer_ptrs, pk.vals, built[m]->dims[k], nullptr).ok())
-      std::abort();
+    if (!built[m]->Call(k)) std::abort();
   }
   double none_s() const { return Percentile(samples[0], 0.5); }
   double heur_s() const { return Percentile(samples[1], 0.5); }

@@ -1,10 +1,11 @@
 // Kernel time of a plan file (bench/tinygrad exports) on the CPU with a given opt list applied to
 // each of its kernels: for trying optimizations by hand.
 //
-//   opt_bench PLAN.json [--opts "UPCAST(1,16) UPCAST(0,8)" | --heuristic] [--kernel N] [--emit]
-//             [--reps N]
+//   opt_bench PLAN_OR_CASE.json [--opts "UPCAST(1,16) UPCAST(0,8)" | --heuristic] [--kernel N]
+//   [--emit]
+//             [--reps N] [--trace_cost]
 // prints each kernel's opts and the plan's kernel time (with --kernel, that kernel's alone);
-// --emit prints the rendered source instead of timing.
+// --emit prints the rendered source instead of timing; --trace_cost the cost model's view.
 #include <cstdio>
 #include <limits>
 #include <thread>
@@ -14,9 +15,11 @@
 #include "absl/strings/strip.h"
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
+#include "bench/corpus_binding.h"
 #include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/opt/cost_model.h"
 #include "core/opt/optimize.h"
 #include "core/opt/scheduler.h"
 
@@ -32,39 +35,18 @@ std::vector<uopd::Opt> Opts(const std::string& text) {
   return *opts;
 }
 
-class OptimizingSource : public uopd::ProgramSource {
- public:
-  OptimizingSource(uopd::CachingProgramSource& inner, std::vector<uopd::Opt> opts,
-                   uopd::OptTarget target)
-      : inner_(inner), opts_(std::move(opts)), target_(std::move(target)) {}
-  absl::StatusOr<std::shared_ptr<const uopd::LoadedProgram>> Get(
-      uopd::Device& device, std::shared_ptr<const uopd::KernelAst> ast,
-      const uopd::OptimizeRequest&, const uopd::StopFlag* stop) override {
-    uopd::Scheduler scheduler(*ast, target_);
-    for (const uopd::Opt& opt : opts_) {
-      if (absl::Status s = scheduler.Apply(opt); !s.ok()) return s;
-    }
-    uopd::OptimizeRequest none;
-    none.mode = uopd::OptMode::kNone;
-    return inner_.Get(device, scheduler.Finish(), none, stop);
-  }
-
- private:
-  uopd::CachingProgramSource& inner_;
-  std::vector<uopd::Opt> opts_;
-  uopd::OptTarget target_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path, opts_text;
   int reps = 5, kernel = -1;
-  bool emit = false, heuristic = false;
+  bool emit = false, heuristic = false, trace_cost = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--opts" && i + 1 < argc) {
       opts_text = argv[++i];
+    } else if (arg == "--trace_cost") {
+      trace_cost = true;
     } else if (arg == "--emit") {
       emit = true;
     } else if (arg == "--heuristic") {
@@ -81,10 +63,15 @@ int main(int argc, char** argv) {
   uopd::ThreadPool pool(cores - 1);
   auto device = uopd::CreateCpuDevice(&pool);
   auto entry = uopd::LoadCorpusFile(path);
-  if (!device.ok() || !entry.ok() || !entry->is_plan) {
+  if (!device.ok() || !entry.ok()) {
     std::fprintf(stderr,
-                 "usage: opt_bench PLAN.json [--opts ...|--heuristic] [--kernel N] [--emit]\n");
+                 "usage: opt_bench PLAN_OR_CASE.json [--opts ...|--heuristic] [--kernel N] "
+                 "[--emit]\n");
     return 2;
+  }
+  if (!entry->is_plan) {
+    entry->plan = uopd::CaseAsPlan(entry->kase);
+    entry->is_plan = true;
   }
   uopd::Device& cpu = **device;
   const uopd::OptTarget target = uopd::OptTargetFor(
@@ -106,7 +93,12 @@ int main(int argc, char** argv) {
       std::printf("kernel %d: %s\n", k, optimized.status().ToString().c_str());
       continue;
     }
-    std::printf("kernel %d: %s\n", k, uopd::OptsToString(optimized->applied).c_str());
+    std::string trace;
+    auto cost = uopd::EstimateCpuKernelCost(optimized->ast, target, trace_cost ? &trace : nullptr);
+    if (trace_cost) std::printf("%s", trace.c_str());
+    std::printf("kernel %d: %s  (cost model: %.3g cycles, compute %.3g, memory %.3g)\n", k,
+                uopd::OptsToString(optimized->applied).c_str(), cost.ok() ? cost->Cycles() : -1.0,
+                cost.ok() ? cost->compute_cycles : -1.0, cost.ok() ? cost->memory_cycles : -1.0);
     if (emit) {
       auto spec = (*device)->renderer().Render(optimized->ast, "k");
       std::printf("%s\n", spec.ok() ? spec->src.c_str() : spec.status().ToString().c_str());
@@ -124,7 +116,7 @@ int main(int argc, char** argv) {
   }
   uopd::KernelCache cache;
   uopd::CachingProgramSource inner(cache);
-  OptimizingSource source(inner, Opts(opts_text), target);
+  uopd::bench::OptimizingSource source(inner, Opts(opts_text), target);
   uopd::CorpusRunOptions options;
   options.source = heuristic ? static_cast<uopd::ProgramSource*>(&inner) : &source;
   options.optimization.mode = uopd::OptMode::kHeuristic;

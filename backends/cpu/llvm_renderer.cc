@@ -9,13 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/codegen/const_value.h"
+#include "core/codegen/cpu_lowering.h"
 #include "core/codegen/devectorize.h"
-#include "core/codegen/expand.h"
 #include "core/codegen/legalize.h"
 #include "core/codegen/program_spec_builder.h"
-#include "core/codegen/tinygrad_algebra.h"
-#include "core/codegen/transcendental.h"
-#include "core/codegen/vector_range.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
 #include "core/util/status_macros.h"
@@ -1174,20 +1171,12 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
 
 absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst> ast,
                                                  const std::string& name) const {
-  LowerOptions lower_options;
-  lower_options.min_parallel_work = options_.gpu_lowering ? 0 : options_.min_parallel_work;
-  lower_options.gpu_grid = options_.gpu_lowering;
-  // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are
-  // written out (register tiles, unrolled reductions).
-  // EXP2 and LOG2 as arithmetic: a libm call per element would keep loops scalar.
-  std::shared_ptr<const KernelAst> decomposed = DecomposeTranscendentals(ApplyTinygradAlgebra(ast));
-  ExpandOptions expand;
-  if (!options_.gpu_lowering) expand.keep = ChooseVectorRange(*decomposed, kMaxVectorLanes);
-  std::shared_ptr<const KernelAst> expanded = ExpandRanges(decomposed, expand);
-  if (expand.keep != nullptr) lower_options.vector_range = FindRange(*expanded, expand.keep->arg());
-  UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
-                        LowerKernel(*expanded, SanitizeKernelName(name), lower_options));
-  LinearProgram program = Legalize(Devectorize(lowered, LlvmKeepsVector));
+  CpuLoweringOptions lowering;
+  lowering.min_parallel_work = options_.min_parallel_work;
+  lowering.gpu_lowering = options_.gpu_lowering;
+  UOPD_ASSIGN_OR_RETURN(CpuLowering lowered,
+                        LowerCpuKernel(ast, SanitizeKernelName(name), lowering));
+  LinearProgram program = Legalize(Devectorize(lowered.program, LlvmKeepsVector));
   if (options_.gpu_lowering) {
     // The CPU runtime passes core_id and core_count after the client's variables.
     program.var_names.push_back(kCoreIdVar);
@@ -1197,7 +1186,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::Render(std::shared_ptr<const KernelAst
   spec.src = RenderLlvmIr(program);
   if (program.parallel) {
     spec.global_size[0] = program.parallel_extent;
-    spec.global_size[0].owner = expanded;  // the extent's expression lives in that graph
+    spec.global_size[0].owner = lowered.expanded;  // the extent's expression lives in that graph
   }
   return spec;
 }

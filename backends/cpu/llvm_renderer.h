@@ -12,6 +12,7 @@
 #ifndef UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
 #define UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
 
+#include "core/codegen/cpu_lowering.h"
 #include "core/codegen/linear_program.h"
 #include "core/codegen/lower.h"
 #include "core/device/renderer.h"
@@ -23,7 +24,7 @@ inline constexpr int64_t kCpuStopChunk = 1 << 16;
 
 struct LlvmRendererOptions {
   // Kernels with at least this many loop iterations split their outer loop across threads.
-  int64_t min_parallel_work = int64_t{1} << 16;
+  int64_t min_parallel_work = kDefaultMinParallelWork;
   // Lower as for a GPU (the shared lowering's grid mode), running the grid's threads as one
   // loop: lets the GPU lowering be checked on machines without a GPU. Off for real use.
   bool gpu_lowering = false;
@@ -50,9 +51,6 @@ std::string RenderLlvmIr(const LinearProgram& program);
 // and stores, accumulators and horizontal reductions, except on bools in memory and emulated
 // small floats.
 bool LlvmKeepsVector(const LinearProgram& program, const Instr& instr);
-
-// The most lanes a vector value gets (LLVM splits wider vectors into registers).
-inline constexpr int64_t kMaxVectorLanes = 64;
 
 }  // namespace uopd
 

@@ -5,8 +5,6 @@
 #include "core/ir/value_range.h"
 
 namespace uopd {
-// How many times an access runs, roughly: the product of the sizes of the ranges its index
-// uses (a symbolic size counts as 1024).
 double Trips(const UOp* index) {
   double trips = 1;
   for (const UOp* n : Toposort(index)) {

@@ -12,6 +12,10 @@
 
 namespace uopd {
 
+// How many times an access with this index runs, roughly: the product of the sizes of the
+// ranges it uses (a symbolic size counts as 1024).
+double Trips(const UOp* index);
+
 // The UPCAST or UNROLL range of constant power-of-two size in [2, max_lanes] along which most
 // memory accesses are contiguous (stores count double); null when none is.
 const UOp* ChooseVectorRange(const KernelAst& ast, int64_t max_lanes);

@@ -19,6 +19,29 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return contents.str();
 }
 
+v1::CorpusPlan CaseAsPlan(const v1::CorpusCase& kase) {
+  v1::CorpusPlan plan;
+  plan.set_name(kase.name());
+  plan.set_family(kase.family());
+  plan.set_program(kase.program());
+  v1::CorpusKernel* kernel = plan.add_kernels();
+  *kernel->mutable_ast() = kase.ast();
+  for (const v1::CorpusBuffer& b : kase.buffers()) {
+    v1::CorpusBuffer* copy = plan.add_buffers();
+    *copy = b;
+    copy->set_id(b.slot());
+    kernel->add_bufs(b.slot());
+  }
+  for (const v1::CorpusOutput& o : kase.outputs()) {
+    v1::CorpusOutput* copy = plan.add_outputs();
+    *copy = o;
+    copy->set_id(o.slot());
+  }
+  *plan.mutable_vars() = kase.vars();
+  *plan.mutable_tolerance() = kase.tolerance();
+  return plan;
+}
+
 absl::StatusOr<CorpusEntry> LoadCorpusFile(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();

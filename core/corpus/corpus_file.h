@@ -20,6 +20,9 @@ struct CorpusEntry {
   const std::string& name() const { return is_plan ? plan.name() : kase.name(); }
 };
 
+// A case as a one-kernel plan: buffer i is slot i, the case's outputs and variables the plan's.
+v1::CorpusPlan CaseAsPlan(const v1::CorpusCase& kase);
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 absl::StatusOr<CorpusEntry> LoadCorpusFile(const std::string& path);
 // The .json files under each path (a file, or a folder searched recursively), sorted; folders

@@ -1,25 +1,47 @@
-// ApplyHeuristics: uopd's hand-written choice of opts for a kernel on its target, in tinygrad's
-// vocabulary (so the choice is an opt list a client could have sent, and travels in caches).
+// ApplyHeuristics: uopd's choice of opts for a kernel on its target, in tinygrad's vocabulary
+// (so the choice is an opt list a client could have sent, and travels in caches).
 //
-// CPU (aiming past tinygrad's hand-coded ones, docs/OPTIMIZER.md section 7):
-// - reductions whose output is contiguous along an axis (matmul, column sums, convolutions):
-//   that axis is upcast by a vector register's width and then to a few registers more, and an
-//   output axis some operand does not use (a matmul's rows: its B vector is reused) is upcast
-//   too, within half the vector registers: a register tile of accumulators, the shape a BLAS
-//   micro-kernel has. A contiguous axis that no vector width divides is padded first.
-// - reductions along a contiguous axis (row sums, softmax): the reduce axis is unrolled by a
-//   vector width (partial sums per lane) and four rows run at once.
-// - elementwise kernels: the contiguous axis upcast by a vector width.
+// CPU: candidates are made and the one the cost model (core/opt/cost_model.h) expects to run
+// fastest is kept, so no kernel shape is left without a good choice:
+// - tiles around a vectorized axis: one axis along which the streamed loads are contiguous (or
+//   constant) and never gathered becomes vector lanes, padded to a multiple of the lanes when
+//   no lane count divides it: an output axis (matmul columns, a convolution's output row, an
+//   elementwise kernel's last axis) or a reduce axis (row sums, matrix-vector products, weight
+//   gradients, which reduce over batch and space). Output axes whose loads are reused across
+//   them (a matmul's rows, a convolution's output channels or rows) are upcast as a register
+//   tile of accumulators within the vector registers, and small reduce axes (a convolution's
+//   window) are unrolled so that neighbouring loads are shared;
+// - uopd's first heuristic (register tiles along the contiguous output axis, or vector partial
+//   sums along a contiguous reduce axis), kept as a candidate;
+// - tinygrad's own hand-coded optimizations (core/opt/tinygrad_heuristic.h), so the choice is
+//   never one tinygrad would beat by its own measure of the model;
+// - the kernel as written.
 // CUDA: nothing yet (kernels run as written; the grid comes from the lowering).
 #ifndef UOPD_CORE_OPT_HEURISTIC_H_
 #define UOPD_CORE_OPT_HEURISTIC_H_
 
+#include <string>
+#include <vector>
+
+#include "core/opt/opt.h"
 #include "core/opt/scheduler.h"
 
 namespace uopd {
 
 // Applies what the heuristics choose to `scheduler` (which should have no opts yet).
 void ApplyHeuristics(Scheduler& scheduler);
+
+// A CPU candidate and what the cost model expects of it (its cycles, weighted a little against
+// more opts as the choice is).
+struct RankedCandidate {
+  std::vector<Opt> opts;
+  double cycles = 0;
+  std::string origin;  // "as written", "first heuristic", "tiles", "tinygrad"
+};
+
+// Every distinct CPU candidate that applies to `scheduler`'s kernel (no opts applied yet),
+// cheapest first: what ApplyHeuristics chooses from (the first), for benchmarks and tests.
+std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler);
 
 }  // namespace uopd
 

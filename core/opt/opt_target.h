@@ -16,6 +16,7 @@ struct OptTarget {
   bool has_shared = false;   // shared memory (GROUP reductions)
   bool has_threads = false;  // THREAD
   int64_t max_threads = 0;   // THREAD's limit (tinygrad's global_max[0] on the CPU)
+  int cores = 1;             // CPU: the threads a kernel really runs on (the cost model's)
   std::array<int64_t, 3> local_max = {1024, 1024, 64};
   int64_t shared_max = 48 << 10;
   // CPU: the SIMD registers the heuristics tile for (AVX-512: 32 of 64 bytes).

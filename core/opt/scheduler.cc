@@ -77,6 +77,7 @@ OptTarget OptTarget::Cpu(int cores) {
   t.device = "CPU";
   t.has_threads = true;
   t.max_threads = std::max(cores, 8);
+  t.cores = std::max(cores, 1);
   return t;
 }
 
