@@ -77,7 +77,7 @@ class Daemon:
     def __init__(self, path: str, workdir: str, threads: Optional[int]):
         self.socket = os.path.join(workdir, "uopd.sock")
         args = [path, f"--listen=unix:{self.socket}", f"--cache_dir={os.path.join(workdir, 'cache')}",
-                "--metrics=", "--log_level=warning"]
+                "--metrics=", f"--log_level={os.environ.get('UOPD_LOG_LEVEL', 'warning')}"]
         if threads:
             args.append(f"--threads={threads}")
         self.log = open(os.path.join(workdir, "daemon.log"), "w")

@@ -6,6 +6,7 @@
 //             [--reps N] [--trace_cost]
 // prints each kernel's opts and the plan's kernel time (with --kernel, that kernel's alone);
 // --emit prints the rendered source instead of timing; --trace_cost the cost model's view.
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <thread>
@@ -88,7 +89,10 @@ int main(int argc, char** argv) {
     if (kernel >= 0 && k != kernel) continue;
     auto ast = uopd::DecodeKernelAst(entry->plan.kernels(k).ast());
     if (!ast.ok()) return 1;
+    auto start = std::chrono::steady_clock::now();
     auto optimized = optimize(*ast);
+    const double optimize_ms =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
     if (!optimized.ok()) {
       std::printf("kernel %d: %s\n", k, optimized.status().ToString().c_str());
       continue;
@@ -96,9 +100,12 @@ int main(int argc, char** argv) {
     std::string trace;
     auto cost = uopd::EstimateCpuKernelCost(optimized->ast, target, trace_cost ? &trace : nullptr);
     if (trace_cost) std::printf("%s", trace.c_str());
-    std::printf("kernel %d: %s  (cost model: %.3g cycles, compute %.3g, memory %.3g)\n", k,
-                uopd::OptsToString(optimized->applied).c_str(), cost.ok() ? cost->Cycles() : -1.0,
-                cost.ok() ? cost->compute_cycles : -1.0, cost.ok() ? cost->memory_cycles : -1.0);
+    std::printf(
+        "kernel %d: %s  (optimized in %.1f ms; cost model: %.3g cycles, compute %.3g, memory "
+        "%.3g)\n",
+        k, uopd::OptsToString(optimized->applied).c_str(), optimize_ms,
+        cost.ok() ? cost->Cycles() : -1.0, cost.ok() ? cost->compute_cycles : -1.0,
+        cost.ok() ? cost->memory_cycles : -1.0);
     if (emit) {
       auto spec = (*device)->renderer().Render(optimized->ast, "k");
       std::printf("%s\n", spec.ok() ? spec->src.c_str() : spec.status().ToString().c_str());

@@ -53,8 +53,9 @@ std::optional<std::vector<Opt>> RecordOpts(const CacheEntry& record, const std::
 }  // namespace
 
 std::optional<std::vector<Opt>> CachingProgramSource::FindSearchRecord(
-    const std::string& base_device, const CompilerPair& pair, const KernelAst& ast) {
-  const std::string key_hex = KeyFor(base_device, pair, ast.hash, "search").Hex();
+    const std::string& base_device, const CompilerPair& pair, const KernelAst& ast,
+    const std::string& kind) {
+  const std::string key_hex = KeyFor(base_device, pair, ast.hash, kind).Hex();
   std::optional<std::string> bytes = cache_.GetSerialized(key_hex);
   if (!bytes.has_value()) return std::nullopt;
   absl::StatusOr<CacheEntry> record = ParseCacheEntry(*bytes);
@@ -114,6 +115,72 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
   return heuristic;
 }
 
+absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
+    const Device& device, const std::shared_ptr<const KernelAst>& ast, const StopFlag* stop) {
+  const OptimizeRequest model{OptMode::kHeuristic, {}};
+  const CompilerPair& pair = device.compilers().front();
+  const OptTarget target =
+      OptTargetFor(device.spec().base_device_key(), pair.compiler->Target(), device.threads());
+  const std::string memo_key =
+      absl::StrCat(device.spec().base_device_key(), "/", pair.compiler->Target(), "/",
+                   device.threads(), "/", ast->hash);
+  auto decided = [&](std::optional<std::vector<Opt>> opts) -> OptimizeRequest {
+    absl::MutexLock lock(&mu_);
+    // Bounded by starting over: a forgotten decision is only made again.
+    if (resolved_heuristic_.size() >= max_chosen_) resolved_heuristic_.clear();
+    resolved_heuristic_[memo_key] = opts;
+    return opts.has_value() ? OptimizeRequest{OptMode::kOpts, *std::move(opts)} : model;
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = resolved_heuristic_.find(memo_key); it != resolved_heuristic_.end()) {
+      return it->second.has_value() ? OptimizeRequest{OptMode::kOpts, *it->second} : model;
+    }
+  }
+  std::vector<std::vector<Opt>> contenders;
+  if (!IsAlreadyOptimized(*ast)) contenders = HeuristicContendersFor(ast, target);
+  if (contenders.size() < 2) return decided(std::nullopt);
+  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash, "heuristic");
+  const std::string key_hex = key.Hex();
+  SearchOptions options = search_;
+  options.stop = stop;
+  auto time = [&]() -> absl::StatusOr<CacheEntry> {
+    UOPD_ASSIGN_OR_RETURN(TournamentResult timed,
+                          TimeOptCandidates(device, ast, contenders, options));
+    if (timed.stopped) return absl::CancelledError("the call ended while timing candidates");
+    CacheEntry record;
+    record.key = key_hex;
+    record.ast_hash = ast->hash;
+    record.tuned_opts = contenders[timed.winner];
+    record.search = SearchSummary{timed.seconds[timed.winner], timed.seconds[0],
+                                  static_cast<int>(contenders.size()), 0, true};
+    Log(LogLevel::kInfo, "timed the heuristics' candidates",
+        {{"kernel", ast->DefaultName()},
+         {"device", device.name()},
+         {"opts", OptsToString(record.tuned_opts)},
+         {"us", absl::StrCat(timed.seconds[timed.winner] * 1e6)},
+         {"model_choice_us", absl::StrCat(timed.seconds[0] * 1e6)},
+         {"candidates", absl::StrCat(contenders.size())}});
+    return record;
+  };
+  absl::StatusOr<CacheLookup> lookup = cache_.GetOrCompile(key, time, stop);
+  if (!lookup.ok()) {
+    // Timing needs scratch memory and the call's time; without them the model decides (for
+    // this call only: a later one may time).
+    if (stop != nullptr && stop->stopped()) return lookup.status();
+    return model;
+  }
+  std::optional<std::vector<Opt>> opts = RecordOpts(*lookup->entry, key_hex, ast->hash);
+  if (!opts.has_value() ||
+      !OptimizeKernel(ast, target, OptimizeRequest{OptMode::kOpts, *opts}).ok()) {
+    Log(LogLevel::kWarning, "dropping a timed choice that does not apply",
+        {{"key", key_hex}, {"tier", lookup->answered_by}});
+    cache_.Invalidate(key_hex);
+    return model;
+  }
+  return decided(std::move(opts));
+}
+
 absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device,
                                                             std::shared_ptr<const KernelAst> ast,
                                                             const OptimizeRequest& optimization,
@@ -121,6 +188,8 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device
   OptimizeRequest request = Resolve(optimization);
   if (request.mode == OptMode::kSearch) {
     UOPD_ASSIGN_OR_RETURN(request, ResolveSearch(device, ast, stop));
+  } else if (request.mode == OptMode::kHeuristic) {
+    UOPD_ASSIGN_OR_RETURN(request, ResolveHeuristic(device, ast, stop));
   }
   return CompileFor(device.spec().base_device_key(), device.compilers().front(), device.threads(),
                     std::move(ast), request, stop);
@@ -146,6 +215,12 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
     std::optional<std::vector<Opt>> recorded = FindSearchRecord(base_device, pair, *ast);
     request = recorded.has_value() ? OptimizeRequest{OptMode::kOpts, *std::move(recorded)}
                                    : OptimizeRequest{OptMode::kHeuristic, {}};
+  } else if (request.mode == OptMode::kHeuristic) {
+    // No device to time on: what timing on a device of this target chose, if any.
+    if (std::optional<std::vector<Opt>> timed =
+            FindSearchRecord(base_device, pair, *ast, "heuristic")) {
+      request = OptimizeRequest{OptMode::kOpts, *std::move(timed)};
+    }
   }
   const OptTarget target = OptTargetFor(base_device, pair.compiler->Target(), threads);
   // The opts are part of the cache key, so a hit needs them first; the heuristics that choose
@@ -205,6 +280,8 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   OptimizeRequest concrete = request;
   if (concrete.mode == OptMode::kSearch) {
     UOPD_ASSIGN_OR_RETURN(concrete, ResolveSearch(device, ast, stop));
+  } else if (concrete.mode == OptMode::kHeuristic) {
+    UOPD_ASSIGN_OR_RETURN(concrete, ResolveHeuristic(device, ast, stop));
   }
   UOPD_ASSIGN_OR_RETURN(OptimizedKernel optimized,
                         OptimizeKernel(ast,

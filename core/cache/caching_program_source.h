@@ -67,8 +67,19 @@ class CachingProgramSource : public ProgramSource {
                                                 const std::shared_ptr<const KernelAst>& ast,
                                                 const StopFlag* stop);
   // A search's record for `ast` under `pair`'s target if the cache has one; nullopt otherwise.
+  // `kind` is "search", or "heuristic" for the heuristics' timed choice.
   std::optional<std::vector<Opt>> FindSearchRecord(const std::string& base_device,
-                                                   const CompilerPair& pair, const KernelAst& ast);
+                                                   const CompilerPair& pair, const KernelAst& ast,
+                                                   const std::string& kind = "search");
+
+  // A kHeuristic request made concrete for `device`: when the cost model cannot tell the
+  // heuristics' best candidates apart for a heavy kernel (core/opt/heuristic.h
+  // HeuristicContenders), they are compiled and timed once on the device and the fastest is
+  // recorded in the compiled-byte cache (so workers sharing it do not time them again);
+  // otherwise, and when the call ends first, the model's choice (kHeuristic as it was).
+  absl::StatusOr<OptimizeRequest> ResolveHeuristic(const Device& device,
+                                                   const std::shared_ptr<const KernelAst>& ast,
+                                                   const StopFlag* stop);
 
   KernelCache& cache() { return cache_; }
 
@@ -92,6 +103,10 @@ class CachingProgramSource : public ProgramSource {
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
   static constexpr size_t max_chosen_ = 1 << 16;
   absl::flat_hash_map<std::string, std::vector<Opt>> chosen_ ABSL_GUARDED_BY(mu_);
+  // What ResolveHeuristic decided per target, threads and AST: the timed winner, or nullopt
+  // for "the model's choice" (the ranking behind either lowers every candidate).
+  absl::flat_hash_map<std::string, std::optional<std::vector<Opt>>> resolved_heuristic_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace uopd

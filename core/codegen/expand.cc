@@ -179,7 +179,9 @@ std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> a
   Expander expander(*ast, options, expanded->graph);
   if (!expander.Plan()) return ast;
   expanded->root = expander.Run();
-  expanded->hash = AstHashHex(expanded->root);
+  // Code generation's own form of the kernel: it names the kernel it came from (hashing the
+  // written-out copies would cost more than the lowering).
+  expanded->hash = ast->hash;
   return expanded;
 }
 

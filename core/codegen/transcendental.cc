@@ -216,7 +216,7 @@ std::shared_ptr<const KernelAst> DecomposeTranscendentals(std::shared_ptr<const 
                         : out->graph.Make(node->op(), node->dtype(), std::move(src), node->arg());
   }
   out->root = rebuilt.at(ast->root);
-  out->hash = AstHashHex(out->root);
+  out->hash = ast->hash;  // code generation's form of the same kernel (as tinygrad_algebra)
   return out;
 }
 

@@ -16,7 +16,7 @@ namespace uopd {
 struct KernelAst {
   Graph graph;
   const UOp* root = nullptr;
-  std::string hash;  // AstHashHex(root)
+  std::string hash;  // AstHashHex(root); code generation's own forms keep their kernel's
 
   // The kernel's name from its SINK, or "k_" and the first hash digits when it has none.
   std::string DefaultName() const;

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "core/codegen/const_value.h"
 #include "core/codegen/cpu_lowering.h"
@@ -150,12 +151,15 @@ class ValueNumbers {
 
   int Number(size_t i, int store_epoch) {
     const Instr& in = p_.instrs[i];
-    std::string key;
+    Key key;
     if (std::optional<Affine> a = AffineOf(i); a.has_value()) {
       affine_[i] = a;
-      key = "a";
-      for (const auto& [var, k] : a->terms) absl::StrAppend(&key, ",", var, "*", k);
-      absl::StrAppend(&key, "+", a->constant);
+      key.affine = true;
+      for (const auto& [var, k] : a->terms) {
+        key.src.push_back(var);
+        key.src.push_back(k);
+      }
+      key.arg = a->constant;
     } else {
       switch (in.kind) {
         case InstrKind::kAccDefine:
@@ -167,15 +171,20 @@ class ValueNumbers {
         case InstrKind::kLoopEnd:
         case InstrKind::kVar:
         case InstrKind::kGlobalIndex:
-          key = absl::StrCat("u", i);  // never the same as another
+          key.unique = static_cast<int64_t>(i) + 1;  // never the same as another
           break;
         default:
-          key = absl::StrCat(static_cast<int>(in.kind), ":", static_cast<int>(in.op), ":",
-                             static_cast<int>(in.dtype.scalar), "x", in.dtype.count, ":", in.slot,
-                             ":", in.lane);
-          if (in.kind == InstrKind::kConst) absl::StrAppend(&key, ":", ArgToString(in.arg));
-          if (in.kind == InstrKind::kLoad) absl::StrAppend(&key, "@", store_epoch);
-          for (int s : in.src) absl::StrAppend(&key, ",", vn_[s]);
+          key.kind = static_cast<int>(in.kind);
+          key.op = static_cast<int>(in.op);
+          key.scalar = static_cast<int>(in.dtype.scalar);
+          key.count = in.dtype.count;
+          key.slot = in.slot;
+          key.lane = in.lane;
+          if (in.kind == InstrKind::kConst) {
+            key.arg = static_cast<int64_t>(absl::HashOf(in.arg));
+          }
+          if (in.kind == InstrKind::kLoad) key.epoch = store_epoch;
+          for (int s : in.src) key.src.push_back(vn_[s]);
       }
     }
     auto [it, inserted] = table_.emplace(std::move(key), static_cast<int>(table_.size()));
@@ -284,10 +293,29 @@ class ValueNumbers {
   }
 
  private:
+  // What makes two instructions the same value.
+  struct Key {
+    bool affine = false;
+    int64_t unique = 0;
+    int kind = 0, op = 0, scalar = 0, count = 0, slot = 0, lane = 0, epoch = 0;
+    int64_t arg = 0;
+    std::vector<int64_t> src;  // value numbers, or (variable, coefficient) pairs when affine
+    friend bool operator==(const Key& a, const Key& b) {
+      return a.affine == b.affine && a.unique == b.unique && a.kind == b.kind && a.op == b.op &&
+             a.scalar == b.scalar && a.count == b.count && a.slot == b.slot && a.lane == b.lane &&
+             a.epoch == b.epoch && a.arg == b.arg && a.src == b.src;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.affine, k.unique, k.kind, k.op, k.scalar, k.count, k.slot,
+                        k.lane, k.epoch, k.arg, k.src);
+    }
+  };
+
   const LinearProgram& p_;
   std::vector<int> vn_;
   std::vector<std::optional<Affine>> affine_;
-  absl::flat_hash_map<std::string, int> table_;
+  absl::flat_hash_map<Key, int> table_;
 };
 
 struct Loop {

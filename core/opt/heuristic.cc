@@ -186,6 +186,10 @@ class FirstCpuHeuristic {
 // Bounds on the work of costing candidates (kernels from real models have a few hundred nodes).
 constexpr size_t kMaxRankedNodes = 4000;
 constexpr double kMaxExpandedNodes = 400000;
+// Register tiles costed per vectorized axis.
+constexpr size_t kMaxTiles = 6;
+// Kernels the model expects to take at least this long (~1 ms) have close candidates timed.
+constexpr double kTimedCycles = 3e6;
 
 // What the candidates are made from: the kernel's axes and accesses before any opt.
 struct Shape {
@@ -340,22 +344,28 @@ std::vector<std::vector<std::pair<Arg, int64_t>>> TileChoices(const Shape& shape
     }
     if (!amounts.empty()) axes.push_back({a, amounts});
   }
-  std::vector<std::vector<std::pair<Arg, int64_t>>> out = {{}};
-  auto add = [&](std::vector<std::pair<const UOp*, int64_t>> tile, bool need_full) {
+  // The fullest tiles that fit (a register left idle is reuse lost), at most kMaxTiles of them:
+  // each candidate costs a lowering to estimate.
+  std::vector<std::pair<int64_t, std::vector<std::pair<Arg, int64_t>>>> fitting;
+  auto add = [&](std::vector<std::pair<const UOp*, int64_t>> tile) {
     const int64_t needed = RegistersNeeded(shape, v, vectors_per_tile, tile);
-    if (needed > registers || (need_full && needed * 2 <= registers)) return;
+    if (needed > registers) return;
     std::vector<std::pair<Arg, int64_t>> spec;
     for (const auto& [axis, amount] : tile) spec.push_back({axis->arg(), amount});
-    out.push_back(std::move(spec));
+    fitting.push_back({needed, std::move(spec)});
   };
   for (size_t i = 0; i < axes.size(); ++i) {
-    for (int64_t u : axes[i].second) add({{axes[i].first, u}}, false);
+    for (int64_t u : axes[i].second) add({{axes[i].first, u}});
     for (size_t j = i + 1; j < axes.size(); ++j) {
       for (int64_t u : axes[i].second) {
-        for (int64_t w : axes[j].second) add({{axes[i].first, u}, {axes[j].first, w}}, true);
+        for (int64_t w : axes[j].second) add({{axes[i].first, u}, {axes[j].first, w}});
       }
     }
   }
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::vector<std::pair<Arg, int64_t>>> out = {{}};
+  for (size_t i = 0; i < fitting.size() && i < kMaxTiles; ++i) out.push_back(fitting[i].second);
   return out;
 }
 
@@ -400,23 +410,33 @@ std::vector<Candidate> CpuCandidates(const Scheduler& base) {
                  },
                  /*real_cores=*/true});
   const Shape shape = ShapeOf(base);
-  bool has_window = std::any_of(shape.reduces.begin(), shape.reduces.end(),
-                                [](const UOp* r) { return SizeOf(r) <= 7; });
+  const bool reduction = !shape.reduces.empty();
   const int64_t registers = std::max(4, base.target().vector_registers);
   for (const VectorChoice& v : VectorChoices(shape)) {
+    // The reduce axes a convolution's window spans: unrolled, neighbouring loads are shared;
+    // both ways when the window is large (7x7 writes 49 copies of the body).
+    double window = 1;
+    for (const UOp* r : shape.reduces) {
+      if (r->arg() != v.axis && SizeOf(r) <= 7) window *= static_cast<double>(SizeOf(r));
+    }
+    std::vector<bool> unroll_window = {false};
+    if (reduction && window > 1)
+      unroll_window = window <= 9 ? std::vector<bool>{true} : std::vector<bool>{false, true};
     const int64_t lane_bytes = v.lanes * shape.item;
     const int64_t vectors = std::max<int64_t>(1, lane_bytes / base.target().vector_bytes);
+    // Two vectors of lanes: two chains of partial sums (along a reduce axis), or two vectors
+    // stored per iteration (elementwise); along an output axis of a reduction that is a tile.
     std::vector<int64_t> copies = {1};
     const int64_t padded = (v.size + v.lanes - 1) / v.lanes * v.lanes;
-    if ((padded / v.lanes) % 2 == 0 && v.lanes * 2 <= 32) copies.push_back(2);
+    if ((v.reduce || !reduction) && (padded / v.lanes) % 2 == 0 && v.lanes * 2 <= 32) {
+      copies.push_back(2);
+    }
     for (int64_t c : copies) {
-      const bool reduction = !shape.reduces.empty();
       std::vector<std::vector<std::pair<Arg, int64_t>>> tiles = {{}};
       if (reduction) tiles = TileChoices(shape, v, vectors * c, registers);
       for (const auto& tile : tiles) {
-        for (bool window : {false, true}) {
-          if (window && (!has_window || !reduction)) continue;
-          TileSpec spec{v, c, tile, window};
+        for (bool unroll : unroll_window) {
+          TileSpec spec{v, c, tile, unroll};
           out.push_back({"tiles", [spec](Scheduler& s) { return BuildTiles(s, spec); }});
         }
       }
@@ -451,7 +471,7 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler) {
       continue;
     }
     absl::StatusOr<CpuCost> cost =
-        EstimateCpuKernelCost(opts.empty() ? base : s.Finish(), scheduler.target());
+        EstimateCpuKernelCost(opts.empty() ? base : s.Finish(/*hash=*/false), scheduler.target());
     if (!cost.ok()) continue;
     // A candidate must be clearly faster to be worth more opts (the model is rough).
     const double cycles = cost->Cycles() * (1.0 + 0.02 * static_cast<double>(opts.size()));
@@ -461,6 +481,23 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler) {
     return a.cycles < b.cycles;
   });
   return out;
+}
+
+std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler) {
+  if (scheduler.target().has_local || Toposort(scheduler.root()).size() > kMaxRankedNodes) {
+    return {};
+  }
+  std::vector<RankedCandidate> ranked;
+  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler); });
+  if (ranked.size() < 2 || ranked.front().cycles < kTimedCycles) return {};
+  std::vector<std::vector<Opt>> out = {ranked.front().opts};
+  const double best = ranked.front().cycles;
+  for (const RankedCandidate& c : ranked) {
+    if (c.origin == "tinygrad" && c.cycles <= 2 * best && c.opts != out.front()) {
+      out.push_back(c.opts);
+    }
+  }
+  return out.size() >= 2 ? out : std::vector<std::vector<Opt>>{};
 }
 
 namespace {

@@ -43,6 +43,15 @@ struct RankedCandidate {
 // cheapest first: what ApplyHeuristics chooses from (the first), for benchmarks and tests.
 std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler);
 
+// The candidates worth timing for a kernel heavy enough (estimated at a millisecond or more)
+// that choosing wrong costs more than timing them: the model's choice, and tinygrad's own
+// choice when the model puts it within 2x (the model is rough where LLVM's transformations
+// matter most: unswitched masks, interleaved gathers; tinygrad's choice is the baseline never to
+// lose to). Fewer than two: nothing to time, the model's choice stands. Timing every close
+// candidate would tune further, at a first-run cost users see (a second each for ResNet's
+// convolutions); that is what the search mode is for.
+std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_OPT_HEURISTIC_H_

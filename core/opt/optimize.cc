@@ -59,4 +59,11 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
   return OptimizedKernel{scheduler.Finish(), scheduler.applied()};
 }
 
+std::vector<std::vector<Opt>> HeuristicContendersFor(const std::shared_ptr<const KernelAst>& ast,
+                                                     const OptTarget& target) {
+  if (IsAlreadyOptimized(*ast)) return {};
+  Scheduler scheduler(*RunPreOptPasses(ast, target), target);
+  return HeuristicContenders(scheduler);
+}
+
 }  // namespace uopd

@@ -48,6 +48,11 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
                                                const OptTarget& target,
                                                const OptimizeRequest& request);
 
+// The heuristics' candidates worth timing for `ast` (core/opt/heuristic.h HeuristicContenders),
+// as opt lists an OptimizeRequest of mode kOpts applies. Empty when the model's choice stands.
+std::vector<std::vector<Opt>> HeuristicContendersFor(const std::shared_ptr<const KernelAst>& ast,
+                                                     const OptTarget& target);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_OPT_OPTIMIZE_H_

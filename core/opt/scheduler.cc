@@ -464,7 +464,7 @@ absl::Status Scheduler::Apply(const Opt& opt) {
   return absl::OkStatus();
 }
 
-std::shared_ptr<const KernelAst> Scheduler::Finish() const {
+std::shared_ptr<const KernelAst> Scheduler::Finish(bool hash) const {
   // END and REDUCE list the plain ranges found, in order, in the expressions that replaced
   // their ranges (tinygrad's pm_flatten_range).
   Graph& g = *graph_;
@@ -485,7 +485,7 @@ std::shared_ptr<const KernelAst> Scheduler::Finish() const {
   }
   auto ast = std::make_shared<KernelAst>();
   ast->root = CopyInto(ast->graph, rebuilt.at(root_));
-  ast->hash = AstHashHex(ast->root);
+  if (hash) ast->hash = AstHashHex(ast->root);
   return ast;
 }
 

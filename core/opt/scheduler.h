@@ -41,8 +41,9 @@ class Scheduler {
   const UOp* root() const { return root_; }
 
   // The optimized AST: END/REDUCE range lists rewritten to the plain ranges they now hold,
-  // hashed, in a graph of its own.
-  std::shared_ptr<const KernelAst> Finish() const;
+  // hashed (unless `hash` is false: a candidate only costed, never cached), in a graph of its
+  // own.
+  std::shared_ptr<const KernelAst> Finish(bool hash = true) const;
 
  private:
   // The axis `opt` names (tinygrad's real_axis), or INVALID_ARGUMENT.

@@ -103,6 +103,39 @@ class Searcher {
     }
   }
 
+  absl::StatusOr<TournamentResult> RunTournament(const std::vector<std::vector<Opt>>& candidates) {
+    TournamentResult result;
+    result.seconds.assign(candidates.size(), std::numeric_limits<double>::infinity());
+    std::vector<std::shared_ptr<const Built>> built(candidates.size());
+    for (size_t i = 0; i < candidates.size() && !OutOfTime(); ++i) {
+      auto optimized =
+          OptimizeKernel(ast_, target_, OptimizeRequest{OptMode::kOpts, candidates[i]});
+      if (!optimized.ok()) continue;
+      absl::StatusOr<Built> b = Build(optimized->ast, candidates[i]);
+      if (!b.ok()) continue;
+      if (buffers_.empty()) {
+        UOPD_RETURN_IF_ERROR(AllocateScratch(b->spec));
+        UOPD_RETURN_IF_ERROR(Restore());
+      }
+      if (!Execute(*b).ok()) continue;  // the first run warms caches and code
+      built[i] = std::make_shared<const Built>(*std::move(b));
+    }
+    // Interleaved rounds: a moment of load on a shared machine slows one sample, not one
+    // candidate.
+    for (int round = 0; round < 3 && !OutOfTime(); ++round) {
+      for (size_t i = 0; i < built.size() && !OutOfTime(); ++i) {
+        if (built[i] != nullptr) result.seconds[i] = std::min(result.seconds[i], Sample(*built[i]));
+      }
+    }
+    if (options_.stop != nullptr && options_.stop->stopped()) {
+      result.stopped = true;
+      return result;
+    }
+    result.winner = static_cast<size_t>(
+        std::min_element(result.seconds.begin(), result.seconds.end()) - result.seconds.begin());
+    return result;
+  }
+
   absl::StatusOr<SearchResult> Run() {
     SearchResult result;
     // The kernel as written: the reference every candidate's outputs must match.
@@ -368,6 +401,13 @@ absl::StatusOr<SearchResult> SearchKernelOpts(const Device& device,
                                               const std::shared_ptr<const KernelAst>& ast,
                                               const SearchOptions& options) {
   return Searcher(device, ast, options).Run();
+}
+
+absl::StatusOr<TournamentResult> TimeOptCandidates(const Device& device,
+                                                   const std::shared_ptr<const KernelAst>& ast,
+                                                   const std::vector<std::vector<Opt>>& candidates,
+                                                   const SearchOptions& options) {
+  return Searcher(device, ast, options).RunTournament(candidates);
 }
 
 }  // namespace uopd

@@ -50,6 +50,21 @@ absl::StatusOr<SearchResult> SearchKernelOpts(const Device& device,
                                               const std::shared_ptr<const KernelAst>& ast,
                                               const SearchOptions& options);
 
+struct TournamentResult {
+  size_t winner = 0;            // index of the fastest candidate
+  std::vector<double> seconds;  // each candidate's time (infinity: it did not compile or run)
+  bool stopped = false;         // cut short by `stop`: winner is 0, nothing was decided
+};
+
+// Times each of `candidates` (opt lists of mode kOpts for `ast`) on `device`, on made-up inputs
+// in scratch buffers, interleaved, and names the fastest. Unlike the search it neither extends
+// nor verifies them: they are the heuristics' own choices, trusted as the heuristics are.
+// RESOURCE_EXHAUSTED when the buffers do not fit options.max_scratch_bytes.
+absl::StatusOr<TournamentResult> TimeOptCandidates(const Device& device,
+                                                   const std::shared_ptr<const KernelAst>& ast,
+                                                   const std::vector<std::vector<Opt>>& candidates,
+                                                   const SearchOptions& options);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_SEARCH_KERNEL_SEARCH_H_

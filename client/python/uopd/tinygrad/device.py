@@ -25,11 +25,17 @@ How tinygrad's pieces map onto uopd:
  - With a daemon on this machine (``unix:/path`` or loopback), Execute, RunPlan and the buffer
    calls go over its local socket rather than gRPC (the client's ``local_socket``;
    ``$UOPD_LOCAL_SOCKET=0`` keeps them on gRPC).
+ - Compiling ahead: when tinygrad runs a schedule, every UOPD kernel of it is sent to the daemon
+   to compile at once, from background threads (``Compile``; ``$UOPD_PRECOMPILE=0`` turns it
+   off), so the daemon's compile workers work in parallel while the kernels run one by one;
+   each Execute then finds its kernel compiled or being compiled (the daemon compiles a kernel
+   once however many ask).
 """
 from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 import os
 import threading
 import time
@@ -350,9 +356,61 @@ def _lower_uopd(ctx: list[Buffer], sink: UOp) -> Optional[Runner]:
     return None
 
 
+# ---------------------------------------------------------------------------------------------
+# Compiling a schedule's kernels ahead of running them
+
+
+_precompiled: set[tuple[str, bytes]] = set()
+_precompile_pool: Optional[ThreadPoolExecutor] = None
+_precompile_lock = threading.Lock()
+
+
+def _compile_quietly(runner: UopdRunner) -> None:
+    try:
+        runner.dev.client.compile(runner.graph, device=runner.remote, optimization=runner.optimization)
+    except Exception:  # the Execute that needs the kernel reports what went wrong
+        pass
+
+
+def precompile(schedule: list[ExecItem]) -> None:
+    """Asks the daemon to compile every UOPD kernel of `schedule` not asked for before, without
+    waiting: two at a time (the daemon's compile workers; more would only queue)."""
+    global _precompile_pool
+    if os.environ.get("UOPD_PRECOMPILE") == "0":
+        return
+    for si in schedule:
+        if si.ast.op is not Ops.SINK or not si.bufs or si.bufs[0] is None or not _is_uopd(si.bufs[0].device):
+            continue
+        key = (si.bufs[0].device, si.ast.key)
+        with _precompile_lock:
+            if key in _precompiled:
+                continue
+            _precompiled.add(key)
+            if _precompile_pool is None:
+                _precompile_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uopd-precompile")
+        try:
+            runner = get_runner(si.bufs[0].device, si.ast)
+        except Exception:  # lowering it again when it runs raises the error where tinygrad expects it
+            continue
+        _precompile_pool.submit(_compile_quietly, runner)
+
+
+_run_schedule = realize.run_schedule
+
+
+@functools.wraps(_run_schedule)
+def run_schedule(schedule: list[ExecItem], var_vals: Optional[dict[str, int]] = None, do_update_stats: bool = True):
+    precompile(schedule)
+    return _run_schedule(schedule, var_vals, do_update_stats)
+
+
 # ExecItem.lower rewrites the AST with realize.si_lowerer, whose rules captured the original
 # get_runner when they were compiled: the UOPD rule goes in front of them.
 if getattr(realize.get_runner, "__uopd__", False) is False:
     get_runner.__uopd__ = True  # type: ignore[attr-defined]
     realize.get_runner = get_runner
     realize.si_lowerer = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_uopd)]) + realize.si_lowerer
+    # tinygrad.tensor imported run_schedule by name.
+    import tinygrad.tensor as _tensor
+    realize.run_schedule = run_schedule
+    _tensor.run_schedule = run_schedule
