@@ -308,7 +308,7 @@ bool BuildTiles(Scheduler& s, const TileSpec& spec) {
 // Vector registers a tile needs at best: its accumulators, plus, while one step of the
 // reduction multiplies values of two loads into them, the smaller set of values (the other
 // is loaded one value at a time), plus that one.
-int64_t RegistersNeeded(const Shape& shape, const VectorChoice& v, int64_t vectors_per_tile,
+int64_t RegistersNeeded(const Shape& shape, int64_t vectors_per_tile,
                         const std::vector<std::pair<const UOp*, int64_t>>& tile) {
   int64_t accumulators = vectors_per_tile;
   for (const auto& [axis, amount] : tile) accumulators *= amount;
@@ -348,7 +348,7 @@ std::vector<std::vector<std::pair<Arg, int64_t>>> TileChoices(const Shape& shape
   // each candidate costs a lowering to estimate.
   std::vector<std::pair<int64_t, std::vector<std::pair<Arg, int64_t>>>> fitting;
   auto add = [&](std::vector<std::pair<const UOp*, int64_t>> tile) {
-    const int64_t needed = RegistersNeeded(shape, v, vectors_per_tile, tile);
+    const int64_t needed = RegistersNeeded(shape, vectors_per_tile, tile);
     if (needed > registers) return;
     std::vector<std::pair<Arg, int64_t>> spec;
     for (const auto& [axis, amount] : tile) spec.push_back({axis->arg(), amount});
