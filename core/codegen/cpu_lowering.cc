@@ -1,13 +1,71 @@
 #include "core/codegen/cpu_lowering.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/lower.h"
 #include "core/codegen/tinygrad_algebra.h"
 #include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
+#include "core/ir/copy_expression.h"
+#include "core/ir/symbolic.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
+namespace {
+
+// tinygrad simplifies the kernel again once its UPCAST and UNROLL ranges are written out
+// (`sym` with the expander): with a window's offsets now constants, index arithmetic folds and
+// the masks of impossible window positions become false (LLVM then drops what they guard: a
+// pooling's gradient keeps 4 of its 9 terms). Only expressions that read no memory are
+// rewritten, so every access the kernel makes, and the bounds error of one out of range, stays
+// as the IR defines it; tinygrad's float rewrites are left out as everywhere
+// (core/ir/symbolic.h).
+std::shared_ptr<const KernelAst> SimplifyExpanded(std::shared_ptr<const KernelAst> ast) {
+  if (ast->root->num_src() == 0) return ast;
+  Graph work;
+  const UOp* root = CopyExpression(work, ast->root);
+  SymbolicRewriter sym(work);
+  absl::flat_hash_map<const UOp*, bool> pure;  // reads no memory, has no effect
+  auto is_pure = [&](const UOp* n) {
+    if (auto it = pure.find(n); it != pure.end()) return it->second;
+    bool p = true;
+    for (const UOp* x : Toposort(n)) {
+      if (auto it = pure.find(x); it != pure.end()) {
+        p = p && it->second;
+        continue;
+      }
+      const Op op = x->op();
+      bool here = IsAlu(op) || op == Op::kConst || op == Op::kRange || op == Op::kDefineVar ||
+                  op == Op::kCast || op == Op::kBitcast;
+      for (const UOp* s : x->src()) here = here && pure.at(s);
+      pure[x] = here;
+      p = p && here;
+    }
+    return pure[n] = p;
+  };
+  root = sym.Rewrite(
+      root, [&](const UOp* n) -> const UOp* { return is_pure(n) ? sym.SymRule(n) : nullptr; });
+  // An access whose guard folded to false indexes Invalid: spelled as a guard the lowering
+  // takes (a load of 0, a store that does not happen).
+  Graph& g = sym.graph();
+  root = sym.Rewrite(root, [&](const UOp* n) -> const UOp* {
+    if (n->op() != Op::kIndex || n->num_src() < 2 || !n->src(1)->IsInvalid()) return nullptr;
+    const UOp* invalid = n->src(1);
+    const UOp* guarded = g.Make(Op::kWhere, invalid->dtype(),
+                                {g.Make(Op::kConst, DType::Of(Scalar::kBool), {}, Arg::Bool(false)),
+                                 g.Make(Op::kConst, invalid->dtype(), {}, Arg::I64(0)), invalid});
+    std::vector<const UOp*> src(n->src().begin(), n->src().end());
+    src[1] = guarded;
+    return g.Make(n->op(), n->dtype(), std::move(src), n->arg());
+  });
+  if (!sym.status().ok()) return ast;
+  auto out = std::make_shared<KernelAst>();
+  out->root = CopyExpression(out->graph, root);
+  out->hash = ast->hash;
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<CpuLowering> LowerCpuKernel(std::shared_ptr<const KernelAst> ast,
                                            const std::string& name,
@@ -22,7 +80,7 @@ absl::StatusOr<CpuLowering> LowerCpuKernel(std::shared_ptr<const KernelAst> ast,
   ExpandOptions expand;
   if (!options.gpu_lowering) expand.keep = ChooseVectorRange(*decomposed, kMaxVectorLanes);
   CpuLowering out;
-  out.expanded = ExpandRanges(decomposed, expand);
+  out.expanded = SimplifyExpanded(ExpandRanges(decomposed, expand));
   if (expand.keep != nullptr) {
     lower_options.vector_range = FindRange(*out.expanded, expand.keep->arg());
   }

@@ -8,7 +8,7 @@
 #include "core/ir/hash.h"
 #include "core/ir/verify.h"
 #include "core/opt/scheduler.h"
-#include "core/opt/symbolic.h"
+#include "core/ir/symbolic.h"
 
 namespace uopd {
 namespace {

@@ -3,7 +3,7 @@
 //
 //   1. split ranges: a constant RANGE used as `r % c` (c divides its size) becomes two ranges,
 //      r_hi*c + r_lo, args (id..., 0, type) and (id..., 1, type); the graph is simplified.
-//   2. sym: tinygrad's symbolic simplification (core/opt/symbolic.h), then every END/REDUCE
+//   2. sym: tinygrad's symbolic simplification (core/ir/symbolic.h), then every END/REDUCE
 //      lists the plain RANGEs its range expressions hold.
 //   3. merge ranges: two ranges of one type closed together (END: adjacent ones; REDUCE: any
 //      pair in the same reductions) become one range of the product size when the merged graph

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/ir/graph.h"
 #include "core/ir/value_range.h"
-#include "core/opt/symbolic.h"
+#include "core/ir/symbolic.h"
 
 namespace uopd {
 namespace {

@@ -17,8 +17,8 @@
 // Checked against tinygrad itself (its passes run on the same graphs): the index arithmetic of
 // thousands of scheduled kernels comes out node for node the same; the differences left are
 // float rewrites the port leaves out.
-#ifndef UOPD_CORE_OPT_SYMBOLIC_H_
-#define UOPD_CORE_OPT_SYMBOLIC_H_
+#ifndef UOPD_CORE_IR_SYMBOLIC_H_
+#define UOPD_CORE_IR_SYMBOLIC_H_
 
 #include <cstdint>
 #include <functional>
@@ -140,4 +140,4 @@ class SymbolicRewriter {
 
 }  // namespace uopd
 
-#endif  // UOPD_CORE_OPT_SYMBOLIC_H_
+#endif  // UOPD_CORE_IR_SYMBOLIC_H_

@@ -1,4 +1,4 @@
-#include "core/opt/symbolic.h"
+#include "core/ir/symbolic.h"
 
 #include <algorithm>
 #include <cmath>
