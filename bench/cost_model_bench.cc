@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     auto ast = uopd::DecodeKernelAst(entry->kase.ast());
     if (!bound.ok() || !ast.ok()) continue;
     uopd::Scheduler base(*uopd::RunPreOptPasses(*ast, target), target);
-    std::vector<uopd::RankedCandidate> ranked = uopd::RankCpuCandidates(base);
+    std::vector<uopd::RankedCandidate> ranked = uopd::RankCpuCandidates(base, *ast);
     std::vector<Timed> timed;
     for (size_t i = 0; i < ranked.size(); ++i) {
       if (static_cast<int>(i) >= top && ranked[i].origin != "tinygrad" &&

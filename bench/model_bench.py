@@ -213,6 +213,8 @@ def run_model(model: str, args: argparse.Namespace, out: dict) -> None:
             tg = workers["tinygrad"].call(cmd="kernels", reps=args.kernel_reps)["kernels"]
             alt = {k["key"]: k["opts"] for k in tg} if args.tinygrad_opts else None
             up = workers["uopd"].call(cmd="kernels", reps=args.kernel_reps, alt_opts=alt)["kernels"]
+            calls = {b: workers[b].call(cmd="call", reps=args.kernel_reps)["call"] for b in ("tinygrad", "uopd")}
+            result["call"] = calls
             lines, t_tg, t_up = kernel_view(tg, up, units)
             result["kernel_us_per_call"] = {"tinygrad": t_tg, "uopd": t_up}
             result["kernel_lines"] = lines
@@ -258,6 +260,9 @@ def report(results: dict, args: argparse.Namespace) -> None:
             print(f"{model}: kernel time per JIT call: tinygrad {k['tinygrad'] / 1e3:.2f} ms, UOPD {k['uopd'] / 1e3:.2f} ms "
                   f"({k['uopd'] / max(k['tinygrad'], 1e-9):.2f}x); each kernel alone, median of {args.kernel_reps} "
                   "(* = over 1.10x and over 0.2% of the call)")
+            for b, c in r.get("call", {}).items():
+                print(f"{model}: one JIT call on {b}: {c['wall_ms']:.2f} ms from Python, {c['device_ms']:.2f} ms on the "
+                      f"device ({c['kernels']} kernels in {c['batches']} batches)")
             print("\n".join("  " + line for line in r["kernel_lines"]))
 
 

@@ -67,6 +67,30 @@ class TinygradBackend:
             captured.jit_cache[j].bufs[i] = None
         return out
 
+    def call_breakdown(self, reps: int) -> dict:
+        """One JIT call, `reps` times: its wall time from Python and the device's own time for the
+        batches it runs (tinygrad: the CPU graph's queue timestamps; UOPD: first kernel start to
+        last kernel end of each RunPlan, as the daemon reports them)."""
+        from tinygrad.engine.jit import _prepare_jit_inputs
+        jit = self.model.jit()
+        captured = jit.captured
+        input_buffers, var_vals, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
+        walls, spans = [], []
+        for _ in range(reps + 1):
+            for (j, i), idx in captured._input_replace.items():
+                captured._jit_cache[j].bufs[i] = input_buffers[idx]
+            st = time.perf_counter()
+            span = 0.0
+            for ei in captured._jit_cache:
+                span += ei.run(var_vals, wait=True, jit=True) or 0.0
+            walls.append(time.perf_counter() - st)
+            spans.append(span)
+            for (j, i) in captured._input_replace:
+                captured._jit_cache[j].bufs[i] = None
+        walls, spans = sorted(walls[1:]), sorted(spans[1:])
+        return {"wall_ms": walls[len(walls) // 2] * 1e3, "device_ms": spans[len(spans) // 2] * 1e3,
+                "batches": len(captured._jit_cache), "kernels": len(captured.jit_cache)}
+
     def export(self, out_dir: str, model: str) -> list[str]:
         """Each distinct kernel of the captured JIT as a corpus case file (tests/corpus/README.md) in
         out_dir: its AST, its buffers' current bytes, and the outputs tinygrad's CPU device computes
@@ -182,6 +206,8 @@ def main() -> None:
                 reply["seconds"] = time.perf_counter() - st
             elif cmd["cmd"] == "kernels":
                 reply["kernels"] = impl.kernels(int(cmd.get("reps", 5)), cmd.get("alt_opts"))
+            elif cmd["cmd"] == "call":
+                reply["call"] = impl.call_breakdown(int(cmd.get("reps", 5)))
             elif cmd["cmd"] == "export":
                 reply["paths"] = impl.export(cmd["out"], model)
             elif cmd["cmd"] == "quit":

@@ -1,5 +1,7 @@
 #include "core/codegen/cpu_lowering.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/lower.h"
@@ -21,27 +23,33 @@ namespace {
 // as the IR defines it; tinygrad's float rewrites are left out as everywhere
 // (core/ir/symbolic.h).
 std::shared_ptr<const KernelAst> SimplifyExpanded(std::shared_ptr<const KernelAst> ast) {
-  if (ast->root->num_src() == 0) return ast;
+  // A kernel far larger than any a framework schedules is rendered as it is: rewriting it would
+  // take longer than the speed it may gain is worth, on the request's path.
+  if (Toposort(ast->root).size() > 20000) return ast;
   Graph work;
   const UOp* root = CopyExpression(work, ast->root);
   SymbolicRewriter sym(work);
   absl::flat_hash_map<const UOp*, bool> pure;  // reads no memory, has no effect
+  auto allowed = [](Op op) {
+    return IsAlu(op) || op == Op::kConst || op == Op::kRange || op == Op::kDefineVar ||
+           op == Op::kCast || op == Op::kBitcast;
+  };
+  auto compute = [&](const UOp* x) {  // REQUIRES: x's sources are known
+    bool p = allowed(x->op());
+    for (const UOp* s : x->src()) p = p && pure.at(s);
+    return pure[x] = p;
+  };
   auto is_pure = [&](const UOp* n) {
     if (auto it = pure.find(n); it != pure.end()) return it->second;
-    bool p = true;
-    for (const UOp* x : Toposort(n)) {
-      if (auto it = pure.find(x); it != pure.end()) {
-        p = p && it->second;
-        continue;
-      }
-      const Op op = x->op();
-      bool here = IsAlu(op) || op == Op::kConst || op == Op::kRange || op == Op::kDefineVar ||
-                  op == Op::kCast || op == Op::kBitcast;
-      for (const UOp* s : x->src()) here = here && pure.at(s);
-      pure[x] = here;
-      p = p && here;
+    // The rewrite visits sources first, so they are usually known already.
+    if (std::all_of(n->src().begin(), n->src().end(),
+                    [&](const UOp* s) { return pure.contains(s); })) {
+      return compute(n);
     }
-    return pure[n] = p;
+    for (const UOp* x : Toposort(n)) {
+      if (!pure.contains(x)) compute(x);
+    }
+    return pure.at(n);
   };
   root = sym.Rewrite(
       root, [&](const UOp* n) -> const UOp* { return is_pure(n) ? sym.SymRule(n) : nullptr; });
@@ -80,7 +88,8 @@ absl::StatusOr<CpuLowering> LowerCpuKernel(std::shared_ptr<const KernelAst> ast,
   ExpandOptions expand;
   if (!options.gpu_lowering) expand.keep = ChooseVectorRange(*decomposed, kMaxVectorLanes);
   CpuLowering out;
-  out.expanded = SimplifyExpanded(ExpandRanges(decomposed, expand));
+  out.expanded = ExpandRanges(decomposed, expand);
+  if (out.expanded != decomposed) out.expanded = SimplifyExpanded(out.expanded);
   if (expand.keep != nullptr) {
     lower_options.vector_range = FindRange(*out.expanded, expand.keep->arg());
   }

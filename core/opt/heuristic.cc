@@ -184,7 +184,6 @@ class FirstCpuHeuristic {
 // ---- Candidates around a vectorized axis -----------------------------------------------------
 
 // Bounds on the work of costing candidates (kernels from real models have a few hundred nodes).
-constexpr size_t kMaxRankedNodes = 4000;
 constexpr double kMaxExpandedNodes = 400000;
 // Register tiles costed per vectorized axis.
 constexpr size_t kMaxTiles = 6;
@@ -447,7 +446,8 @@ std::vector<Candidate> CpuCandidates(const Scheduler& base) {
 
 }  // namespace
 
-std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler) {
+std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler,
+                                               std::shared_ptr<const KernelAst> as_written) {
   const std::shared_ptr<const KernelAst> base = scheduler.Finish();
   const size_t nodes = Toposort(base->root).size();
   std::vector<RankedCandidate> out;
@@ -470,8 +470,9 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler) {
         })) {
       continue;
     }
-    absl::StatusOr<CpuCost> cost =
-        EstimateCpuKernelCost(opts.empty() ? base : s.Finish(/*hash=*/false), scheduler.target());
+    absl::StatusOr<CpuCost> cost = EstimateCpuKernelCost(
+        opts.empty() ? (as_written != nullptr ? as_written : base) : s.Finish(/*hash=*/false),
+        scheduler.target());
     if (!cost.ok()) continue;
     // A candidate must be clearly faster to be worth more opts (the model is rough).
     const double cycles = cost->Cycles() * (1.0 + 0.02 * static_cast<double>(opts.size()));
@@ -483,12 +484,13 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler) {
   return out;
 }
 
-std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler) {
+std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler,
+                                                  std::shared_ptr<const KernelAst> as_written) {
   if (scheduler.target().has_local || Toposort(scheduler.root()).size() > kMaxRankedNodes) {
     return {};
   }
   std::vector<RankedCandidate> ranked;
-  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler); });
+  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler, as_written); });
   if (ranked.size() < 2 || ranked.front().cycles < kTimedCycles) return {};
   std::vector<std::vector<Opt>> out = {ranked.front().opts};
   const double best = ranked.front().cycles;
@@ -502,7 +504,7 @@ std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler) {
 
 namespace {
 
-void ApplyCpuHeuristics(Scheduler& scheduler) {
+void ApplyCpuHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written) {
   // Costing lowers every candidate: for kernels far larger than any a framework schedules, the
   // first heuristic alone keeps optimizing cheap.
   if (Toposort(scheduler.root()).size() > kMaxRankedNodes) {
@@ -511,7 +513,7 @@ void ApplyCpuHeuristics(Scheduler& scheduler) {
   }
   std::vector<RankedCandidate> ranked;
   // The lowering recurses over expression chains as deep as the IR allows.
-  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler); });
+  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler, as_written); });
   if (ranked.empty()) return;
   for (const Opt& opt : ranked.front().opts) {
     if (!scheduler.Apply(opt).ok()) return;  // cannot happen: the same opts on the same AST
@@ -520,9 +522,9 @@ void ApplyCpuHeuristics(Scheduler& scheduler) {
 
 }  // namespace
 
-void ApplyHeuristics(Scheduler& scheduler) {
+void ApplyHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written) {
   if (scheduler.target().has_local) return;  // GPUs: not yet
-  ApplyCpuHeuristics(scheduler);
+  ApplyCpuHeuristics(scheduler, std::move(as_written));
 }
 
 }  // namespace uopd

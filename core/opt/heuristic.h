@@ -20,6 +20,8 @@
 #ifndef UOPD_CORE_OPT_HEURISTIC_H_
 #define UOPD_CORE_OPT_HEURISTIC_H_
 
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,15 @@
 
 namespace uopd {
 
-// Applies what the heuristics choose to `scheduler` (which should have no opts yet).
-void ApplyHeuristics(Scheduler& scheduler);
+// Kernels with more nodes than this are not ranked (costing lowers every candidate): the first
+// heuristic alone chooses for them. Real models' kernels have a few hundred.
+inline constexpr size_t kMaxRankedNodes = 4000;
+
+// Applies what the heuristics choose to `scheduler` (which should have no opts yet, and hold the
+// kernel after the pre-optimization passes). `as_written` is the kernel as it runs when no opt is
+// chosen (before those passes), which is what the "as written" candidate is costed on; null: the
+// scheduler's kernel.
+void ApplyHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written = nullptr);
 
 // A CPU candidate and what the cost model expects of it (its cycles, weighted a little against
 // more opts as the choice is).
@@ -41,7 +50,8 @@ struct RankedCandidate {
 
 // Every distinct CPU candidate that applies to `scheduler`'s kernel (no opts applied yet),
 // cheapest first: what ApplyHeuristics chooses from (the first), for benchmarks and tests.
-std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler);
+std::vector<RankedCandidate> RankCpuCandidates(
+    const Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written = nullptr);
 
 // The candidates worth timing for a kernel heavy enough (estimated at a millisecond or more)
 // that choosing wrong costs more than timing them: the model's choice, and tinygrad's own
@@ -50,7 +60,8 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler);
 // lose to). Fewer than two: nothing to time, the model's choice stands. Timing every close
 // candidate would tune further, at a first-run cost users see (a second each for ResNet's
 // convolutions); that is what the search mode is for.
-std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler);
+std::vector<std::vector<Opt>> HeuristicContenders(
+    const Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written = nullptr);
 
 }  // namespace uopd
 

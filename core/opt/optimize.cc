@@ -54,16 +54,18 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
   // written, so "no opts" names one compiled kernel whatever the mode.
   if (optimized) return OptimizedKernel{std::move(ast), {}};
   Scheduler scheduler(*RunPreOptPasses(ast, target), target);
-  ApplyHeuristics(scheduler);
+  ApplyHeuristics(scheduler, ast);
   if (scheduler.applied().empty()) return OptimizedKernel{std::move(ast), {}};
   return OptimizedKernel{scheduler.Finish(), scheduler.applied()};
 }
 
 std::vector<std::vector<Opt>> HeuristicContendersFor(const std::shared_ptr<const KernelAst>& ast,
                                                      const OptTarget& target) {
-  if (IsAlreadyOptimized(*ast)) return {};
+  // Nothing is timed for kernels too large to rank (before the pre-optimization passes, which
+  // cost as much as the rest of a large kernel's optimization).
+  if (IsAlreadyOptimized(*ast) || Toposort(ast->root).size() > kMaxRankedNodes) return {};
   Scheduler scheduler(*RunPreOptPasses(ast, target), target);
-  return HeuristicContenders(scheduler);
+  return HeuristicContenders(scheduler, ast);
 }
 
 }  // namespace uopd

@@ -1,14 +1,15 @@
 #include "core/opt/preopt.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "core/ir/hash.h"
+#include "core/ir/symbolic.h"
 #include "core/ir/verify.h"
 #include "core/opt/scheduler.h"
-#include "core/ir/symbolic.h"
 
 namespace uopd {
 namespace {
@@ -27,9 +28,86 @@ Arg RangeArgWith(const UOp* range, int64_t extra) {
   return Arg::Range(std::move(axis), range->arg().axis_type);
 }
 
+bool DependsOn(const UOp* root, const UOp* node) {
+  for (const UOp* n : Toposort(root)) {
+    if (n == node) return true;
+  }
+  return false;
+}
+
 class PreOptPasses {
  public:
   explicit PreOptPasses(SymbolicRewriter& sym) : sym_(sym) {}
+
+  // pm_load_collapse's exact case: REDUCE(ADD, r) of WHERE(idx != r, 0, x[r]) (or WHERE(idx ==
+  // r, x[r], 0)), a gather written as a sum over the table, becomes the gated load
+  // WHERE(0 <= idx < N, x[idx] + 0, 0), every access of x guarded by the same condition. The
+  // `+ 0` keeps the sum's exact result (a selected -0.0 summed with zeros is +0.0).
+  const UOp* CollapseGathers(const UOp* sink) {
+    return sym_.Rewrite(sink, [&](const UOp* n) { return CollapseGather(n); });
+  }
+
+  const UOp* CollapseGather(const UOp* red) {
+    if (red->op() != Op::kReduce || red->arg().reduce_op != Op::kAdd || red->num_src() != 2) {
+      return nullptr;
+    }
+    const UOp* r = red->src(1);
+    const UOp* w = red->src(0);
+    if (r->op() != Op::kRange || w->op() != Op::kWhere || !IsIntConst(r->src(0))) return nullptr;
+    const UOp* cond = w->src(0);
+    const bool ne = cond->op() == Op::kCmpne;
+    if (!ne && cond->op() != Op::kCmpeq) return nullptr;
+    const UOp* zero = ne ? w->src(1) : w->src(2);
+    const UOp* expr = ne ? w->src(2) : w->src(1);
+    if (zero->op() != Op::kConst || zero->dtype() != red->dtype() ||
+        expr->dtype() != red->dtype()) {
+      return nullptr;
+    }
+    const bool float_zero = IsFloat(zero->dtype().scalar);
+    if ((float_zero && (zero->arg().f != 0.0 || std::signbit(zero->arg().f))) ||
+        (!float_zero && zero->arg().i != 0)) {
+      return nullptr;
+    }
+    // One side is the range (maybe cast), the other does not depend on it.
+    auto is_r = [&](const UOp* x) {
+      return x == r || (x->op() == Op::kCast && x->src(0) == r && IsInt(x->dtype().scalar));
+    };
+    const UOp* idx = nullptr;
+    if (is_r(cond->src(0))) idx = cond->src(1);
+    if (is_r(cond->src(1))) idx = cond->src(0);
+    if (idx == nullptr || DependsOn(idx, r) || !IsInt(idx->dtype().scalar)) return nullptr;
+    for (const UOp* n : Toposort(expr)) {
+      const bool other_range = n->op() == Op::kRange && n != r && DependsOn(n, r);
+      if (n->op() == Op::kReduce || n->op() == Op::kStore || other_range) return nullptr;
+    }
+    Graph& g = sym_.graph();
+    const DType boolean = DType::Of(Scalar::kBool);
+    const UOp* at = sym_.Cast(idx, r->dtype());
+    const UOp* in_range = g.Make(
+        Op::kAnd, boolean,
+        {g.Make(Op::kCmpne, boolean,
+                {g.Make(Op::kCmplt, boolean, {at, sym_.IndexConst(0)}), sym_.ConstLike(cond, 1)}),
+         g.Make(Op::kCmplt, boolean, {at, r->src(0)})});
+    const UOp* gathered = sym_.Substitute(expr, {{r, at}});
+    // Every access the range reached is now at a loaded index: guarded by the range check.
+    SymbolicRewriter::Map guards;
+    for (const UOp* n : Toposort(gathered)) {
+      if (n->op() != Op::kIndex || n->num_src() < 2 || !DependsOn(n->src(1), at)) continue;
+      const UOp* index = n->src(1);
+      const UOp* valid = in_range;
+      if (index->op() == Op::kWhere && index->src(2)->IsInvalid()) {
+        valid = g.Make(Op::kAnd, boolean, {in_range, index->src(0)});
+        index = index->src(1);
+      }
+      std::vector<const UOp*> src(n->src().begin(), n->src().end());
+      src[1] = g.Make(Op::kWhere, index->dtype(),
+                      {valid, index, g.Make(Op::kConst, index->dtype(), {}, Arg::Invalid())});
+      guards[n] = g.Make(n->op(), n->dtype(), std::move(src), n->arg());
+    }
+    gathered = sym_.Substitute(gathered, guards);
+    if (float_zero) gathered = g.Make(Op::kAdd, gathered->dtype(), {gathered, zero});
+    return g.Make(Op::kWhere, red->dtype(), {in_range, gathered, zero});
+  }
 
   // pm_split_ranges + pm_flatten_range (codegen/simplify.py): ranges used as `r % c` are marked
   // while the graph is walked; at the SINK each becomes r_hi*c + r_lo and the graph is simplified.
@@ -177,6 +255,7 @@ std::shared_ptr<const KernelAst> RunPreOptPasses(std::shared_ptr<const KernelAst
   const UOp* root = CopyInto(work, ast->root);
   SymbolicRewriter sym(work);
   PreOptPasses passes(sym);
+  root = passes.CollapseGathers(root);
   root = passes.SplitRanges(root);
   root = sym.Sym(root);
   root = passes.MergeRanges(root);

@@ -1,26 +1,24 @@
 // RunPreOptPasses: what tinygrad 0.12 does to a scheduled kernel AST before its optimizer
 // (tinygrad/codegen/__init__.py full_rewrite_to_sink, docs/OPTIMIZER.md section 1):
 //
-//   1. split ranges: a constant RANGE used as `r % c` (c divides its size) becomes two ranges,
+//   1. load collapse, its exact case (pm_load_collapse): a REDUCE(ADD, r) whose value is
+//      WHERE(idx != r, 0, x[r]), a gather written as a sum over the table (tinygrad's
+//      nn.Embedding), becomes WHERE(0 <= idx < N, x[idx] + 0, 0) with the accesses of x gated by
+//      the same check: one row read instead of the table. tinygrad collapses more (sums of
+//      constants as products, sums split), which rounds floats differently; those are left.
+//   2. split ranges: a constant RANGE used as `r % c` (c divides its size) becomes two ranges,
 //      r_hi*c + r_lo, args (id..., 0, type) and (id..., 1, type); the graph is simplified.
-//   2. sym: tinygrad's symbolic simplification (core/ir/symbolic.h), then every END/REDUCE
+//   3. sym: tinygrad's symbolic simplification (core/ir/symbolic.h), then every END/REDUCE
 //      lists the plain RANGEs its range expressions hold.
-//   3. merge ranges: two ranges of one type closed together (END: adjacent ones; REDUCE: any
+//   4. merge ranges: two ranges of one type closed together (END: adjacent ones; REDUCE: any
 //      pair in the same reductions) become one range of the product size when the merged graph
 //      has no more IDIV/MOD nodes than before (a contiguous (4,6,5) elementwise kernel has one
 //      range of 120).
-//   4. cut store ranges (CPU targets only): a lone store range compared `r < c` with constants is
+//   5. cut store ranges (CPU targets only): a lone store range compared `r < c` with constants is
 //      cut at those constants into several ranges, one END each, grouped.
 //
 // Opt axis numbers (tinygrad's Opt.axis, KernelInfo.opts_to_apply) refer to the graph these
 // passes produce, which is why the optimizer starts from it.
-//
-// Not reproduced: tinygrad's pm_load_collapse, which turns a REDUCE that only selects one
-// element by a loaded index (a gather written as sum_r(where(idx == r, x[r], 0)), one-hot
-// cross-entropy, interpolation) into a gated load. Such a kernel keeps its REDUCE range here, so
-// its axes are numbered differently than tinygrad numbers them. Collapsing it faithfully would
-// take tinygrad's float rewrites of sums (sum of a constant as a product, sums split), which
-// round differently.
 //
 // The passes never change what the kernel computes (see symbolic.h for the tinygrad rules left
 // out for that reason); a merge of two REDUCE ranges may change the order a float reduction

@@ -9,8 +9,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/ir/graph.h"
-#include "core/ir/value_range.h"
 #include "core/ir/symbolic.h"
+#include "core/ir/value_range.h"
 
 namespace uopd {
 namespace {

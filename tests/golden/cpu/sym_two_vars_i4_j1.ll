@@ -35,26 +35,27 @@ loop7.body:
   %v15 = icmp ne i1 %v10, true
   %v16 = icmp slt i32 %v4, %r.0
   %r.6 = and i1 %v15, %v16
-  %r.7 = mul i32 %v0, -3
-  %r.8 = add i32 %r.7, %r.1
-  %r.9 = add i32 %r.8, %v7
-  %q.11 = srem i32 %r.9, 30
-  %inb.12 = icmp ult i32 %q.11, 30
-  %off.13 = xor i1 %r.6, true
-  %inb.14 = or i1 %off.13, %inb.12
-  br i1 %inb.14, label %chk24.ok, label %chk24.fail, !prof !1
-chk24.fail:
+  %r.7 = mul i32 %v0, -1
+  %r.8 = add i32 %r.7, %v4
+  %r.9 = mul i32 %r.8, 3
+  %r.10 = add i32 %r.9, %v7
+  %q.12 = srem i32 %r.10, 30
+  %inb.13 = icmp ult i32 %q.12, 30
+  %off.14 = xor i1 %r.6, true
+  %inb.15 = or i1 %off.14, %inb.13
+  br i1 %inb.15, label %chk25.ok, label %chk25.fail, !prof !1
+chk25.fail:
   ret i32 3
-chk24.ok:
-  %si.15 = select i1 %r.6, i32 %q.11, i32 0
-  %p.16 = getelementptr inbounds float, ptr %buf2, i32 %si.15
-  %ld.17 = load float, ptr %p.16
-  %v25 = select i1 %r.6, float %ld.17, float 0.0
-  %v26 = select i1 %r.6, float %v25, float 0x0000000000000000
-  %r.18 = fadd float %v13, %v26
-  %r.19 = fmul float %r.18, 0x4000000000000000
-  %p.20 = getelementptr inbounds float, ptr %buf0, i32 %r.2
-  store float %r.19, ptr %p.20
+chk25.ok:
+  %si.16 = select i1 %r.6, i32 %q.12, i32 0
+  %p.17 = getelementptr inbounds float, ptr %buf2, i32 %si.16
+  %ld.18 = load float, ptr %p.17
+  %v26 = select i1 %r.6, float %ld.18, float 0.0
+  %v27 = select i1 %r.6, float %v26, float 0x0000000000000000
+  %r.19 = fadd float %v13, %v27
+  %r.20 = fmul float %r.19, 0x4000000000000000
+  %p.21 = getelementptr inbounds float, ptr %buf0, i32 %r.2
+  store float %r.20, ptr %p.21
   %v7.next = add nsw i32 %v7, 1
   store i32 %v7.next, ptr %v7.addr
   br label %loop7.cond, !llvm.loop !2
