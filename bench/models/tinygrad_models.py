@@ -57,8 +57,10 @@ class Llama:
         for layer in range(self.cfg["n_layers"]):
             p = f"layers.{layer}."
             x = x + self._attention(layer, self._rms(x, self.w[p + "attention_norm"]), pos)
-            x = x + self._ffn(layer, self._rms(x, self.w[p + "ffn_norm"]))
-        logits = self._rms(x, self.w["norm"]).linear(self.w["output"].T)[:, -1, :]
+            # contiguous, as tinygrad's TransformerBlock: each layer's output is a buffer, so the
+            # next layer's KV-cache realize does not recompute the layers before it
+            x = (x + self._ffn(layer, self._rms(x, self.w[p + "ffn_norm"]))).contiguous()
+        logits = self._rms(x, self.w["norm"]).linear(self.w["output"].T)[:, -1, :].contiguous()
         return logits.argmax(-1).cast(dtypes.int32).realize(), logits.realize()
 
     def decode(self, n: int) -> tuple[list[int], np.ndarray]:
