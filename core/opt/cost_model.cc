@@ -34,6 +34,8 @@ constexpr double kIntDivide = 20.0;    // IDIV/MOD by a variable, per lane
 constexpr double kAddLatency = 4.0 / 4;
 constexpr double kSpill = 2.0;  // a spilled accumulator: a load and a store per iteration
 constexpr double kParallelLaunch = 15000;  // waking the pool's threads (~5 us)
+constexpr int64_t kPage = 4096;
+constexpr double kFarAccess = 8.0;  // a page-crossing access, with the misses overlapped
 
 int ValueBytes(const LinearProgram& p, const DType& d) {
   int item = d.scalar == Scalar::kIndex  ? p.index_bits / 8
@@ -47,6 +49,13 @@ double Chunks(const LinearProgram& p, const DType& d) {
 }
 
 bool IsFloatValue(const DType& d) { return IsFloat(d.scalar); }
+
+int SlotItemBytes(const LinearProgram& p, int slot) {
+  for (const BufferParam& b : p.globals) {
+    if (b.slot == slot) return std::max(1, ScalarItemSize(b.dtype.scalar));
+  }
+  return 4;
+}
 
 double AluCost(const LinearProgram& p, const Instr& in) {
   const DType& operand = in.src.empty() ? in.dtype : p.instrs[in.src[0]].dtype;
@@ -269,6 +278,15 @@ class ValueNumbers {
   // one buffer at evenly spaced affine indices (an interleaved access LLVM lowers to a few
   // vector loads and shuffles); 0 otherwise.
  public:
+  // How far (in elements) the index of access `instr` moves per iteration of the loop begun by
+  // `loop`, when its index is affine; nullopt otherwise.
+  std::optional<int64_t> StrideAlong(const Instr& access, int loop) const {
+    const std::optional<Affine>& a = affine_[access.src[0]];
+    if (!a.has_value()) return std::nullopt;
+    auto it = a->terms.find(loop);
+    return it == a->terms.end() ? 0 : it->second;
+  }
+
   int64_t BuildStride(const Instr& build) const {
     if (build.src.size() < 2) return 0;
     int slot = -1;
@@ -324,6 +342,7 @@ struct Loop {
   double body = 0;  // throughput cycles of one iteration, counting only what varies with it
   absl::flat_hash_map<int, int> updates;  // accumulator -> updates per iteration
   absl::flat_hash_set<int> computed;      // value numbers computed in one iteration
+  absl::flat_hash_set<int> far_slots;     // buffers read or written a page or more apart
   bool innermost = true;
 };
 
@@ -474,6 +493,18 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     }
     if (in.kind == InstrKind::kAccUpdate && !stack.empty() && IsFloat(in.dtype.scalar)) {
       ++stack.back().updates[in.src[0]];
+    }
+    // An access that moves a page or more each iteration walks memory no prefetcher follows
+    // (a column sum reading one vector per row): a TLB walk and a miss each time, shared by
+    // the accesses of one buffer.
+    if ((in.kind == InstrKind::kLoad || in.kind == InstrKind::kStore) && !stack.empty() &&
+        d == here) {
+      const std::optional<int64_t> stride = numbers.StrideAlong(in, stack.back().begin);
+      const int item = in.slot >= 0 ? SlotItemBytes(p, in.slot) : 4;
+      if (stride.has_value() && std::abs(*stride) * item >= kPage &&
+          stack.back().far_slots.insert(in.slot).second) {
+        stack.back().body += kFarAccess;
+      }
     }
   }
   CpuCost cost;
