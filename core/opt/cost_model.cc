@@ -35,7 +35,8 @@ constexpr double kAddLatency = 4.0 / 4;
 constexpr double kSpill = 2.0;  // a spilled accumulator: a load and a store per iteration
 constexpr double kParallelLaunch = 15000;  // waking the pool's threads (~5 us)
 constexpr int64_t kPage = 4096;
-constexpr double kFarAccess = 8.0;  // a page-crossing access, with the misses overlapped
+constexpr double kFarAccess = 8.0;          // a page-crossing access, with the misses overlapped
+constexpr double kCacheResident = 1 << 20;  // bytes of a core's L2
 
 int ValueBytes(const LinearProgram& p, const DType& d) {
   int item = d.scalar == Scalar::kIndex  ? p.index_bits / 8
@@ -49,6 +50,16 @@ double Chunks(const LinearProgram& p, const DType& d) {
 }
 
 bool IsFloatValue(const DType& d) { return IsFloat(d.scalar); }
+
+double SlotBytes(const LinearProgram& p, int slot) {
+  for (const BufferParam& b : p.globals) {
+    if (b.slot == slot) {
+      return static_cast<double>(std::max<int64_t>(0, b.size)) *
+             std::max(1, ScalarItemSize(b.dtype.scalar));
+    }
+  }
+  return 0;
+}
 
 int SlotItemBytes(const LinearProgram& p, int slot) {
   for (const BufferParam& b : p.globals) {
@@ -494,14 +505,15 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     if (in.kind == InstrKind::kAccUpdate && !stack.empty() && IsFloat(in.dtype.scalar)) {
       ++stack.back().updates[in.src[0]];
     }
-    // An access that moves a page or more each iteration walks memory no prefetcher follows
-    // (a column sum reading one vector per row): a TLB walk and a miss each time, shared by
-    // the accesses of one buffer.
+    // An access that moves a page or more each iteration through a buffer too large for the
+    // caches walks memory no prefetcher follows (a column sum reading one vector per row): a
+    // TLB walk and a miss each time, shared by the accesses of one buffer.
     if ((in.kind == InstrKind::kLoad || in.kind == InstrKind::kStore) && !stack.empty() &&
         d == here) {
       const std::optional<int64_t> stride = numbers.StrideAlong(in, stack.back().begin);
       const int item = in.slot >= 0 ? SlotItemBytes(p, in.slot) : 4;
       if (stride.has_value() && std::abs(*stride) * item >= kPage &&
+          SlotBytes(p, in.slot) > kCacheResident * threads &&
           stack.back().far_slots.insert(in.slot).second) {
         stack.back().body += kFarAccess;
       }
