@@ -411,6 +411,11 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     if (in.kind != InstrKind::kBuild) continue;
     const int64_t stride = std::abs(numbers.BuildStride(in));
     if (stride == 0 || stride > 4) continue;
+    // Masked lanes may not be read: LLVM loads them one by one behind branches.
+    if (std::any_of(in.src.begin(), in.src.end(),
+                    [&](int lane) { return p.instrs[lane].src.size() > 1; })) {
+      continue;
+    }
     strided_cost[i] = static_cast<double>(stride) * (kLoad + kFloatOp) * Chunks(p, in.dtype);
     for (int s : in.src) lane_of_strided[s] = true;
   }
