@@ -288,11 +288,9 @@ class Lowerer {
     return nullptr;
   }
 
-  // `end_override`: the loop's end instruction instead of the range's size (-1: the size).
-  absl::Status OpenLoop(const UOp* range, int end_override = -1) {
+  absl::Status OpenLoop(const UOp* range) {
     if (open_ranges_.contains(range)) return NodeError(*range, "RANGE is already open here");
     UOPD_ASSIGN_OR_RETURN(int end, IndexValue(range->src(0)));
-    if (end_override >= 0) end = end_override;
     int start;
     if (range == parallel_range_) {
       // [core_id * chunk, min(start + chunk, end)) with chunk = ceil(end / core_count).
@@ -658,70 +656,10 @@ class Lowerer {
   absl::StatusOr<int> Reduce(const UOp* node) {
     UOPD_ASSIGN_OR_RETURN(PendingReduce r, BeginReduce(node));
     UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), r.loops));
-    UOPD_ASSIGN_OR_RETURN(const int guard, ReduceGuard(node, r.loops));
-    int end = -1, guarded_end = -1;
-    if (guard >= 0) {
-      UOPD_ASSIGN_OR_RETURN(end, IndexValue(r.loops.front()->src(0)));
-      guarded_end = Alu(Op::kWhere, DType::Of(Scalar::kIndex), {guard, end, IndexConst(0)});
-    }
-    const size_t outer = program_.instrs.size();
-    for (size_t i = 0; i < r.loops.size(); ++i) {
-      UOPD_RETURN_IF_ERROR(OpenLoop(r.loops[i], i == 0 ? guarded_end : -1));
-    }
+    for (const UOp* range : r.loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
     UOPD_RETURN_IF_ERROR(UpdateReduce(r));
     for (auto it = r.loops.rbegin(); it != r.loops.rend(); ++it) CloseLoop(*it);
-    if (guard >= 0) {
-      // Skipping an access that needs a run-time bounds check would hide the error the IR
-      // defines for it: such a reduction always runs.
-      const bool checked =
-          std::any_of(program_.instrs.begin() + outer, program_.instrs.end(),
-                      [](const Instr& in) { return in.kind == InstrKind::kCheckBounds; });
-      if (checked) {
-        for (size_t i = outer; i < program_.instrs.size(); ++i) {
-          if (program_.instrs[i].kind == InstrKind::kLoopBegin) {
-            program_.instrs[i].src[1] = end;
-            break;
-          }
-        }
-      }
-    }
     return FinishReduce(r);
-  }
-
-  // Whether every use of `node` is WHERE(g, node, x) for one g (ReduceGuard then decides
-  // whether g can be computed before the loops).
-  bool HasGuard(const UOp* node) {
-    if (users_.empty()) {
-      for (const UOp* n : topo_) {
-        for (const UOp* s : n->src()) users_[s].push_back(n);
-      }
-    }
-    auto it = users_.find(node);
-    if (it == users_.end() || it->second.empty()) return false;
-    for (const UOp* user : it->second) {
-      if (user->op() != Op::kWhere || user->src(1) != node || user->src(2) == node ||
-          user->src(0) != it->second.front()->src(0)) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  // A reduction whose every use is WHERE(g, reduce, x), g computable before its loops, is only
-  // needed where g holds: its loops then run no iteration when g is false (what a C compiler's
-  // loop unswitching does for tinygrad's masked window positions; the accumulator keeps the
-  // identity, which the WHERE discards). -1: no such g.
-  absl::StatusOr<int> ReduceGuard(const UOp* node, const std::vector<const UOp*>& loops) {
-    if (loops.empty() || !HasGuard(node)) return -1;
-    const UOp* guard = users_.at(node).front()->src(0);
-    if (IsVectorNode(guard)) return -1;
-    for (const UOp* n : Toposort(guard)) {
-      if (n == node) return -1;
-    }
-    for (const UOp* range : FreeRanges(guard)) {
-      if (!open_ranges_.contains(range)) return -1;  // varies inside the reduction
-    }
-    return Value(guard);
   }
 
   // Computes `reduces` (in creation order), running those over the same loops in one loop nest
@@ -892,7 +830,6 @@ class Lowerer {
   ValueRanges ranges_;
   absl::flat_hash_map<const UOp*, int> var_index_;
   int core_id_var_ = 0;
-  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> users_;  // filled on first need
   const UOp* parallel_range_ = nullptr;
   const UOp* vector_range_ = nullptr;  // its lanes are vector lanes; null: scalar code
   int width_ = 1;
