@@ -19,33 +19,14 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/corpus_opts.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
 namespace {
 
-absl::StatusOr<Opt> OptOf(const v1::CorpusOpt& wire) {
-  Opt opt;
-  auto op = ParseOptOp(wire.op());
-  if (!op.ok()) return op.status();
-  opt.op = *op;
-  if (wire.axis().kind_case() == google::protobuf::Value::kNumberValue) {
-    opt.axis = static_cast<int>(wire.axis().number_value());
-  }
-  if (wire.arg().kind_case() == google::protobuf::Value::kNumberValue) {
-    opt.arg = static_cast<int>(wire.arg().number_value());
-  } else if (wire.arg().kind_case() == google::protobuf::Value::kListValue) {
-    for (int i = 0; i < 3 && i < wire.arg().list_value().values_size(); ++i) {
-      opt.tc[i] = static_cast<int>(wire.arg().list_value().values(i).number_value());
-    }
-  }
-  return opt;
-}
-
-// The corpus was captured with CPU_COUNT=8 (threads up to 8) and CUDARenderer("sm_80").
-OptTarget TargetOf(const v1::CorpusCase& kase) {
-  return kase.target() == "CPU" ? OptTarget::Cpu(8) : OptTarget::Cuda("sm_80");
-}
+using testing::OptOf;
+using testing::TargetOf;
 
 TEST(TinygradHeuristics, ChooseTinygradsOptsForEveryHeuristicCorpusCase) {
   auto files = ListCorpusFiles({std::string(UOPD_CORPUS_OPT_DIR) + "/cases"});
