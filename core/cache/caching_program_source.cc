@@ -137,9 +137,11 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
       return it->second.has_value() ? OptimizeRequest{OptMode::kOpts, *it->second} : model;
     }
   }
-  std::vector<std::vector<Opt>> contenders;
-  if (!IsAlreadyOptimized(*ast)) contenders = HeuristicContendersFor(ast, target);
-  if (contenders.size() < 2) return decided(std::nullopt);
+  // The ranking is done once here: its choice goes on as explicit opts, so the compile does not
+  // rank the candidates again.
+  std::vector<std::vector<Opt>> contenders = HeuristicContendersFor(ast, target);
+  if (contenders.empty()) return decided(std::nullopt);
+  if (contenders.size() == 1) return decided(std::move(contenders.front()));
   const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash, "heuristic");
   const std::string key_hex = key.Hex();
   SearchOptions options = search_;
@@ -168,7 +170,7 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
     // Timing needs scratch memory and the call's time; without them the model decides (for
     // this call only: a later one may time).
     if (stop != nullptr && stop->stopped()) return lookup.status();
-    return model;
+    return OptimizeRequest{OptMode::kOpts, contenders.front()};
   }
   std::optional<std::vector<Opt>> opts = RecordOpts(*lookup->entry, key_hex, ast->hash);
   if (!opts.has_value() ||
@@ -176,7 +178,7 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
     Log(LogLevel::kWarning, "dropping a timed choice that does not apply",
         {{"key", key_hex}, {"tier", lookup->answered_by}});
     cache_.Invalidate(key_hex);
-    return model;
+    return OptimizeRequest{OptMode::kOpts, contenders.front()};
   }
   return decided(std::move(opts));
 }

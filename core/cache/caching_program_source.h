@@ -76,7 +76,8 @@ class CachingProgramSource : public ProgramSource {
   // heuristics' best candidates apart for a heavy kernel (core/opt/heuristic.h
   // HeuristicContenders), they are compiled and timed once on the device and the fastest is
   // recorded in the compiled-byte cache (so workers sharing it do not time them again);
-  // otherwise, and when the call ends first, the model's choice (kHeuristic as it was).
+  // otherwise the model's choice, as explicit opts (kHeuristic as it was for kernels the model
+  // does not rank).
   absl::StatusOr<OptimizeRequest> ResolveHeuristic(const Device& device,
                                                    const std::shared_ptr<const KernelAst>& ast,
                                                    const StopFlag* stop);
@@ -103,8 +104,8 @@ class CachingProgramSource : public ProgramSource {
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
   static constexpr size_t max_chosen_ = 1 << 16;
   absl::flat_hash_map<std::string, std::vector<Opt>> chosen_ ABSL_GUARDED_BY(mu_);
-  // What ResolveHeuristic decided per target, threads and AST: the timed winner, or nullopt
-  // for "the model's choice" (the ranking behind either lowers every candidate).
+  // What ResolveHeuristic decided per target, threads and AST: the opts, or nullopt for a
+  // kernel the model does not rank (the ranking behind a decision lowers every candidate).
   absl::flat_hash_map<std::string, std::optional<std::vector<Opt>>> resolved_heuristic_
       ABSL_GUARDED_BY(mu_);
 };

@@ -34,4 +34,18 @@ std::vector<const UOp*> Toposort(const UOp* root) {
   return order;
 }
 
+bool DependsOn(const UOp* root, const UOp* node) {
+  absl::flat_hash_set<const UOp*> seen = {root};
+  std::vector<const UOp*> stack = {root};
+  while (!stack.empty()) {
+    const UOp* n = stack.back();
+    stack.pop_back();
+    if (n == node) return true;
+    for (const UOp* src : n->src()) {
+      if (seen.insert(src).second) stack.push_back(src);
+    }
+  }
+  return false;
+}
+
 }  // namespace uopd

@@ -53,6 +53,9 @@ class Graph {
 // safe for arbitrarily deep graphs.
 std::vector<const UOp*> Toposort(const UOp* root);
 
+// Whether `node` is reachable from `root` (is `root` or under it). Iterative, stops early.
+bool DependsOn(const UOp* root, const UOp* node);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_IR_GRAPH_H_

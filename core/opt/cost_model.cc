@@ -51,21 +51,10 @@ double Chunks(const LinearProgram& p, const DType& d) {
 
 bool IsFloatValue(const DType& d) { return IsFloat(d.scalar); }
 
-double SlotBytes(const LinearProgram& p, int slot) {
-  for (const BufferParam& b : p.globals) {
-    if (b.slot == slot) {
-      return static_cast<double>(std::max<int64_t>(0, b.size)) *
-             std::max(1, ScalarItemSize(b.dtype.scalar));
-    }
-  }
-  return 0;
-}
+int ItemBytes(const BufferParam& b) { return std::max(1, ScalarItemSize(b.dtype.scalar)); }
 
-int SlotItemBytes(const LinearProgram& p, int slot) {
-  for (const BufferParam& b : p.globals) {
-    if (b.slot == slot) return std::max(1, ScalarItemSize(b.dtype.scalar));
-  }
-  return 4;
+double BufferBytes(const BufferParam& b) {
+  return static_cast<double>(std::max<int64_t>(0, b.size)) * ItemBytes(b);
 }
 
 double AluCost(const LinearProgram& p, const Instr& in) {
@@ -516,9 +505,9 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     if ((in.kind == InstrKind::kLoad || in.kind == InstrKind::kStore) && !stack.empty() &&
         d == here) {
       const std::optional<int64_t> stride = numbers.StrideAlong(in, stack.back().begin);
-      const int item = in.slot >= 0 ? SlotItemBytes(p, in.slot) : 4;
-      if (stride.has_value() && std::abs(*stride) * item >= kPage &&
-          SlotBytes(p, in.slot) > kCacheResident * threads &&
+      const BufferParam& buffer = p.Global(in.slot);
+      if (stride.has_value() && std::abs(*stride) * ItemBytes(buffer) >= kPage &&
+          BufferBytes(buffer) > kCacheResident * threads &&
           stack.back().far_slots.insert(in.slot).second) {
         stack.back().body += kFarAccess;
       }
@@ -527,10 +516,7 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
   CpuCost cost;
   cost.compute_cycles = total + (p.parallel ? kParallelLaunch : 0);
   double footprint = 0;
-  for (const BufferParam& b : p.globals) {
-    footprint += static_cast<double>(std::max<int64_t>(0, b.size)) *
-                 std::max(1, ScalarItemSize(b.dtype.scalar));
-  }
+  for (const BufferParam& b : p.globals) footprint += BufferBytes(b);
   cost.memory_cycles = footprint / MemoryBytesPerCycle(footprint, threads);
   return cost;
 }

@@ -465,9 +465,8 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler,
       if (type == AxisType::kUpcast || type == AxisType::kUnroll) copies *= SizeOf(a);
     }
     if (copies * static_cast<double>(nodes) > kMaxExpandedNodes) continue;
-    if (std::any_of(out.begin(), out.end(), [&](const RankedCandidate& c) {
-          return OptsToString(c.opts) == OptsToString(opts);
-        })) {
+    if (std::any_of(out.begin(), out.end(),
+                    [&](const RankedCandidate& c) { return c.opts == opts; })) {
       continue;
     }
     absl::StatusOr<CpuCost> cost = EstimateCpuKernelCost(
@@ -491,15 +490,16 @@ std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler,
   }
   std::vector<RankedCandidate> ranked;
   RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler, as_written); });
-  if (ranked.size() < 2 || ranked.front().cycles < kTimedCycles) return {};
+  if (ranked.empty()) return {{}};  // nothing costed: the kernel as written
   std::vector<std::vector<Opt>> out = {ranked.front().opts};
   const double best = ranked.front().cycles;
+  if (best < kTimedCycles) return out;
   for (const RankedCandidate& c : ranked) {
     if (c.origin == "tinygrad" && c.cycles <= 2 * best && c.opts != out.front()) {
       out.push_back(c.opts);
     }
   }
-  return out.size() >= 2 ? out : std::vector<std::vector<Opt>>{};
+  return out;
 }
 
 namespace {

@@ -53,13 +53,15 @@ struct RankedCandidate {
 std::vector<RankedCandidate> RankCpuCandidates(
     const Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written = nullptr);
 
-// The candidates worth timing for a kernel heavy enough (estimated at a millisecond or more)
-// that choosing wrong costs more than timing them: the model's choice, and tinygrad's own
-// choice when the model puts it within 2x (the model is rough where LLVM's transformations
-// matter most: unswitched masks, interleaved gathers; tinygrad's choice is the baseline never to
-// lose to). Fewer than two: nothing to time, the model's choice stands. Timing every close
-// candidate would tune further, at a first-run cost users see (a second each for ResNet's
-// convolutions); that is what the search mode is for.
+// The model's choice first (what ApplyHeuristics applies), then the candidates worth timing
+// against it for a kernel heavy enough (estimated at a millisecond or more) that choosing wrong
+// costs more than timing them: tinygrad's own choice when the model puts it within 2x (the
+// model is rough where LLVM's transformations matter most: unswitched masks, interleaved
+// gathers; tinygrad's choice is the baseline never to lose to). One list: nothing to time, the
+// model's choice stands. Empty: the kernel is not ranked (a GPU target, or over
+// kMaxRankedNodes), ApplyHeuristics decides without the model. Timing every close candidate
+// would tune further, at a first-run cost users see (a second each for ResNet's convolutions);
+// that is what the search mode is for.
 std::vector<std::vector<Opt>> HeuristicContenders(
     const Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written = nullptr);
 

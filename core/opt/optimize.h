@@ -48,8 +48,9 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
                                                const OptTarget& target,
                                                const OptimizeRequest& request);
 
-// The heuristics' candidates worth timing for `ast` (core/opt/heuristic.h HeuristicContenders),
-// as opt lists an OptimizeRequest of mode kOpts applies. Empty when the model's choice stands.
+// The heuristics' choice for `ast` and the candidates worth timing against it
+// (core/opt/heuristic.h HeuristicContenders), as opt lists an OptimizeRequest of mode kOpts
+// applies. Empty when the kernel is not ranked (already optimized, too large, a GPU target).
 std::vector<std::vector<Opt>> HeuristicContendersFor(const std::shared_ptr<const KernelAst>& ast,
                                                      const OptTarget& target);
 

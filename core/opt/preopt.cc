@@ -28,13 +28,6 @@ Arg RangeArgWith(const UOp* range, int64_t extra) {
   return Arg::Range(std::move(axis), range->arg().axis_type);
 }
 
-bool DependsOn(const UOp* root, const UOp* node) {
-  for (const UOp* n : Toposort(root)) {
-    if (n == node) return true;
-  }
-  return false;
-}
-
 class PreOptPasses {
  public:
   explicit PreOptPasses(SymbolicRewriter& sym) : sym_(sym) {}

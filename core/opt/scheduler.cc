@@ -63,13 +63,6 @@ Arg ReduceIdentityOf(Op op, const DType& dtype) {
   return Arg::I64(static_cast<int64_t>(DTypeRange(dtype.scalar).min));
 }
 
-bool Contains(const UOp* root, const UOp* node) {
-  for (const UOp* n : Toposort(root)) {
-    if (n == node) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 OptTarget OptTarget::Cpu(int cores) {
@@ -245,7 +238,7 @@ bool ZeroWhereMasked(const UOp* value, const UOp* range) {
     const bool is_bool = n->dtype().scalar == Scalar::kBool;
     if ((n->op() == Op::kIndex && !n->dtype().ptr) || n->op() == Op::kLoad) {
       const UOp* idx = n->op() == Op::kLoad ? n->src(0)->src(1) : n->src(1);
-      z = Contains(idx, range);
+      z = DependsOn(idx, range);
     } else if (n->op() == Op::kMul) {
       z = IsFloat(n->dtype().scalar) ? of(0) && of(1) : of(0) || of(1);
     } else if (n->op() == Op::kAnd) {
@@ -302,7 +295,7 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
   std::vector<std::pair<const UOp*, const UOp*>> masked;
   const UOp* in_bounds = graph_->Make(Op::kCmplt, boolean, {grown, IndexConst(size)});
   for (const UOp* n : Toposort(root_)) {
-    if (n->op() != Op::kIndex || !Contains(n->src(1), grown)) continue;
+    if (n->op() != Op::kIndex || !DependsOn(n->src(1), grown)) continue;
     const UOp* idx = n->src(1);
     const UOp* valid = graph_->Make(Op::kConst, boolean, {}, Arg::Bool(true));
     if (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) {
