@@ -657,6 +657,9 @@ class Lowerer {
     UOPD_ASSIGN_OR_RETURN(PendingReduce r, BeginReduce(node));
     UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), r.loops));
     for (const UOp* range : r.loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+    // Reductions inside this one's loops (a window position's sum over channels) that every
+    // iteration needs: computed together, one loop nest for all, as an END's reductions are.
+    UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(node->src(0))));
     UOPD_RETURN_IF_ERROR(UpdateReduce(r));
     for (auto it = r.loops.rbegin(); it != r.loops.rend(); ++it) CloseLoop(*it);
     return FinishReduce(r);
@@ -669,6 +672,7 @@ class Lowerer {
   absl::Status EmitReductions(std::vector<const UOp*> reduces) {
     std::sort(reduces.begin(), reduces.end(),
               [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
+    reduces.erase(std::unique(reduces.begin(), reduces.end()), reduces.end());
     std::vector<std::vector<const UOp*>> groups;
     for (const UOp* r : reduces) {
       if (Memo(r) != nullptr) continue;
@@ -712,6 +716,12 @@ class Lowerer {
         UOPD_RETURN_IF_ERROR(HoistReductions(p.node->src(0), p.loops));
       }
       for (const UOp* range : pending.front().loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+      std::vector<const UOp*> inner;
+      for (const PendingReduce& p : pending) {
+        std::vector<const UOp*> here = ReductionsHere(p.node->src(0));
+        inner.insert(inner.end(), here.begin(), here.end());
+      }
+      UOPD_RETURN_IF_ERROR(EmitReductions(std::move(inner)));
       for (const PendingReduce& p : pending) UOPD_RETURN_IF_ERROR(UpdateReduce(p));
       for (auto it = pending.front().loops.rbegin(); it != pending.front().loops.rend(); ++it) {
         CloseLoop(*it);

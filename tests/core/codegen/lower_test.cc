@@ -59,6 +59,58 @@ TEST(LowerKernel, HoistsReductionsThatDoNotDependOnTheEnclosingLoop) {
   EXPECT_EQ(bufs[0].As<float>(), (std::vector<float>{-6, -24, -6}));
 }
 
+// out[i] = sum_k (sum_j x[i, k, j] + max_j x[i, k, j]) over 2 x 3 x 4: two reductions over j that
+// depend on the outer reduction's k (a window position's sums over channels, as tinygrad's
+// convolution gradients have them).
+v1::Graph SumOfInnerReductions() {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 2);
+  int i = g.Range(g.Index(2), 0);
+  int x = g.Buffer(1, DType::FLOAT32, 24);
+  int k = g.Range(g.Index(3), 1, v1::RangeArg::REDUCE);
+  int j = g.Range(g.Index(4), 2, v1::RangeArg::REDUCE);
+  int row = g.Node(Node::ADD, DType::INDEX,
+                   {g.Node(Node::MUL, DType::INDEX, {i, g.Index(12)}),
+                    g.Node(Node::MUL, DType::INDEX, {k, g.Index(4)})});
+  int value = g.Load(x, g.Node(Node::ADD, DType::INDEX, {row, j}));
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, value, {j});
+  int max = g.Reduce(Node::MAX, DType::FLOAT32, value, {j});
+  int total =
+      g.Reduce(Node::ADD, DType::FLOAT32, g.Node(Node::ADD, DType::FLOAT32, {sum, max}), {k});
+  return g.Sink({g.End(g.Store(g.Target(out, i), total), {i})}, "inner_reductions");
+}
+
+TEST(LowerKernel, ReductionsInsideAReductionShareOneLoopNest) {
+  auto ast = DecodeKernelAst(SumOfInnerReductions());
+  UOPD_ASSERT_OK(ast);
+  auto program = LowerKernel(**ast, "inner_reductions", {});
+  UOPD_ASSERT_OK(program);
+  const int loops = std::count_if(program->instrs.begin(), program->instrs.end(),
+                                  [](const Instr& in) { return in.kind == InstrKind::kLoopBegin; });
+  EXPECT_EQ(loops, 3) << "the sum and the max over j must run in one loop:\n" << program->Dump();
+  EXPECT_EQ(MaxLoopDepth(*program), 3);
+
+  ThreadPool pool(1);
+  auto device = CreateCpuDevice(&pool);
+  UOPD_ASSERT_OK(device);
+  std::vector<float> x(24);
+  for (int n = 0; n < 24; ++n) x[n] = static_cast<float>((n * 7) % 11) - 5;
+  std::vector<float> expected(2, 0);
+  for (int a = 0; a < 2; ++a) {
+    for (int b = 0; b < 3; ++b) {
+      float sum = 0, max = -1e30f;
+      for (int c = 0; c < 4; ++c) {
+        sum += x[a * 12 + b * 4 + c];
+        max = std::max(max, x[a * 12 + b * 4 + c]);
+      }
+      expected[a] += sum + max;
+    }
+  }
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<float>(2, 0)), HostBuffer::Of(x)};
+  UOPD_ASSERT_OK(testing::RunOn(**device, SumOfInnerReductions(), bufs));
+  EXPECT_EQ(bufs[0].As<float>(), expected);
+}
+
 TEST(LowerKernel, PicksInt32IndexWhenRangesFitAndInt64Otherwise) {
   GraphBuilder small;
   int out = small.Buffer(0, DType::INT32, 100);
