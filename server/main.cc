@@ -10,12 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -55,6 +57,11 @@ ABSL_FLAG(std::string, metrics, "127.0.0.1:9464",
           "Prometheus endpoint address (HOST:PORT), '' to disable");
 ABSL_FLAG(std::string, cache_dir, "",
           "disk cache directory ('' = $XDG_CACHE_HOME/uopd or ~/.cache/uopd)");
+ABSL_FLAG(std::string, cache_secret, "",
+          "the file holding this daemon's own secret, which authenticates disk cache entries "
+          "when there is no --cluster_key_file (with one, entries are signed with the cluster key "
+          "and those signed with this file still accepted): outside --cache_dir, made (mode 600, "
+          "32 random bytes) if missing ('' = <cache_dir>.secret, beside the folder)");
 ABSL_FLAG(int64_t, memory_cache_bytes, int64_t{256} << 20, "memory cache tier bound, bytes");
 ABSL_FLAG(int64_t, disk_cache_bytes, int64_t{4} << 30,
           "disk cache tier bound, bytes (0 disables the tier)");
@@ -153,6 +160,52 @@ std::string DefaultCacheDir() {
     return absl::StrCat(home, "/.cache/uopd");
   }
   return "/tmp/uopd-cache";
+}
+
+// The secrets DiskTier::Open authenticates entries with: the cluster key when there is one (so
+// workers of a cluster may share a folder), else this daemon's own secret file, made on first
+// start. The file must live outside the folder: whoever can write the folder must not be able to
+// read or replace it. A worker given the cluster key keeps accepting what it wrote under its
+// own file before. FAILED_PRECONDITION when the file cannot be made (the disk tier is left out,
+// as for an unwritable folder), INVALID_ARGUMENT for a file that must not be used.
+absl::StatusOr<std::vector<std::string>> DiskCacheSecrets(const std::string& cache_dir,
+                                                          const std::string& cluster_key) {
+  namespace fs = std::filesystem;
+  std::string dir = cache_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // "a/" names the folder "a"
+  std::string path = absl::GetFlag(FLAGS_cache_secret);
+  if (path.empty()) path = dir + ".secret";
+  auto resolved = [](const std::string& name) {
+    std::error_code ec;
+    fs::path real = fs::weakly_canonical(name, ec);  // links resolved, as far as they exist
+    return ec || real.empty() ? fs::absolute(name, ec).lexically_normal() : real;
+  };
+  const fs::path folder = resolved(dir), file = resolved(path);
+  if (std::mismatch(folder.begin(), folder.end(), file.begin(), file.end()).first == folder.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the disk cache secret ", path, " is inside --cache_dir ", cache_dir,
+                     ": whoever can write the folder could replace it (see --cache_secret)"));
+  }
+  constexpr absl::string_view kWhat = "the disk cache secret (--cache_secret)";
+  if (cluster_key.empty()) {
+    auto own = ReadOrCreateSecretFile(path, kWhat);
+    if (!own.ok()) return own.status();
+    Log(LogLevel::kInfo, "disk cache entries are authenticated with the secret file",
+        {{"file", path}});
+    return std::vector<std::string>{*std::move(own)};
+  }
+  std::vector<std::string> secrets = {cluster_key};
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0) {
+    if (auto own = ReadSecretFile(path, kWhat); own.ok() && own->size() >= 32) {
+      secrets.push_back(*std::move(own));
+    } else {
+      Log(LogLevel::kWarning, "disk cache entries signed with the secret file are not accepted",
+          {{"file", path},
+           {"error", own.ok() ? "shorter than 32 bytes" : own.status().ToString()}});
+    }
+  }
+  return secrets;
 }
 
 // "host:port" of `listen` with its port replaced by `port`.
@@ -317,7 +370,17 @@ int Run() {
   if (absl::GetFlag(FLAGS_disk_cache_bytes) > 0) {
     std::string dir = absl::GetFlag(FLAGS_cache_dir);
     if (dir.empty()) dir = DefaultCacheDir();
-    auto disk = DiskTier::Open(dir, absl::GetFlag(FLAGS_disk_cache_bytes));
+    absl::StatusOr<std::vector<std::string>> secrets = DiskCacheSecrets(dir, cluster_key);
+    if (!secrets.ok() && !absl::IsFailedPrecondition(secrets.status())) {
+      // A secret others can read, or one the folder's writers could replace, authenticates
+      // nothing: the operator must fix it, as for the cluster key.
+      Log(LogLevel::kError, "cannot use the disk cache secret",
+          {{"error", secrets.status().ToString()}});
+      return 2;
+    }
+    absl::StatusOr<std::unique_ptr<DiskTier>> disk =
+        secrets.ok() ? DiskTier::Open(dir, absl::GetFlag(FLAGS_disk_cache_bytes), *secrets)
+                     : secrets.status();
     if (disk.ok()) {
       Log(LogLevel::kInfo, "disk cache", {{"dir", dir}});
       tiers.push_back(std::move(*disk));

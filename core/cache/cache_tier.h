@@ -50,6 +50,12 @@ class CacheTier {
   // Shared between workers (a remote store): its entries are signed, its writes in the
   // background, and it has the shared-tier figures of TierStats.
   virtual bool shared() const { return false; }
+  // Whether every hit is known to be this daemon's own work or the cluster's: kept in this
+  // process, or checked on read against a key the daemon holds (the disk tier's MAC, a shared
+  // tier's signature). KernelCache passes on to shared tiers (signed with the cluster key) only
+  // what it compiled and hits of tiers that vouch for them: publishing any other hit would turn
+  // whoever can write that tier into a writer of every worker's code.
+  virtual bool vouches_for_hits() const { return false; }
   // The value, nullopt on a miss (a damaged entry is a miss, and is removed). An error means the
   // tier could not answer; callers treat it as a miss.
   virtual absl::StatusOr<std::optional<std::string>> Get(const std::string& key) = 0;

@@ -1,7 +1,8 @@
-// Signatures of cache entries that cross machines (CacheService.Put, a shared tier): an entry is
-// code every worker that finds it will run, so whoever can write to a shared store must not be
-// able to choose it. Entries are signed with the cluster's key and checked before they are
-// stored; an unsigned or badly signed entry is refused.
+// Signatures of cache entries that cross machines (CacheService.Put, a shared tier) or rest in a
+// folder others might write (the disk tier): an entry is code every worker that finds it will
+// run, so whoever can write to a shared store or the folder must not be able to choose it.
+// Entries are signed with the cluster's key (or, on disk without one, the daemon's own secret)
+// and checked before they are stored or used; an unsigned or badly signed entry is refused.
 #ifndef UOPD_CORE_CACHE_ENTRY_SIGNATURE_H_
 #define UOPD_CORE_CACHE_ENTRY_SIGNATURE_H_
 
@@ -26,6 +27,14 @@ absl::StatusOr<std::string> ReadClusterKey(const std::string& path);
 // A secret in `path` (`what` names it in errors): a file only its owner can read, trailing
 // whitespace ignored, not empty.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view what);
+
+// The secret in `path` as ReadSecretFile reads it, made first if there is no file: 32 bytes of
+// the kernel's CSPRNG as 64 hex digits, mode 0600, missing parent folders created (the first
+// of two daemons starting at once to make it wins; the other reads it). An existing file must
+// also hold at least 32 bytes. FAILED_PRECONDITION when there is none and none can be made (a
+// read-only folder), INVALID_ARGUMENT when a file is there but unusable (readable by others,
+// too short, unreadable).
+absl::StatusOr<std::string> ReadOrCreateSecretFile(const std::string& path, absl::string_view what);
 
 }  // namespace uopd
 

@@ -34,13 +34,18 @@ std::optional<CacheLookup> KernelCache::Lookup(const CacheKey& key, const std::s
           {{"tier", tiers_[i]->name()}, {"key", key_hex}});
       continue;
     }
+    if (!tiers_[i]->vouches_for_hits()) {
+      // Used for this lookup only: written into a tier that vouches for its hits, or published
+      // (signed with the cluster key), it would come out as this daemon's own work.
+      return CacheLookup{std::make_shared<const CacheEntry>(*std::move(entry)), tiers_[i]->name()};
+    }
     for (size_t above = 0; above < i; ++above) {
       if (absl::Status s = tiers_[above]->Put(key_hex, **value); !s.ok()) {
         Log(LogLevel::kWarning, "cache write-through failed",
             {{"tier", tiers_[above]->name()}, {"error", s.ToString()}});
       }
     }
-    // A local tier's hit also goes to the shared tiers below it: what this worker compiled
+    // A vouched-for local hit also goes to the shared tiers below it: what this worker compiled
     // before it joined the cluster, or while the shared store was away, reaches the others at
     // its first use (and the store's TTL is refreshed). Memory hits do not repeat it.
     for (size_t below = i + 1; i > 0 && below < tiers_.size(); ++below) {
@@ -119,6 +124,7 @@ absl::StatusOr<CacheLookup> KernelCache::GetOrCompile(const CacheKey& key, const
 
 std::optional<std::string> KernelCache::GetSerialized(const std::string& key_hex) {
   for (const auto& tier : tiers_) {
+    if (!tier->vouches_for_hits()) continue;  // CacheService.Get signs what this returns
     auto value = tier->Get(key_hex);
     if (value.ok() && value->has_value()) return **value;
   }

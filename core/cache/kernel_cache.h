@@ -2,6 +2,11 @@
 // remote tier), writes a lower tier's hit through to the tiers above it, and on a miss runs the
 // compile function once however many requests wait for the same key (single flight). Failed
 // compilations are returned to everyone waiting and not remembered.
+//
+// What reaches a shared tier is signed with the cluster key and run by every worker, so only
+// what this daemon vouches for goes there: its own compiles, and hits of tiers whose
+// vouches_for_hits() says every hit is authenticated (memory, the disk tier's MAC, Redis's
+// signature). A hit of any other tier is used but neither written through nor published.
 #ifndef UOPD_CORE_CACHE_KERNEL_CACHE_H_
 #define UOPD_CORE_CACHE_KERNEL_CACHE_H_
 
@@ -47,8 +52,9 @@ class KernelCache {
                                            const StopFlag* stop = nullptr);
 
   // Raw access by key hex (for sharing entries between workers): the serialized entry
-  // (program_codec.h) or nullopt, from the first tier that has it. Put checks the bytes parse
-  // as an entry that names `key_hex` (whoever calls it has checked where the entry comes from).
+  // (program_codec.h) or nullopt, from the first tier that vouches for its hits and has it (what
+  // CacheService.Get signs for peers). Put checks the bytes parse as an entry that names
+  // `key_hex` (whoever calls it has checked where the entry comes from).
   std::optional<std::string> GetSerialized(const std::string& key_hex);
   absl::Status PutSerialized(const std::string& key_hex, const std::string& value);
 

@@ -16,6 +16,8 @@ class MemoryTier : public CacheTier {
  public:
   explicit MemoryTier(int64_t capacity_bytes) : capacity_(capacity_bytes) {}
   const char* name() const override { return "memory"; }
+  // Only this process writes it.
+  bool vouches_for_hits() const override { return true; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
   absl::Status Put(const std::string& key, const std::string& value) override;
   absl::Status Erase(const std::string& key) override;

@@ -72,6 +72,8 @@ class RedisTier : public CacheTier {
 
   const char* name() const override { return "redis"; }
   bool shared() const override { return true; }
+  // Every hit carries the cluster key's signature.
+  bool vouches_for_hits() const override { return true; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
   // Queued for the background publisher: returns at once.
   absl::Status Put(const std::string& key, const std::string& value) override;

@@ -9,11 +9,13 @@
 #include <fstream>
 #include <future>
 #include <limits>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
 #include "core/cache/disk_tier.h"
 #include "core/cache/entry_signature.h"
+#include "core/util/sha256.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -340,8 +342,12 @@ TEST(Security, DiskEntriesAreBoundToTheirKeyTheirKernelAndTheirAst) {
   }
   daemon.Stop();
   {
-    // What someone who can write the cache directory does, keeping each file's digest right.
-    auto disk = DiskTier::Open(dir, int64_t{1} << 30);
+    // What someone who can write the cache directory and holds the daemon's secret (beside the
+    // folder, or the cluster key a peer has) does, keeping each file's MAC right: the checks
+    // above the MAC still hold.
+    auto secret = ReadSecretFile(dir + ".secret", "the disk cache secret");
+    UOPD_ASSERT_OK(secret);
+    auto disk = DiskTier::Open(dir, int64_t{1} << 30, {*secret});
     UOPD_ASSERT_OK(disk);
     auto entry2 = (*disk)->Get(k2);
     UOPD_ASSERT_OK(entry2);
@@ -376,6 +382,78 @@ TEST(Security, DiskEntriesAreBoundToTheirKeyTheirKernelAndTheirAst) {
           << "the rebuilt entries are good";
     }
   }
+}
+
+// What someone who can write the cache directory but cannot read the daemon's secret does:
+// puts K2's object into K1's entry (K1's key, AST hash and metadata kept) and recomputes the
+// file's SHA-256 header, as the format without a MAC allowed. Returns false if K1 had no entry.
+bool ReplaceObject(const std::string& dir, const std::string& k1, const std::string& k2,
+                   const std::string& magic) {
+  auto path = [&](const std::string& key) {
+    return dir + "/" + key.substr(0, 2) + "/" + key + ".uopd";
+  };
+  auto payload = [&](const std::string& key) {
+    std::ifstream in(path(key), std::ios::binary);
+    std::stringstream contents;
+    contents << in.rdbuf();
+    return contents.str().substr(std::min<size_t>(contents.str().size(), 7 + 32));
+  };
+  v1::CachedKernel entry1, entry2;
+  if (!entry1.ParseFromString(payload(k1)) || !entry2.ParseFromString(payload(k2))) return false;
+  entry1.set_binary(entry2.binary());
+  const std::string forged = entry1.SerializeAsString();
+  const Digest digest = Sha256Of(forged);
+  std::ofstream(path(k1), std::ios::binary | std::ios::trunc)
+      << magic << std::string(reinterpret_cast<const char*>(digest.data()), digest.size())
+      << forged;
+  return true;
+}
+
+TEST(Security, ADiskEntryWhoseObjectWasReplacedIsCompiledAgainNotRun) {
+  const std::string dir = testing::TempDir("disk-forged");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir);
+  ASSERT_TRUE(daemon.running());
+  std::string k1, k2, k3;
+  {
+    Client client(daemon.address());
+    EXPECT_EQ(RunScale(client, 2.0), 4.0f);
+    EXPECT_EQ(RunScale(client, 3.0), 6.0f);
+    EXPECT_EQ(RunScale(client, 5.0), 10.0f);
+    k1 = client.Compile(CompileOf(ScaleKernel(4, 2.0)))->cache_key();
+    k2 = client.Compile(CompileOf(ScaleKernel(4, 3.0)))->cache_key();
+    k3 = client.Compile(CompileOf(ScaleKernel(4, 5.0)))->cache_key();
+  }
+  daemon.Stop();
+  // The header of the format before MACs, and today's magic with a digest where the MAC goes.
+  ASSERT_TRUE(ReplaceObject(dir, k1, k3, "UOPDK1\n"));
+  ASSERT_TRUE(ReplaceObject(dir, k2, k3, "UOPDK2\n"));
+  daemon.Restart();
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  EXPECT_EQ(RunScale(client, 2.0), 4.0f) << "K1 ran the object put in its entry";
+  EXPECT_EQ(RunScale(client, 3.0), 6.0f) << "K2 ran the object put in its entry";
+  EXPECT_EQ(RunScale(client, 5.0), 10.0f);
+  EXPECT_EQ(daemon.Metric("uopd_cache_requests_total{tier=\"disk\",result=\"corrupt\"}"), 2);
+  EXPECT_EQ(daemon.Metric("uopd_compilations_total{backend=\"CPU\"}"), 2)
+      << "each replaced entry dropped and its kernel compiled again";
+}
+
+TEST(Security, TheDiskCacheSecretIsOwnerOnlyAndLivesOutsideTheFolder) {
+  const std::string dir = testing::TempDir("cache-secret");
+  const std::string secret = dir + "/cache.secret";
+  {
+    DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache");
+    ASSERT_TRUE(daemon.running());
+  }
+  struct stat info;
+  ASSERT_EQ(stat(secret.c_str(), &info), 0) << "made beside the folder at the first start";
+  EXPECT_EQ(info.st_mode & 0777, 0600);
+  chmod(secret.c_str(), 0644);
+  DaemonProcess readable(UOPD_DAEMON_PATH, dir + "/cache");
+  EXPECT_FALSE(readable.running()) << "a secret others can read authenticates nothing";
+  DaemonProcess inside(UOPD_DAEMON_PATH, dir + "/other",
+                       {"--cache_secret=" + dir + "/other/shards.secret"});
+  EXPECT_FALSE(inside.running()) << "whoever writes the folder could replace it";
 }
 
 // Sends `bytes` as the request of `method` and returns the status.

@@ -1,13 +1,20 @@
 // The compiled-byte cache: memory and disk tiers, keys, and single-flight compilation.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "core/cache/disk_tier.h"
+#include "core/cache/entry_signature.h"
 #include "core/cache/kernel_cache.h"
 #include "core/cache/memory_tier.h"
 #include "core/cache/program_codec.h"
+#include "core/util/sha256.h"
 #include "gtest/gtest.h"
 #include "tests/testing/cache_entries.h"
 #include "tests/testing/daemon_process.h"
@@ -18,6 +25,9 @@ namespace uopd {
 namespace {
 
 std::string Key(char c) { return std::string(64, c); }
+
+// The secret the disk tiers of these tests authenticate their entries with.
+const std::vector<std::string> kSecret = {"disk-tier-test-secret-0123456789abcdef"};
 
 CacheKey SomeKey(const std::string& ast) {
   return CacheKey{"CPU", "x86_64;cpu;+f", "llvm", "r", ast};
@@ -56,12 +66,12 @@ TEST(MemoryTier, EvictsLeastRecentlyUsedPastItsByteBound) {
 TEST(DiskTier, StoresAcrossReopeningAndDropsDamagedEntries) {
   std::string dir = testing::TempDir("disk-tier");
   {
-    auto tier = DiskTier::Open(dir, 1 << 20);
+    auto tier = DiskTier::Open(dir, 1 << 20, kSecret);
     UOPD_ASSERT_OK(tier);
     UOPD_ASSERT_OK((*tier)->Put(Key('a'), "alpha"));
     UOPD_ASSERT_OK((*tier)->Put(Key('b'), "beta"));
   }
-  auto tier = DiskTier::Open(dir, 1 << 20);
+  auto tier = DiskTier::Open(dir, 1 << 20, kSecret);
   UOPD_ASSERT_OK(tier);
   (*tier)->TEST_WaitForMaintenance();
   EXPECT_EQ((*tier)->stats().entries, 2) << "the scan counts what survived the restart";
@@ -81,7 +91,7 @@ TEST(DiskTier, StoresAcrossReopeningAndDropsDamagedEntries) {
 
 TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
   std::string dir = testing::TempDir("disk-evict");
-  auto tier = DiskTier::Open(dir, 4000);
+  auto tier = DiskTier::Open(dir, 4000, kSecret);
   UOPD_ASSERT_OK(tier);
   (*tier)->TEST_WaitForMaintenance();
   const std::string value(900, 'x');
@@ -101,10 +111,160 @@ TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
   EXPECT_TRUE(std::filesystem::exists((*tier)->PathOf(Key('e'))));
 }
 
+// What someone who can write the cache folder but not read the daemon's secret does to an
+// entry: replaces its payload with another well-formed entry for the same key and AST and
+// recomputes the digest in the header (`magic` + SHA-256 of the payload + payload).
+void Forge(const std::string& path, const std::string& magic, const std::string& payload) {
+  const Digest digest = Sha256Of(payload);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << magic << std::string(reinterpret_cast<const char*>(digest.data()), digest.size())
+      << payload;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+TEST(DiskTier, AnEntryReplacedWithARecomputedDigestIsDroppedNotReturned) {
+  const std::string dir = testing::TempDir("disk-forged");
+  auto tier = DiskTier::Open(dir, 1 << 20, kSecret);
+  UOPD_ASSERT_OK(tier);
+  const CacheKey key = SomeKey("forged");
+  const std::string honest = SerializeCacheEntry(testing::EntryOf(key, "honest object"));
+  const std::string attacker = SerializeCacheEntry(testing::EntryOf(key, "attacker object"));
+  // The header an older uopd wrote and the current magic with a digest where the MAC goes:
+  // neither is something only the secret's holder can make.
+  for (const std::string magic : {"UOPDK1\n", "UOPDK2\n"}) {
+    UOPD_ASSERT_OK((*tier)->Put(key.Hex(), honest));
+    Forge((*tier)->PathOf(key.Hex()), magic, attacker);
+    auto got = (*tier)->Get(key.Hex());
+    UOPD_ASSERT_OK(got);
+    EXPECT_FALSE(got->has_value()) << magic << " returned: " << got->value_or("");
+    EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(key.Hex()))) << "erased";
+  }
+  EXPECT_EQ((*tier)->stats().corrupt, 2);
+  EXPECT_EQ((*tier)->stats().hits, 0);
+  // A Put after the drop makes a good entry again.
+  UOPD_ASSERT_OK((*tier)->Put(key.Hex(), honest));
+  EXPECT_EQ((*tier)->Get(key.Hex())->value_or(""), honest);
+}
+
+TEST(DiskTier, EntriesWrittenUnderAnotherSecretAreMisses) {
+  const std::string dir = testing::TempDir("disk-secrets");
+  const std::vector<std::string> other = {"another-daemons-secret-0123456789abcdef"};
+  {
+    auto tier = DiskTier::Open(dir, 1 << 20, kSecret);
+    UOPD_ASSERT_OK(tier);
+    UOPD_ASSERT_OK((*tier)->Put(Key('a'), "alpha"));
+    UOPD_ASSERT_OK((*tier)->Put(Key('b'), "beta"));
+  }
+  {
+    auto tier = DiskTier::Open(dir, 1 << 20, other);
+    UOPD_ASSERT_OK(tier);
+    auto a = (*tier)->Get(Key('a'));
+    UOPD_ASSERT_OK(a);
+    EXPECT_FALSE(a->has_value());
+    EXPECT_EQ((*tier)->stats().corrupt, 1);
+    EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(Key('a'))));
+  }
+  // Signing with one secret and accepting another as well (a worker given the cluster key keeps
+  // what it wrote under its own secret before).
+  auto tier = DiskTier::Open(dir, 1 << 20, {other[0], kSecret[0]});
+  UOPD_ASSERT_OK(tier);
+  EXPECT_EQ((*tier)->Get(Key('b'))->value_or(""), "beta");
+  UOPD_ASSERT_OK((*tier)->Put(Key('c'), "gamma"));
+  auto under_other = DiskTier::Open(dir, 1 << 20, other);
+  UOPD_ASSERT_OK(under_other);
+  EXPECT_EQ((*under_other)->Get(Key('c'))->value_or(""), "gamma") << "signed with the first";
+  EXPECT_TRUE(
+      testing::StatusIs(DiskTier::Open(dir, 1 << 20, {}), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(
+      testing::StatusIs(DiskTier::Open(dir, 1 << 20, {""}), absl::StatusCode::kInvalidArgument));
+}
+
+TEST(DiskTier, LinksInsideTheFolderAreNotFollowed) {
+  const std::string dir = testing::TempDir("disk-links");
+  const std::string cache = dir + "/cache", outside = dir + "/outside";
+  std::filesystem::create_directories(outside);
+  auto tier = DiskTier::Open(cache, 1 << 20, kSecret);
+  UOPD_ASSERT_OK(tier);
+  // A shard folder that is a link to a folder outside: nothing is written there, and an entry
+  // there (well signed, even) is not read.
+  const std::string key = Key('a');
+  ASSERT_EQ(symlink(outside.c_str(), (cache + "/aa").c_str()), 0);
+  EXPECT_TRUE(testing::StatusIs((*tier)->Put(key, "alpha"), absl::StatusCode::kFailedPrecondition,
+                                {"not followed"}));
+  EXPECT_TRUE(std::filesystem::is_empty(outside)) << "wrote outside the cache folder";
+  {
+    auto elsewhere = DiskTier::Open(dir + "/elsewhere", 1 << 20, kSecret);
+    UOPD_ASSERT_OK(elsewhere);
+    UOPD_ASSERT_OK((*elsewhere)->Put(key, "planted"));
+    std::filesystem::copy_file((*elsewhere)->PathOf(key), outside + "/" + key + ".uopd");
+  }
+  EXPECT_TRUE(testing::StatusIs((*tier)->Get(key), absl::StatusCode::kFailedPrecondition))
+      << "a miss the cache logs, not a read through the link";
+  UOPD_EXPECT_OK((*tier)->Erase(key));
+  EXPECT_TRUE(std::filesystem::exists(outside + "/" + key + ".uopd")) << "deleted through it";
+  EXPECT_GE((*tier)->stats().errors, 2);
+
+  // An entry that is a link (to a good entry elsewhere) is dropped, not read; the target stays.
+  const std::string b = Key('b');
+  UOPD_ASSERT_OK((*tier)->Put(b, "beta"));
+  const std::string target = dir + "/target.uopd";
+  std::filesystem::copy_file((*tier)->PathOf(b), target);
+  std::filesystem::remove((*tier)->PathOf(b));
+  ASSERT_EQ(symlink(target.c_str(), (*tier)->PathOf(b).c_str()), 0);
+  auto linked = (*tier)->Get(b);
+  UOPD_ASSERT_OK(linked);
+  EXPECT_FALSE(linked->has_value());
+  EXPECT_EQ((*tier)->stats().corrupt, 1);
+  EXPECT_FALSE(std::filesystem::is_symlink((*tier)->PathOf(b)));
+  // A Put over a link replaces the link and leaves what it pointed at alone.
+  const std::string before = ReadFile(target);
+  ASSERT_EQ(symlink(target.c_str(), (*tier)->PathOf(b).c_str()), 0);
+  UOPD_ASSERT_OK((*tier)->Put(b, "new beta"));
+  EXPECT_FALSE(std::filesystem::is_symlink((*tier)->PathOf(b)));
+  EXPECT_EQ(ReadFile(target), before);
+  EXPECT_EQ((*tier)->Get(b)->value_or(""), "new beta");
+  // The start-up scan does not count (or clean up) what is behind the link either.
+  auto reopened = DiskTier::Open(cache, 1 << 20, kSecret);
+  UOPD_ASSERT_OK(reopened);
+  (*reopened)->TEST_WaitForMaintenance();
+  EXPECT_EQ((*reopened)->stats().entries, 1);
+  EXPECT_TRUE(std::filesystem::exists(outside + "/" + key + ".uopd"));
+}
+
+TEST(CacheSecret, IsMadeOnceOwnerOnlyAndRefusedWhenOthersCanReadIt) {
+  const std::string dir = testing::TempDir("cache-secret");
+  const std::string path = dir + "/state/uopd.secret";
+  auto made = ReadOrCreateSecretFile(path, "the secret");
+  UOPD_ASSERT_OK(made);
+  EXPECT_EQ(made->size(), 64u) << "32 random bytes, in hex";
+  struct stat info;
+  ASSERT_EQ(stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600);
+  EXPECT_EQ(ReadOrCreateSecretFile(path, "the secret").value_or(""), *made) << "kept";
+  EXPECT_NE(ReadOrCreateSecretFile(dir + "/another.secret", "the secret").value_or(*made), *made);
+  chmod(path.c_str(), 0640);
+  EXPECT_TRUE(testing::StatusIs(ReadOrCreateSecretFile(path, "the secret"),
+                                absl::StatusCode::kInvalidArgument, {"readable by others"}));
+  const std::string short_file = dir + "/short.secret";
+  std::ofstream(short_file) << "tiny";
+  chmod(short_file.c_str(), 0600);
+  EXPECT_TRUE(testing::StatusIs(ReadOrCreateSecretFile(short_file, "the secret"),
+                                absl::StatusCode::kInvalidArgument, {"at least 32"}));
+  std::ofstream(dir + "/a-file") << "x";
+  EXPECT_TRUE(testing::StatusIs(ReadOrCreateSecretFile(dir + "/a-file/uopd.secret", "the secret"),
+                                absl::StatusCode::kFailedPrecondition));
+}
+
 TEST(KernelCache, CompilesOnceForConcurrentRequestsAndWritesThrough) {
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
-  auto disk = DiskTier::Open(testing::TempDir("kernel-cache"), 1 << 20);
+  auto disk = DiskTier::Open(testing::TempDir("kernel-cache"), 1 << 20, kSecret);
   UOPD_ASSERT_OK(disk);
   DiskTier* disk_tier = disk->get();
   tiers.push_back(std::move(*disk));
@@ -286,6 +446,99 @@ TEST(KernelCache, AnEntryWhoseProgramIsMalformedIsDroppedAndCompiledAgain) {
   EXPECT_EQ(result->answered_by, "compiled");
   EXPECT_EQ(result->entry->kernel.bytes, "fresh");
   EXPECT_EQ(memory->stats().corrupt, 1);
+}
+
+// A shared tier (as Redis is) that records what is published to it and finds nothing.
+class RecordingSharedTier : public CacheTier {
+ public:
+  const char* name() const override { return "recording"; }
+  bool shared() const override { return true; }
+  bool vouches_for_hits() const override { return true; }
+  absl::StatusOr<std::optional<std::string>> Get(const std::string&) override {
+    return std::optional<std::string>();
+  }
+  absl::Status Put(const std::string& key, const std::string& value) override {
+    absl::MutexLock lock(&mu_);
+    puts_.emplace_back(key, value);
+    return absl::OkStatus();
+  }
+  absl::Status Erase(const std::string&) override { return absl::OkStatus(); }
+  std::vector<std::pair<std::string, std::string>> puts() {
+    absl::MutexLock lock(&mu_);
+    return puts_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::pair<std::string, std::string>> puts_;
+};
+
+// A local tier that says nothing about where its entries came from (vouches_for_hits false).
+class UnvouchedTier : public MemoryTier {
+ public:
+  UnvouchedTier() : MemoryTier(1 << 20) {}
+  const char* name() const override { return "unvouched"; }
+  bool vouches_for_hits() const override { return false; }
+};
+
+TEST(KernelCache, ADiskEntryThatFailsItsMacIsRecompiledAndNeverPublished) {
+  const std::string dir = testing::TempDir("kernel-cache-forged");
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  auto disk = DiskTier::Open(dir, 1 << 20, kSecret);
+  UOPD_ASSERT_OK(disk);
+  DiskTier* disk_tier = disk->get();
+  tiers.push_back(std::move(*disk));
+  auto shared = std::make_unique<RecordingSharedTier>();
+  RecordingSharedTier* redis = shared.get();
+  tiers.push_back(std::move(shared));
+  KernelCache cache(std::move(tiers));
+  // What a worker restarting finds: an entry for this key and AST whose object was replaced,
+  // with the digest the unauthenticated format had recomputed.
+  const CacheKey key = SomeKey("p");
+  const std::string attacker = SerializeCacheEntry(testing::EntryOf(key, "attacker object"));
+  std::filesystem::create_directories(
+      std::filesystem::path(disk_tier->PathOf(key.Hex())).parent_path());
+  Forge(disk_tier->PathOf(key.Hex()), "UOPDK1\n", attacker);
+  int compiles = 0;
+  auto result = cache.GetOrCompile(key, [&]() -> absl::StatusOr<CacheEntry> {
+    ++compiles;
+    return testing::EntryOf(key, "compiled object");
+  });
+  UOPD_ASSERT_OK(result);
+  EXPECT_EQ(result->entry->kernel.bytes, "compiled object");
+  EXPECT_EQ(result->answered_by, "compiled");
+  EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(disk_tier->stats().corrupt, 1);
+  for (const auto& [published_key, value] : redis->puts()) {
+    EXPECT_NE(value, attacker) << "published the forged entry to the cluster";
+  }
+  ASSERT_EQ(redis->puts().size(), 1u) << "only this daemon's compile";
+  EXPECT_EQ(redis->puts()[0].second, SerializeCacheEntry(testing::EntryOf(key, "compiled object")));
+  EXPECT_EQ(disk_tier->Get(key.Hex())->value_or(""), redis->puts()[0].second) << "replaced";
+}
+
+TEST(KernelCache, AHitOfATierThatDoesNotVouchForItGoesNowhereElse) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  CacheTier* memory = tiers.back().get();
+  tiers.push_back(std::make_unique<UnvouchedTier>());
+  CacheTier* unvouched = tiers.back().get();
+  auto shared = std::make_unique<RecordingSharedTier>();
+  RecordingSharedTier* redis = shared.get();
+  tiers.push_back(std::move(shared));
+  KernelCache cache(std::move(tiers));
+  const CacheKey key = SomeKey("u");
+  const std::string value = SerializeCacheEntry(testing::EntryOf(key, "from somewhere"));
+  UOPD_ASSERT_OK(unvouched->Put(key.Hex(), value));
+  auto result = cache.GetOrCompile(key, []() -> absl::StatusOr<CacheEntry> {
+    return absl::InternalError("not compiled: the tier has it");
+  });
+  UOPD_ASSERT_OK(result);
+  EXPECT_EQ(result->answered_by, "unvouched");
+  EXPECT_TRUE(redis->puts().empty()) << "published an entry nobody vouched for";
+  EXPECT_FALSE(memory->Get(key.Hex())->has_value()) << "written through, it would come out vouched";
+  EXPECT_FALSE(cache.GetSerialized(key.Hex()).has_value()) << "CacheService.Get signs this";
 }
 
 }  // namespace
