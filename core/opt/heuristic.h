@@ -55,7 +55,7 @@ std::vector<RankedCandidate> RankCpuCandidates(
 
 // The model's choice first (what ApplyHeuristics applies), then the candidates worth timing
 // against it for a kernel heavy enough (estimated at a millisecond or more) that choosing wrong
-// costs more than timing them: tinygrad's own choice when the model puts it within 2x (the
+// costs more than timing them: tinygrad's own choice when the model puts it within 8x (the
 // model is rough where LLVM's transformations matter most: unswitched masks, interleaved
 // gathers; tinygrad's choice is the baseline never to lose to). One list: nothing to time, the
 // model's choice stands. Empty: the kernel is not ranked (a GPU target, or over

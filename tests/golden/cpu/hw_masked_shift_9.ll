@@ -12,10 +12,15 @@ loop2.body:
   %v4 = icmp slt i32 %v2, 2
   %v6 = icmp ne i1 %v4, true
   %r.0 = add i32 %v2, -2
-  %si.1 = select i1 %v6, i32 %r.0, i32 0
-  %p.2 = getelementptr inbounds float, ptr %buf1, i32 %si.1
+  br i1 %v6, label %ml.1.do, label %ml.1.skip
+ml.1.do:
+  %p.2 = getelementptr inbounds float, ptr %buf1, i32 %r.0
   %ld.3 = load float, ptr %p.2
-  %v9 = select i1 %v6, float %ld.3, float 0.0
+  br label %ml.1.join
+ml.1.skip:
+  br label %ml.1.join
+ml.1.join:
+  %v9 = phi float [ %ld.3, %ml.1.do ], [ 0.0, %ml.1.skip ]
   %v11 = select i1 %v6, float %v9, float 0xBFF0000000000000
   %p.4 = getelementptr inbounds float, ptr %buf0, i32 %v2
   store float %v11, ptr %p.4
