@@ -185,15 +185,16 @@ TEST(Security, ACallThatEndsStopsItsCompile) {
                        {"--compile_workers=1"});
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
-  // About 9 s of LLVM work, abandoned after 1 s: the only worker is killed and replaced, so
-  // the next compile does not queue behind it.
+  // About 9 s of LLVM work, abandoned after 2.5 s: the only worker is killed and replaced, so
+  // the next compile does not queue behind it. (With 1 s, a loaded machine's decode and render
+  // of the 40,000-node kernel alone could outlast the deadline, and no worker was reached.)
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(HeavyKernel(64, 10000)), absl::Seconds(1)),
+  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(HeavyKernel(64, 10000)), absl::Seconds(2.5)),
                        absl::StatusCode::kDeadlineExceeded));
   UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0) << "the abandoned compile kept its worker";
+  EXPECT_LT(seconds, 7.0) << "the abandoned compile kept its worker";
   EXPECT_EQ(daemon.Metric("uopd_compile_worker_events_total{event=\"cancelled\"}"), 1);
 }
 
