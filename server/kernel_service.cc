@@ -213,6 +213,10 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
     } else {
       UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
       if (request->has_ast()) {
+        // A search runs candidates on the device with scratch buffers: the run right's work.
+        if (request->optimization().mode() == v1::Optimization::SEARCH) {
+          UOPD_RETURN_IF_ERROR(who.Require(kRightRun, "search (it runs kernels on the device)"));
+        }
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeAst(ctx_.asts, request->ast(), ctx_.limits));
         UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
                               OptimizationOf(request->optimization(), request->ast()));

@@ -61,6 +61,10 @@ absl::StatusOr<std::vector<Opt>> ParseOptList(absl::string_view text) {
   while (true) {
     while (i < text.size() && (absl::ascii_isspace(text[i]) || text[i] == ',')) ++i;
     if (i == text.size()) return opts;
+    if (opts.size() == kMaxOptsPerKernel) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("more than ", kMaxOptsPerKernel, " opts for one kernel"));
+    }
     size_t name_end = i;
     while (name_end < text.size() && absl::ascii_isalpha(text[name_end])) ++name_end;
     absl::StatusOr<OptOp> op = ParseOptOp(text.substr(i, name_end - i));

@@ -7,6 +7,10 @@ namespace uopd {
 
 absl::StatusOr<std::vector<Opt>> DecodeOpts(const google::protobuf::RepeatedPtrField<v1::Opt>& wire,
                                             absl::string_view where) {
+  if (wire.size() > kMaxOptsPerKernel) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", wire.size(), " opts, at most ",
+                                                   kMaxOptsPerKernel, " per kernel"));
+  }
   std::vector<Opt> opts;
   for (int i = 0; i < wire.size(); ++i) {
     const v1::Opt& w = wire[i];

@@ -75,6 +75,11 @@ TEST(Identity, TokensNameIdentitiesThatKeepTheirHandlesAcrossConnections) {
 
   Client bob(daemon.address(), WithToken(kBobToken));
   UOPD_EXPECT_OK(bob.Compile(CompileOf(ScaleKernel(4, 1.5))));
+  // A search runs kernels and allocates their buffers: compile alone does not allow it.
+  v1::CompileRequest search = CompileOf(ScaleKernel(4, 2.5));
+  search.mutable_optimization()->set_mode(v1::Optimization::SEARCH);
+  EXPECT_TRUE(StatusIs(bob.Compile(search), absl::StatusCode::kPermissionDenied,
+                       {"identity 'bob'", "'run' right", "search"}));
   EXPECT_TRUE(StatusIs(bob.CreateBuffer("CPU", DType::UINT8, 4),
                        absl::StatusCode::kPermissionDenied, {"identity 'bob'", "'run' right"}));
 

@@ -1,6 +1,7 @@
 // Opt lists as people type them (uopctl --optimize, the benches): tinygrad's spelling, the way
 // OptsToString writes it, read back.
 #include "core/opt/opt.h"
+#include "core/opt/opt_codec.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -31,6 +32,29 @@ TEST(ParseOptList, NamesTheOptThatDoesNotParse) {
                                 {"no closing parenthesis"}));
   EXPECT_TRUE(testing::StatusIs(ParseOptList("TC(0, 1)"), absl::StatusCode::kInvalidArgument,
                                 {"TC takes"}));
+}
+
+// An opt list is work before anything runs (each opt rewrites the kernel): 4,000 x UPCAST(0, 1)
+// once took 68 CPU-seconds on the request thread. Past the bound a list is refused at once.
+TEST(OptLists, AreBoundedOnTheWireAndAsText) {
+  google::protobuf::RepeatedPtrField<v1::Opt> wire;
+  std::string text;
+  for (int i = 0; i < kMaxOptsPerKernel; ++i) {
+    v1::Opt* opt = wire.Add();
+    opt->set_op("UPCAST");
+    opt->set_axis(0);
+    opt->set_arg(1);
+    text += "UPCAST(0, 1) ";
+  }
+  UOPD_EXPECT_OK(DecodeOpts(wire, "optimization.opts"));
+  UOPD_EXPECT_OK(ParseOptList(text));
+  *wire.Add() = wire[0];
+  text += "UPCAST(0, 1)";
+  EXPECT_TRUE(testing::StatusIs(DecodeOpts(wire, "optimization.opts"),
+                                absl::StatusCode::kInvalidArgument,
+                                {"optimization.opts", "65 opts", "at most 64"}));
+  EXPECT_TRUE(testing::StatusIs(ParseOptList(text), absl::StatusCode::kInvalidArgument,
+                                {"more than 64 opts"}));
 }
 
 }  // namespace
