@@ -267,14 +267,16 @@ absl::StatusOr<std::optional<std::string>> RedisTier::Command(
 }
 
 absl::StatusOr<std::optional<std::string>> RedisTier::Get(const std::string& key) {
-  auto value = Command({"GET", options_.prefix + key});
+  auto value = Command({"GETRANGE", options_.prefix + key, "0",
+                        absl::StrCat(options_.max_value_bytes)});  // at most one byte too many
   if (!value.ok()) {
     // Redis answered with an error (a cluster node's MOVED, a wrong type...): an error too,
     // though not an outage for the breaker.
     if (!absl::IsUnavailable(value.status())) counters_.errors.fetch_add(1);
     return value.status();
   }
-  if (!value->has_value()) {
+  // GETRANGE answers a missing key with an empty string; no entry is empty.
+  if (!value->has_value() || (*value)->empty()) {
     counters_.misses.fetch_add(1);
     return std::nullopt;
   }
@@ -282,7 +284,8 @@ absl::StatusOr<std::optional<std::string>> RedisTier::Get(const std::string& key
   read_bytes_.fetch_add(static_cast<int64_t>(stored.size()));
   const size_t header = kMagic.size() + kSignatureBytes;
   bool valid =
-      stored.size() >= header && absl::StartsWith(stored, kMagic) &&
+      stored.size() >= header && static_cast<int64_t>(stored.size()) <= options_.max_value_bytes &&
+      absl::StartsWith(stored, kMagic) &&
       EntrySignatureValid(options_.cluster_key, key, absl::string_view(stored).substr(header),
                           absl::string_view(stored).substr(kMagic.size(), kSignatureBytes));
   if (!valid) {
@@ -312,7 +315,8 @@ absl::Status RedisTier::Put(const std::string& key, const std::string& value) {
   p.key = key;
   p.value = absl::StrCat(kMagic, SignEntry(options_.cluster_key, key, value), value);
   absl::MutexLock lock(&mu_);
-  if (static_cast<int64_t>(p.value.size()) > options_.max_queued_bytes) {
+  if (static_cast<int64_t>(p.value.size()) > options_.max_queued_bytes ||
+      static_cast<int64_t>(p.value.size()) > options_.max_value_bytes) {
     publish_dropped_.fetch_add(1);
     return absl::OkStatus();
   }

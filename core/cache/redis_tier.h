@@ -61,6 +61,10 @@ struct RedisTierOptions {
   int breaker_failures = 3;                         // consecutive failures that open it
   absl::Duration breaker_open = absl::Seconds(10);  // how long it stays open
   int64_t max_queued_bytes = int64_t{256} << 20;    // publications waiting for Redis
+  // The largest value read or published. Entries past it are not published, so a longer value
+  // was not written by a worker and is read no further than this (GETRANGE): a junk value in
+  // the store costs a lookup this much memory, not its own size.
+  int64_t max_value_bytes = int64_t{32} << 20;
   int max_idle_connections = 8;
 };
 

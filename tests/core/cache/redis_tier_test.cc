@@ -159,6 +159,30 @@ TEST(RedisTier, RejectsEntriesNotSignedWithTheClusterKey) {
   EXPECT_EQ(GetValue(tier, Key('a')), "genuine code");
 }
 
+// A value no worker wrote, larger than any entry a worker publishes, costs a lookup the bound,
+// not its own size (an 80 MiB junk value took ~3x its size in memory per lookup).
+TEST(RedisTier, ReadsNoMoreThanTheLargestValueItWouldPublish) {
+  UOPD_REQUIRE_REDIS();
+  testing::RedisProcess redis;
+  RedisTierOptions options = OptionsFor(redis.url());
+  options.max_value_bytes = 1000;
+  RedisTier tier(options);
+  redis.Command({"SET", "test:" + Key('j'), std::string(100'000, 'j')});
+  auto junk = tier.Get(Key('j'));
+  UOPD_ASSERT_OK(junk);
+  EXPECT_FALSE(junk->has_value());
+  EXPECT_EQ(tier.stats().rejected, 1);
+  EXPECT_LE(tier.stats().read_bytes, 1001);
+
+  UOPD_ASSERT_OK(tier.Put(Key('b'), std::string(2000, 'b')));  // too large: not published
+  UOPD_ASSERT_OK(tier.Put(Key('a'), "genuine code"));
+  ASSERT_TRUE(tier.Flush(absl::Seconds(10)));
+  EXPECT_EQ(redis.Command({"EXISTS", "test:" + Key('b')}), "0");
+  EXPECT_EQ(GetValue(tier, Key('a')), "genuine code");
+  EXPECT_EQ(GetValue(tier, Key('m')), "<miss>");  // a missing key is a miss, not a rejection
+  EXPECT_EQ(tier.stats().rejected, 1);
+}
+
 TEST(RedisTier, ABadEntryIsCompiledLocallyAndReplaced) {
   UOPD_REQUIRE_REDIS();
   testing::RedisProcess redis;
