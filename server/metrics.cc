@@ -227,7 +227,11 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& addre
   metrics->live_ = std::make_shared<LiveCollector>(sources);
   try {
     // civetweb reports bind failures by throwing; this is the one place exceptions are caught.
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(address);
+    // civetweb serves a connection per thread and waits 30 s for a request by default: two
+    // clients that never finish their headers took the endpoint. Its own bounds instead: a
+    // read or write stalled for 2 s ends the connection, and 8 threads serve the others.
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", address, "num_threads", "8", "request_timeout_ms", "2000"});
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("metrics endpoint ", address, ": ", e.what()));
   }

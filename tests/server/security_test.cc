@@ -1,7 +1,11 @@
 // Security probes against a real daemon: each is something an attacker with only network access
 // to the gRPC port tried, repeated as a test that must get a clean status while the daemon
 // serves on.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -11,6 +15,7 @@
 #include <limits>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
 #include "core/cache/disk_tier.h"
@@ -469,6 +474,53 @@ grpc::Status RawCall(const std::string& address, const std::string& method,
   stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
                  [&done](grpc::Status status) { done.set_value(status); });
   return done.get_future().get();
+}
+
+// A connection to the metrics endpoint on 127.0.0.1, with `request` sent; -1 on failure.
+int OpenMetricsConnection(const std::string& metrics_address, const std::string& request) {
+  const size_t colon = metrics_address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(metrics_address.substr(colon + 1), &port)) {
+    return -1;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  (void)!write(fd, request.data(), request.size());
+  return fd;
+}
+
+// Requests that never finish (headers half sent) take none of the endpoint's time past a few
+// seconds: two of them once blinded /metrics until they closed.
+TEST(Security, HalfSentHttpRequestsDoNotBlindTheMetricsEndpoint) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("metrics-slowloris"));
+  ASSERT_TRUE(daemon.running());
+  std::vector<int> stalled;
+  for (int i = 0; i < 12; ++i) {  // more than the endpoint's threads
+    stalled.push_back(OpenMetricsConnection(daemon.metrics_address(), "GET /metrics HTTP/1.1\r\n"));
+    ASSERT_GE(stalled.back(), 0);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  int fd = OpenMetricsConnection(daemon.metrics_address(),
+                                 "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  timeval timeout{15, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string response;
+  char buf[65536];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) response.append(buf, n);
+  close(fd);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(response.find("uopd_"), std::string::npos) << "no scrape within 15 s";
+  EXPECT_LT(seconds, 8.0);
+  for (int s : stalled) close(s);
 }
 
 TEST(Security, AMalformedRequestIsInvalidArgumentNotInternal) {
