@@ -1,5 +1,8 @@
 #include "server/authenticator.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -7,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "core/util/sha256.h"
@@ -61,10 +65,32 @@ std::string ConnectionId(const grpc::ServerContextBase& context) {
 
 std::string HostQuotaKey(const std::string& peer) {
   absl::string_view rest = peer;
-  if (absl::ConsumePrefix(&rest, "ipv4:"))
-    return absl::StrCat("host:", rest.substr(0, rest.rfind(':')));
-  if (absl::ConsumePrefix(&rest, "ipv6:"))
-    return absl::StrCat("host:", rest.substr(0, rest.rfind(':')));
+  if (absl::ConsumePrefix(&rest, "ipv4:")) {
+    const std::string address(rest.substr(0, rest.rfind(':')));
+    in_addr v4{};
+    if (inet_pton(AF_INET, address.c_str(), &v4) != 1) return absl::StrCat("host:", address);
+    // 127.0.0.0/8 is this machine, however many aliases a client connects from.
+    if ((ntohl(v4.s_addr) >> 24) == 127) return "local";
+    return absl::StrCat("host:", address);
+  }
+  if (absl::ConsumePrefix(&rest, "ipv6:")) {
+    // "[addr]:port", its brackets URL-encoded in newer gRPC.
+    std::string address(rest.substr(0, rest.rfind(':')));
+    address = absl::StrReplaceAll(address, {{"%5B", ""}, {"%5D", ""}, {"[", ""}, {"]", ""}});
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, address.c_str(), &v6) != 1) return absl::StrCat("host:", address);
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return "local";
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+      if (v6.s6_addr[12] == 127) return "local";
+      return absl::StrCat("host:", int{v6.s6_addr[12]}, ".", int{v6.s6_addr[13]}, ".",
+                          int{v6.s6_addr[14]}, ".", int{v6.s6_addr[15]});
+    }
+    // A host is given a /64 (RFC 6177 and every ISP): within it an attacker has 2^64 addresses.
+    for (int i = 8; i < 16; ++i) v6.s6_addr[i] = 0;
+    char text[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, &v6, text, sizeof(text));
+    return absl::StrCat("host:", text, "/64");
+  }
   return "local";
 }
 

@@ -60,8 +60,9 @@ class Authenticator {
   uint32_t anonymous_rights_ = 0;
 };
 
-// The quota key of anonymous calls from `peer` (grpc::ServerContext::peer()): "host:<address>"
-// for TCP, "local" for unix sockets.
+// The quota key of anonymous calls from `peer` (grpc::ServerContext::peer()): "local" for this
+// machine (unix sockets, 127.0.0.0/8, ::1), "host:<address>" for other IPv4 hosts, and
+// "host:<prefix>/64" for IPv6, whose hosts each hold a /64.
 std::string HostQuotaKey(const std::string& peer);
 
 }  // namespace uopd

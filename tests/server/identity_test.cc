@@ -10,6 +10,7 @@
 #include "client/uopd_client.h"
 #include "core/util/sha256.h"
 #include "gtest/gtest.h"
+#include "server/authenticator.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/daemon_requests.h"
 #include "tests/testing/sample_kernels.h"
@@ -50,6 +51,25 @@ ClientOptions WithToken(const std::string& token) {
   ClientOptions options;
   options.token = token;
   return options;
+}
+
+// Anonymous quotas are per host: the aliases of loopback are this one machine (each once got a
+// fresh quota), and an IPv6 host is its /64.
+TEST(HostQuotaKey, GroupsAddressesByTheHostTheyCanComeFrom) {
+  EXPECT_EQ(HostQuotaKey("unix:/tmp/uopd.sock"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv4:127.0.0.1:5000"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv4:127.0.0.3:5001"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv4:127.255.0.9:1"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv6:[::1]:5000"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv6:%5B::1%5D:5000"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv6:[::ffff:127.0.0.2]:5000"), "local");
+  EXPECT_EQ(HostQuotaKey("ipv4:10.1.2.3:5000"), "host:10.1.2.3");
+  EXPECT_EQ(HostQuotaKey("ipv4:10.1.2.3:6000"), HostQuotaKey("ipv4:10.1.2.3:5000"));
+  EXPECT_NE(HostQuotaKey("ipv4:10.1.2.4:5000"), HostQuotaKey("ipv4:10.1.2.3:5000"));
+  EXPECT_EQ(HostQuotaKey("ipv6:[::ffff:10.1.2.3]:5000"), "host:10.1.2.3");
+  EXPECT_EQ(HostQuotaKey("ipv6:[2001:db8:1:2:aaaa::1]:5000"), "host:2001:db8:1:2::/64");
+  EXPECT_EQ(HostQuotaKey("ipv6:[2001:db8:1:2:bbbb:cccc::9]:7"), "host:2001:db8:1:2::/64");
+  EXPECT_NE(HostQuotaKey("ipv6:[2001:db8:1:3::1]:7"), HostQuotaKey("ipv6:[2001:db8:1:2::1]:7"));
 }
 
 TEST(Identity, TokensNameIdentitiesThatKeepTheirHandlesAcrossConnections) {
