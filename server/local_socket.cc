@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "core/util/log.h"
@@ -171,16 +172,28 @@ void LocalSocket::AcceptLoop() {
       close(fd);
       continue;
     }
+    const int64_t id = next_thread_id_++;
+    std::thread thread;
+    try {
+      // A process at its pids limit (a container's) cannot start one: std::thread's only
+      // report is an exception, and this is where it becomes a refusal instead of a crash.
+      thread = std::thread([this, fd, id] {
+        Serve(fd);
+        absl::MutexLock done(&mu_);
+        open_.erase(fd);
+        close(fd);
+        finished_.push_back(id);
+      });
+    } catch (const std::system_error& e) {
+      Send(fd, ErrorReply(absl::ResourceExhaustedError(
+                   absl::StrCat("the daemon cannot start a thread for this connection (", e.what(),
+                                "): use gRPC, or try again"))));
+      close(fd);
+      continue;
+    }
     open_.insert(fd);
     ++awaiting_hello_;
-    const int64_t id = next_thread_id_++;
-    threads_.emplace(id, std::thread([this, fd, id] {
-                       Serve(fd);
-                       absl::MutexLock done(&mu_);
-                       open_.erase(fd);
-                       close(fd);
-                       finished_.push_back(id);
-                     }));
+    threads_.emplace(id, std::move(thread));
   }
 }
 
