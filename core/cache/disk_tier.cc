@@ -216,6 +216,10 @@ absl::StatusOr<std::optional<std::string>> DiskTier::Get(const std::string& key)
     Drop(key, "not a regular file");
     return std::optional<std::string>();
   }
+  if (info.st_size > static_cast<off_t>(kHeaderSize + kMaxEntryBytes)) {
+    Drop(key, "larger than any entry");  // read whole, it would cost its size in memory
+    return std::optional<std::string>();
+  }
   std::string data;
   if (!ReadAll(file.get(), static_cast<size_t>(info.st_size), &data)) {
     counters_.errors.fetch_add(1);
@@ -235,6 +239,10 @@ absl::StatusOr<std::optional<std::string>> DiskTier::Get(const std::string& key)
 
 absl::Status DiskTier::Put(const std::string& key, const std::string& value) {
   if (!ValidKey(key)) return absl::InvalidArgumentError("cache keys are 64 lowercase hex digits");
+  if (static_cast<int64_t>(value.size()) > kMaxEntryBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a cache entry of ", value.size(), " bytes is past the disk tier's bound"));
+  }
   absl::StatusOr<Fd> shard = OpenShard(ShardOf(key), /*create=*/true);
   if (!shard.ok()) {
     counters_.errors.fetch_add(1);

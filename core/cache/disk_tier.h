@@ -35,6 +35,10 @@ namespace uopd {
 // secret.
 class DiskTier : public CacheTier {
  public:
+  // The largest entry stored (Put refuses more): a compile worker's object is at most 64 MiB.
+  // A larger file in the folder was not written by a daemon, and is dropped unread.
+  static constexpr int64_t kMaxEntryBytes = int64_t{256} << 20;
+
   // Creates `dir` if needed. Entries are signed with `secrets[0]` and accepted when signed with
   // any of `secrets` (a worker given the cluster key keeps what it wrote under its own secret
   // before). INVALID_ARGUMENT without a secret or with an empty one; FAILED_PRECONDITION if

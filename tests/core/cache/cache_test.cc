@@ -1,4 +1,5 @@
 // The compiled-byte cache: memory and disk tiers, keys, and single-flight compilation.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,27 @@ TEST(DiskTier, StoresAcrossReopeningAndDropsDamagedEntries) {
   EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(Key('b'))));
   EXPECT_TRUE(
       testing::StatusIs((*tier)->Get("../../etc/passwd"), absl::StatusCode::kInvalidArgument));
+}
+
+// A file no daemon wrote, larger than any entry (planted by whoever can write the folder), is
+// dropped without being read: read whole, it cost its size in memory per lookup.
+TEST(DiskTier, AFileLargerThanAnyEntryIsDroppedUnread) {
+  std::string dir = testing::TempDir("disk-tier-huge");
+  auto tier = DiskTier::Open(dir, int64_t{1} << 40, kSecret);
+  UOPD_ASSERT_OK(tier);
+  UOPD_ASSERT_OK((*tier)->Put(Key('e'), "honest"));
+  // Sparse: 1 GiB long, no disk used.
+  std::filesystem::resize_file((*tier)->PathOf(Key('e')), uintmax_t{1} << 30);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  auto huge = (*tier)->Get(Key('e'));
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  UOPD_ASSERT_OK(huge);
+  EXPECT_FALSE(huge->has_value());
+  EXPECT_EQ((*tier)->stats().corrupt, 1);
+  EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(Key('e'))));
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak memory for one lookup";
 }
 
 TEST(DiskTier, EvictsOldestEntriesInTheBackgroundPastItsBound) {
