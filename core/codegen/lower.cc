@@ -76,7 +76,7 @@ class Lowerer {
     scopes_.emplace_back();
     UOPD_RETURN_IF_ERROR(EmitGridIndex());
     for (const UOp* stmt : ast_.root->src()) {
-      UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(stmt)));
+      UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({stmt})));
       UOPD_RETURN_IF_ERROR(Statement(stmt));
     }
     return std::move(program_);
@@ -336,7 +336,7 @@ class Lowerer {
         }
         UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
         for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
-        UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(node->src(0))));
+        UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({node->src(0)})));
         UOPD_RETURN_IF_ERROR(Statement(node->src(0)));
         for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);
         break;
@@ -659,7 +659,7 @@ class Lowerer {
     for (const UOp* range : r.loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
     // Reductions inside this one's loops (a window position's sum over channels) that every
     // iteration needs: computed together, one loop nest for all, as an END's reductions are.
-    UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(node->src(0))));
+    UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({node->src(0)})));
     UOPD_RETURN_IF_ERROR(UpdateReduce(r));
     for (auto it = r.loops.rbegin(); it != r.loops.rend(); ++it) CloseLoop(*it);
     return FinishReduce(r);
@@ -672,7 +672,6 @@ class Lowerer {
   absl::Status EmitReductions(std::vector<const UOp*> reduces) {
     std::sort(reduces.begin(), reduces.end(),
               [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
-    reduces.erase(std::unique(reduces.begin(), reduces.end()), reduces.end());
     std::vector<std::vector<const UOp*>> groups;
     for (const UOp* r : reduces) {
       if (Memo(r) != nullptr) continue;
@@ -716,12 +715,9 @@ class Lowerer {
         UOPD_RETURN_IF_ERROR(HoistReductions(p.node->src(0), p.loops));
       }
       for (const UOp* range : pending.front().loops) UOPD_RETURN_IF_ERROR(OpenLoop(range));
-      std::vector<const UOp*> inner;
-      for (const PendingReduce& p : pending) {
-        std::vector<const UOp*> here = ReductionsHere(p.node->src(0));
-        inner.insert(inner.end(), here.begin(), here.end());
-      }
-      UOPD_RETURN_IF_ERROR(EmitReductions(std::move(inner)));
+      std::vector<const UOp*> bodies;
+      for (const PendingReduce& p : pending) bodies.push_back(p.node->src(0));
+      UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere(bodies)));
       for (const PendingReduce& p : pending) UOPD_RETURN_IF_ERROR(UpdateReduce(p));
       for (auto it = pending.front().loops.rbegin(); it != pending.front().loops.rend(); ++it) {
         CloseLoop(*it);
@@ -731,12 +727,13 @@ class Lowerer {
     return absl::OkStatus();
   }
 
-  // The REDUCEs a statement or value computes at its own level (not inside another REDUCE's
-  // value) that can run here: every range they depend on is open.
-  std::vector<const UOp*> ReductionsHere(const UOp* root) {
+  // The REDUCEs statements or values compute at their own level (not inside another REDUCE's
+  // value) that can run here: every range they depend on is open. Each once, however many of
+  // `roots` reach it.
+  std::vector<const UOp*> ReductionsHere(absl::Span<const UOp* const> roots) {
     std::vector<const UOp*> found;
-    std::vector<const UOp*> stack = {root};
-    absl::flat_hash_set<const UOp*> seen = {root};
+    std::vector<const UOp*> stack(roots.begin(), roots.end());
+    absl::flat_hash_set<const UOp*> seen(roots.begin(), roots.end());
     while (!stack.empty()) {
       const UOp* node = stack.back();
       stack.pop_back();

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -331,21 +332,24 @@ float RunScale(Client& client, double factor) {
   return out[1];
 }
 
+// Runs the scale kernels x2, x3 and x5 once (checking their results), so their entries are on
+// disk, and returns their cache keys K1, K2, K3.
+std::array<std::string, 3> RunThreeScales(const DaemonProcess& daemon) {
+  Client client(daemon.address());
+  EXPECT_EQ(RunScale(client, 2.0), 4.0f);
+  EXPECT_EQ(RunScale(client, 3.0), 6.0f);
+  EXPECT_EQ(RunScale(client, 5.0), 10.0f);
+  return {client.Compile(CompileOf(ScaleKernel(4, 2.0)))->cache_key(),
+          client.Compile(CompileOf(ScaleKernel(4, 3.0)))->cache_key(),
+          client.Compile(CompileOf(ScaleKernel(4, 5.0)))->cache_key()};
+}
+
 TEST(Security, DiskEntriesAreBoundToTheirKeyTheirKernelAndTheirAst) {
   const std::string dir = testing::TempDir("disk-poison");
   DaemonProcess daemon(UOPD_DAEMON_PATH, dir,
                        {"--anonymous_rights=compile,run,cache_read,cache_write"});
   ASSERT_TRUE(daemon.running());
-  std::string k1, k2, k3;
-  {
-    Client client(daemon.address());
-    EXPECT_EQ(RunScale(client, 2.0), 4.0f);
-    EXPECT_EQ(RunScale(client, 3.0), 6.0f);
-    EXPECT_EQ(RunScale(client, 5.0), 10.0f);
-    k1 = client.Compile(CompileOf(ScaleKernel(4, 2.0)))->cache_key();
-    k2 = client.Compile(CompileOf(ScaleKernel(4, 3.0)))->cache_key();
-    k3 = client.Compile(CompileOf(ScaleKernel(4, 5.0)))->cache_key();
-  }
+  const auto [k1, k2, k3] = RunThreeScales(daemon);
   daemon.Stop();
   {
     // What someone who can write the cache directory and holds the daemon's secret (beside the
@@ -419,16 +423,7 @@ TEST(Security, ADiskEntryWhoseObjectWasReplacedIsCompiledAgainNotRun) {
   const std::string dir = testing::TempDir("disk-forged");
   DaemonProcess daemon(UOPD_DAEMON_PATH, dir);
   ASSERT_TRUE(daemon.running());
-  std::string k1, k2, k3;
-  {
-    Client client(daemon.address());
-    EXPECT_EQ(RunScale(client, 2.0), 4.0f);
-    EXPECT_EQ(RunScale(client, 3.0), 6.0f);
-    EXPECT_EQ(RunScale(client, 5.0), 10.0f);
-    k1 = client.Compile(CompileOf(ScaleKernel(4, 2.0)))->cache_key();
-    k2 = client.Compile(CompileOf(ScaleKernel(4, 3.0)))->cache_key();
-    k3 = client.Compile(CompileOf(ScaleKernel(4, 5.0)))->cache_key();
-  }
+  const auto [k1, k2, k3] = RunThreeScales(daemon);
   daemon.Stop();
   // The header of the format before MACs, and today's magic with a digest where the MAC goes.
   ASSERT_TRUE(ReplaceObject(dir, k1, k3, "UOPDK1\n"));
@@ -476,23 +471,10 @@ grpc::Status RawCall(const std::string& address, const std::string& method,
   return done.get_future().get();
 }
 
-// A connection to the metrics endpoint on 127.0.0.1, with `request` sent; -1 on failure.
-int OpenMetricsConnection(const std::string& metrics_address, const std::string& request) {
-  const size_t colon = metrics_address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(metrics_address.substr(colon + 1), &port)) {
-    return -1;
-  }
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  (void)!write(fd, request.data(), request.size());
+// A connection to `daemon`'s metrics endpoint with `request` sent; -1 on failure.
+int SendToMetrics(const DaemonProcess& daemon, const std::string& request) {
+  const int fd = daemon.ConnectMetrics();
+  if (fd >= 0) (void)!write(fd, request.data(), request.size());
   return fd;
 }
 
@@ -503,12 +485,11 @@ TEST(Security, HalfSentHttpRequestsDoNotBlindTheMetricsEndpoint) {
   ASSERT_TRUE(daemon.running());
   std::vector<int> stalled;
   for (int i = 0; i < 12; ++i) {  // more than the endpoint's threads
-    stalled.push_back(OpenMetricsConnection(daemon.metrics_address(), "GET /metrics HTTP/1.1\r\n"));
+    stalled.push_back(SendToMetrics(daemon, "GET /metrics HTTP/1.1\r\n"));
     ASSERT_GE(stalled.back(), 0);
   }
   const auto start = std::chrono::steady_clock::now();
-  int fd = OpenMetricsConnection(daemon.metrics_address(),
-                                 "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
+  int fd = SendToMetrics(daemon, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
   ASSERT_GE(fd, 0);
   timeval timeout{15, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));

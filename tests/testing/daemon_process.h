@@ -66,11 +66,11 @@ class DaemonProcess {
     Start();
   }
 
-  // GET /metrics from the Prometheus endpoint ("" on failure).
-  std::string ScrapeMetrics() const {
+  // A TCP connection to the Prometheus endpoint, -1 on failure; the caller closes it.
+  int ConnectMetrics() const {
     std::vector<std::string> parts = absl::StrSplit(metrics_, ':');
     int port = 0;
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) return "";
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) return -1;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -78,8 +78,15 @@ class DaemonProcess {
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       close(fd);
-      return "";
+      return -1;
     }
+    return fd;
+  }
+
+  // GET /metrics from the Prometheus endpoint ("" on failure).
+  std::string ScrapeMetrics() const {
+    const int fd = ConnectMetrics();
+    if (fd < 0) return "";
     std::string request = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
     (void)!write(fd, request.data(), request.size());
     std::string response;
