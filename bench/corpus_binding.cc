@@ -98,10 +98,11 @@ bool Built::Call(int k) const {
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedProgram>> OptimizingSource::Get(
-    Device& device, std::shared_ptr<const KernelAst> ast, const OptimizeRequest&,
+    Device& device, std::shared_ptr<const KernelAst> ast, const OptimizeRequest& request,
     const StopFlag* stop) {
   OptimizeRequest none;
   none.mode = OptMode::kNone;
+  none.render = request.render;
   if (opts_.empty()) return inner_.Get(device, std::move(ast), none, stop);
   // Opt axes are numbered on the graph the pre-optimization passes make (core/opt/optimize.h).
   Scheduler scheduler(*RunPreOptPasses(ast, target_), target_);

@@ -15,6 +15,7 @@ venv=${MODEL_VENV:-build/model-venv}
 want="tinygrad==0.12.0 numpy"
 case " $* " in *" --no-torch "*) ;; *) want="$want torch" ;; esac
 if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
+venv=$(cd "$venv" && pwd)  # the workers run from bench/: a relative path would not reach it
 # shellcheck disable=SC2086
 if ! "$venv/bin/python" -c "import tinygrad, numpy$(case "$want" in *torch*) echo ", torch";; esac)" 2>/dev/null; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $want

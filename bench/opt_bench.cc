@@ -2,10 +2,10 @@
 // each of its kernels: for trying optimizations by hand.
 //
 //   opt_bench PLAN_OR_CASE.json [--opts "UPCAST(1,16) UPCAST(0,8)" | --heuristic] [--kernel N]
-//   [--emit]
-//             [--reps N] [--trace_cost]
+//   [--emit] [--fma] [--reps N] [--trace_cost]
 // prints each kernel's opts and the plan's kernel time (with --kernel, that kernel's alone);
-// --emit prints the rendered source instead of timing; --trace_cost the cost model's view.
+// --emit prints the rendered source instead of timing; --trace_cost the cost model's view;
+// --fma renders with fused multiply-adds allowed (Optimization.allow_fma).
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -42,12 +42,15 @@ int main(int argc, char** argv) {
   std::string path, opts_text;
   int reps = 5, kernel = -1;
   bool emit = false, heuristic = false, trace_cost = false;
+  uopd::RenderOptions render;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--opts" && i + 1 < argc) {
       opts_text = argv[++i];
     } else if (arg == "--trace_cost") {
       trace_cost = true;
+    } else if (arg == "--fma") {
+      render.allow_fma = true;
     } else if (arg == "--emit") {
       emit = true;
     } else if (arg == "--heuristic") {
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
         cost.ok() ? cost->Cycles() : -1.0, cost.ok() ? cost->compute_cycles : -1.0,
         cost.ok() ? cost->memory_cycles : -1.0);
     if (emit) {
-      auto spec = (*device)->renderer().Render(optimized->ast, "k");
+      auto spec = (*device)->renderer().Render(optimized->ast, "k", render);
       std::printf("%s\n", spec.ok() ? spec->src.c_str() : spec.status().ToString().c_str());
     }
   }
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   uopd::CorpusRunOptions options;
   options.source = heuristic ? static_cast<uopd::ProgramSource*>(&inner) : &source;
   options.optimization.mode = uopd::OptMode::kHeuristic;
+  options.optimization.render = render;
   options.pool = &pool;
   auto times = uopd::TimeCorpusPlan(**device, plan, options, reps, rtol, atol);
   if (!times.ok()) {

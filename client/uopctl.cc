@@ -2,8 +2,8 @@
 //
 //   uopctl [--server ADDR] devices
 //   uopctl [--server ADDR] compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]
-//                                       [--optimize MODE]
-//   uopctl [--server ADDR] run PATH... [--device D] [--optimize MODE] [--verbose]
+//                                       [--optimize MODE] [--fma]
+//   uopctl [--server ADDR] run PATH... [--device D] [--optimize MODE] [--fma] [--verbose]
 //   uopctl [--server ADDR] cache stats
 //   uopctl [--server ADDR] cache warm PATH... [--target T[,T...]] [--optimize MODE]
 //
@@ -45,6 +45,7 @@ constexpr char kUsage[] =
     "                                            compile a kernel AST (Graph JSON or corpus case)\n"
     "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
     "  (compile, run) --optimize heuristic|none|search|'UPCAST(1, 16) UNROLL(0, 4)'\n"
+    "  (compile, run) --fma                      allow fused multiply-adds (one rounding)\n"
     "  cache stats                               cache tier and compilation counters\n"
     "  cache warm PATH... [--target T[,T...]]    compile kernel ASTs into the cache for targets\n"
     "                                            (CPU, CUDA:0, sm_80, ...; default --device)\n"
@@ -280,7 +281,7 @@ int Warm(uopd::Client& client, const std::vector<std::string>& paths,
 int main(int argc, char** argv) {
   std::string server = "127.0.0.1:50051", device = "CPU", target, emit, optimize;
   std::string token_file, tls_ca, tls_cert, tls_key;
-  bool verbose = false;
+  bool verbose = false, allow_fma = false;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -309,6 +310,8 @@ int main(int argc, char** argv) {
       tls_key = *v;
     else if (arg == "--verbose" || arg == "-v")
       verbose = true;
+    else if (arg == "--fma")
+      allow_fma = true;
     else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -326,6 +329,7 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<uopd::v1::Optimization> optimization = OptimizationOf(optimize);
   if (!optimization.ok()) return Fail(optimization.status());
+  optimization->set_allow_fma(allow_fma);
   uopd::ClientOptions options;
   // What `uopctl run` makes is the daemon's to free when uopctl exits, Ctrl-C included.
   options.session = true;

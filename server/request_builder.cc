@@ -34,6 +34,7 @@ absl::StatusOr<int64_t> BufferBytes(Scalar dtype, int64_t size) {
 absl::StatusOr<OptimizeRequest> OptimizationOf(const v1::Optimization& wire,
                                                const v1::Graph& graph) {
   OptimizeRequest request;
+  request.render.allow_fma = wire.allow_fma();
   switch (wire.mode()) {
     case v1::Optimization::HEURISTIC:
       request.mode = OptMode::kHeuristic;

@@ -34,11 +34,13 @@ struct LlvmRendererOptions {
 class LlvmRenderer : public Renderer {
  public:
   explicit LlvmRenderer(LlvmRendererOptions options = {}) : options_(options) {}
-  absl::StatusOr<ProgramSpec> Render(std::shared_ptr<const KernelAst> ast,
-                                     const std::string& name) const override;
   std::string Identity() const override;
 
  private:
+  absl::StatusOr<ProgramSpec> RenderImpl(std::shared_ptr<const KernelAst> ast,
+                                         const std::string& name,
+                                         const RenderOptions& options) const override;
+
   LlvmRendererOptions options_;
 };
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/codegen/const_value.h"
 #include "core/codegen/expand.h"
+#include "core/codegen/fuse_multiply_adds.h"
 #include "core/codegen/legalize.h"
 #include "core/codegen/lower.h"
 #include "core/codegen/program_spec_builder.h"
@@ -295,6 +296,13 @@ class CudaWriter {
     return name;
   }
 
+  // a*b+c rounded once, for the float32/float64 multiply-adds FuseMultiplyAdds makes (NVRTC runs
+  // with --fmad=false, so these are the only fused ones).
+  std::string Fma(const std::string& a, const std::string& b, const std::string& c,
+                  const DType& d) {
+    return absl::StrCat(d.scalar == Scalar::kFloat64 ? "fma(" : "fmaf(", a, ", ", b, ", ", c, ")");
+  }
+
   std::string Binary(uopd::Op op, const std::string& a_in, const std::string& b_in,
                      const DType& d) {
     if (IsNarrowFloat(d.scalar)) {
@@ -425,6 +433,8 @@ class CudaWriter {
           expr = absl::StrCat("(", Widen(src(0), od), sym, Widen(src(1), od), ")");
         } else if (op == Op::kWhere) {
           expr = absl::StrCat("(", src(0), " ? ", src(1), " : ", src(2), ")");
+        } else if (op == Op::kMulacc) {  // fused (FuseMultiplyAdds): one rounding
+          expr = Fma(src(0), src(1), src(2), in.dtype);
         } else if (op == Op::kThreefry) {
           expr = absl::StrCat("uopd_support::uopd_threefry(", src(0), ", ", src(1), ")");
         } else if (op == Op::kShl || op == Op::kShr) {
@@ -483,7 +493,10 @@ class CudaWriter {
         return;
       case InstrKind::kAccUpdate: {
         std::string acc = src(0);
-        Line(absl::StrCat(acc, " = ", Binary(in.op, acc, src(1), in.dtype), ";"));
+        Line(absl::StrCat(acc, " = ",
+                          in.op == Op::kMulacc ? Fma(src(1), src(2), acc, in.dtype)
+                                               : Binary(in.op, acc, src(1), in.dtype),
+                          ";"));
         return;
       }
       case InstrKind::kAccRead:
@@ -600,14 +613,16 @@ std::string RenderCudaC(const LinearProgram& program, const WarpReductionPlan& w
   return CudaWriter(program, warps).Render();
 }
 
-absl::StatusOr<ProgramSpec> CudaRenderer::Render(std::shared_ptr<const KernelAst> ast,
-                                                 const std::string& name) const {
+absl::StatusOr<ProgramSpec> CudaRenderer::RenderImpl(std::shared_ptr<const KernelAst> ast,
+                                                     const std::string& name,
+                                                     const RenderOptions& render) const {
   LowerOptions options;
   options.gpu_grid = true;
   std::shared_ptr<const KernelAst> expanded = ExpandRanges(ApplyTinygradAlgebra(ast));
   UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
                         LowerKernel(*expanded, SanitizeKernelName(name), options));
-  const LinearProgram program = Legalize(lowered);
+  LinearProgram program = Legalize(lowered);
+  if (render.allow_fma) program = FuseMultiplyAdds(program);
   ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
   WarpReductionPlan warps = PlanWarpReductions(program);
   spec.src = RenderCudaC(program, warps);

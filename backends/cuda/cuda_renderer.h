@@ -24,9 +24,12 @@ inline constexpr int kCudaBlockSize = 256;
 // Immutable: safe for concurrent use.
 class CudaRenderer : public Renderer {
  public:
-  absl::StatusOr<ProgramSpec> Render(std::shared_ptr<const KernelAst> ast,
-                                     const std::string& name) const override;
   std::string Identity() const override;
+
+ private:
+  absl::StatusOr<ProgramSpec> RenderImpl(std::shared_ptr<const KernelAst> ast,
+                                         const std::string& name,
+                                         const RenderOptions& options) const override;
 };
 
 // The CUDA C of a lowered kernel (exposed for tests).

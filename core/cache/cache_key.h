@@ -17,6 +17,9 @@ struct CacheKey {
   std::string renderer;     // Renderer::Identity(): options that change the source
   std::string ast_hash;     // IR.md's AST hash (of the kernel as the client sent it)
   std::string opts;         // the opts applied to it (OptsToString; "" when none)
+  // RenderOptions::FloatMode(): "" (every float operation rounds) or "fma". Hashed only when not
+  // empty, so the keys of kernels that round every operation are those before it existed.
+  std::string float_mode;
 
   // SHA-256 over the framed components, as 64 hex digits: the entry's name in every tier.
   std::string Hex() const;
@@ -26,10 +29,12 @@ struct CacheKey {
 
 // The key of `ast_hash` with `opts` applied, compiled by `device`'s default renderer and
 // compiler.
-CacheKey KeyFor(const Device& device, const std::string& ast_hash, const std::string& opts = "");
+CacheKey KeyFor(const Device& device, const std::string& ast_hash, const std::string& opts = "",
+                const std::string& float_mode = "");
 // The same compiled by `pair` for the backend `base_device`.
 CacheKey KeyFor(const std::string& base_device, const CompilerPair& pair,
-                const std::string& ast_hash, const std::string& opts = "");
+                const std::string& ast_hash, const std::string& opts = "",
+                const std::string& float_mode = "");
 
 }  // namespace uopd
 

@@ -11,10 +11,11 @@ namespace {
 
 // Renders `ast` with `pair`'s renderer, on a stack deep enough for the IR's depth limit.
 absl::StatusOr<ProgramSpec> Render(const CompilerPair& pair,
-                                   const std::shared_ptr<const KernelAst>& ast) {
+                                   const std::shared_ptr<const KernelAst>& ast,
+                                   const RenderOptions& options) {
   absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
   RunOnLargeStack(kCompileStackBytes,
-                  [&] { spec = pair.renderer->Render(ast, ast->DefaultName()); });
+                  [&] { spec = pair.renderer->Render(ast, ast->DefaultName(), options); });
   return spec;
 }
 
@@ -54,8 +55,8 @@ std::optional<std::vector<Opt>> RecordOpts(const CacheEntry& record, const std::
 
 std::optional<std::vector<Opt>> CachingProgramSource::FindSearchRecord(
     const std::string& base_device, const CompilerPair& pair, const KernelAst& ast,
-    const std::string& kind) {
-  const std::string key_hex = KeyFor(base_device, pair, ast.hash, kind).Hex();
+    const std::string& kind, const RenderOptions& render) {
+  const std::string key_hex = KeyFor(base_device, pair, ast.hash, kind, render.FloatMode()).Hex();
   std::optional<std::string> bytes = cache_.GetSerialized(key_hex);
   if (!bytes.has_value()) return std::nullopt;
   absl::StatusOr<CacheEntry> record = ParseCacheEntry(*bytes);
@@ -64,15 +65,19 @@ std::optional<std::vector<Opt>> CachingProgramSource::FindSearchRecord(
 }
 
 absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
-    const Device& device, const std::shared_ptr<const KernelAst>& ast, const StopFlag* stop) {
+    const Device& device, const std::shared_ptr<const KernelAst>& ast, const StopFlag* stop,
+    const RenderOptions& render) {
   OptimizeRequest heuristic;
   heuristic.mode = OptMode::kHeuristic;
+  heuristic.render = render;
   if (IsAlreadyOptimized(*ast)) return heuristic;  // run as given, as under the heuristics
   const CompilerPair& pair = device.compilers().front();
-  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash, "search");
+  const CacheKey key =
+      KeyFor(device.spec().base_device_key(), pair, ast->hash, "search", render.FloatMode());
   const std::string key_hex = key.Hex();
   SearchOptions options = search_;
   options.stop = stop;
+  options.render = render;
   auto search = [&]() -> absl::StatusOr<CacheEntry> {
     UOPD_ASSIGN_OR_RETURN(SearchResult found, SearchKernelOpts(device, ast, options));
     if (found.stopped) return absl::CancelledError("the call ended during the search");
@@ -104,7 +109,7 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
                                            OptimizeRequest{OptMode::kOpts, *opts})
                                 .ok()) {
       if (!cut_short || lookup.answered_by == "compiled" || attempt > 0) {
-        return OptimizeRequest{OptMode::kOpts, *std::move(opts)};
+        return OptimizeRequest{OptMode::kOpts, *std::move(opts), render};
       }
     } else {
       Log(LogLevel::kWarning, "dropping a search record that does not apply",
@@ -116,25 +121,29 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveSearch(
 }
 
 absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
-    const Device& device, const std::shared_ptr<const KernelAst>& ast, const StopFlag* stop) {
-  const OptimizeRequest model{OptMode::kHeuristic, {}};
+    const Device& device, const std::shared_ptr<const KernelAst>& ast, const StopFlag* stop,
+    const RenderOptions& render) {
+  const OptimizeRequest model{OptMode::kHeuristic, {}, render};
   const CompilerPair& pair = device.compilers().front();
   const OptTarget target =
       OptTargetFor(device.spec().base_device_key(), pair.compiler->Target(), device.threads());
   const std::string memo_key =
       absl::StrCat(device.spec().base_device_key(), "/", pair.compiler->Target(), "/",
-                   device.threads(), "/", ast->hash);
+                   device.threads(), "/", ast->hash, "/", render.FloatMode());
+  auto explicit_opts = [&](std::vector<Opt> opts) {
+    return OptimizeRequest{OptMode::kOpts, std::move(opts), render};
+  };
   auto decided = [&](std::optional<std::vector<Opt>> opts) -> OptimizeRequest {
     absl::MutexLock lock(&mu_);
     // Bounded by starting over: a forgotten decision is only made again.
     if (resolved_heuristic_.size() >= max_chosen_) resolved_heuristic_.clear();
     resolved_heuristic_[memo_key] = opts;
-    return opts.has_value() ? OptimizeRequest{OptMode::kOpts, *std::move(opts)} : model;
+    return opts.has_value() ? explicit_opts(*std::move(opts)) : model;
   };
   {
     absl::MutexLock lock(&mu_);
     if (auto it = resolved_heuristic_.find(memo_key); it != resolved_heuristic_.end()) {
-      return it->second.has_value() ? OptimizeRequest{OptMode::kOpts, *it->second} : model;
+      return it->second.has_value() ? explicit_opts(*it->second) : model;
     }
   }
   // The ranking is done once here: its choice goes on as explicit opts, so the compile does not
@@ -142,10 +151,12 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
   std::vector<std::vector<Opt>> contenders = HeuristicContendersFor(ast, target);
   if (contenders.empty()) return decided(std::nullopt);
   if (contenders.size() == 1) return decided(std::move(contenders.front()));
-  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash, "heuristic");
+  const CacheKey key =
+      KeyFor(device.spec().base_device_key(), pair, ast->hash, "heuristic", render.FloatMode());
   const std::string key_hex = key.Hex();
   SearchOptions options = search_;
   options.stop = stop;
+  options.render = render;
   auto time = [&]() -> absl::StatusOr<CacheEntry> {
     UOPD_ASSIGN_OR_RETURN(TournamentResult timed,
                           TimeOptCandidates(device, ast, contenders, options));
@@ -170,7 +181,7 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
     // Timing needs scratch memory and the call's time; without them the model decides (for
     // this call only: a later one may time).
     if (stop != nullptr && stop->stopped()) return lookup.status();
-    return OptimizeRequest{OptMode::kOpts, contenders.front()};
+    return explicit_opts(contenders.front());
   }
   std::optional<std::vector<Opt>> opts = RecordOpts(*lookup->entry, key_hex, ast->hash);
   if (!opts.has_value() ||
@@ -178,7 +189,7 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
     Log(LogLevel::kWarning, "dropping a timed choice that does not apply",
         {{"key", key_hex}, {"tier", lookup->answered_by}});
     cache_.Invalidate(key_hex);
-    return OptimizeRequest{OptMode::kOpts, contenders.front()};
+    return explicit_opts(contenders.front());
   }
   return decided(std::move(opts));
 }
@@ -189,9 +200,9 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device
                                                             const StopFlag* stop) {
   OptimizeRequest request = Resolve(optimization);
   if (request.mode == OptMode::kSearch) {
-    UOPD_ASSIGN_OR_RETURN(request, ResolveSearch(device, ast, stop));
+    UOPD_ASSIGN_OR_RETURN(request, ResolveSearch(device, ast, stop, request.render));
   } else if (request.mode == OptMode::kHeuristic) {
-    UOPD_ASSIGN_OR_RETURN(request, ResolveHeuristic(device, ast, stop));
+    UOPD_ASSIGN_OR_RETURN(request, ResolveHeuristic(device, ast, stop, request.render));
   }
   return CompileFor(device.spec().base_device_key(), device.compilers().front(), device.threads(),
                     std::move(ast), request, stop);
@@ -214,14 +225,16 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   OptimizeRequest request = Resolve(optimization);
   if (request.mode == OptMode::kSearch) {
     // No device to time on: what a search recorded for this target, or the heuristics.
-    std::optional<std::vector<Opt>> recorded = FindSearchRecord(base_device, pair, *ast);
-    request = recorded.has_value() ? OptimizeRequest{OptMode::kOpts, *std::move(recorded)}
-                                   : OptimizeRequest{OptMode::kHeuristic, {}};
+    std::optional<std::vector<Opt>> recorded =
+        FindSearchRecord(base_device, pair, *ast, "search", request.render);
+    request = recorded.has_value()
+                  ? OptimizeRequest{OptMode::kOpts, *std::move(recorded), request.render}
+                  : OptimizeRequest{OptMode::kHeuristic, {}, request.render};
   } else if (request.mode == OptMode::kHeuristic) {
     // No device to time on: what timing on a device of this target chose, if any.
     if (std::optional<std::vector<Opt>> timed =
-            FindSearchRecord(base_device, pair, *ast, "heuristic")) {
-      request = OptimizeRequest{OptMode::kOpts, *std::move(timed)};
+            FindSearchRecord(base_device, pair, *ast, "heuristic", request.render)) {
+      request = OptimizeRequest{OptMode::kOpts, *std::move(timed), request.render};
     }
   }
   const OptTarget target = OptTargetFor(base_device, pair.compiler->Target(), threads);
@@ -238,13 +251,14 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   }
   CompileResult result;
   result.applied = *std::move(applied);
-  result.key = KeyFor(base_device, pair, ast->hash, OptsToString(result.applied));
+  result.key = KeyFor(base_device, pair, ast->hash, OptsToString(result.applied),
+                      request.render.FloatMode());
   result.key_hex = result.key.Hex();
   auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     if (!optimized.has_value()) {
       UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
     }
-    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized->ast));
+    UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized->ast, request.render));
     return CompileEntry(pair, spec, result.key, result.key_hex, stop);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
@@ -281,22 +295,22 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   const CompilerPair& pair = device.compilers().front();
   OptimizeRequest concrete = request;
   if (concrete.mode == OptMode::kSearch) {
-    UOPD_ASSIGN_OR_RETURN(concrete, ResolveSearch(device, ast, stop));
+    UOPD_ASSIGN_OR_RETURN(concrete, ResolveSearch(device, ast, stop, request.render));
   } else if (concrete.mode == OptMode::kHeuristic) {
-    UOPD_ASSIGN_OR_RETURN(concrete, ResolveHeuristic(device, ast, stop));
+    UOPD_ASSIGN_OR_RETURN(concrete, ResolveHeuristic(device, ast, stop, request.render));
   }
   UOPD_ASSIGN_OR_RETURN(OptimizedKernel optimized,
                         OptimizeKernel(ast,
                                        OptTargetFor(device.spec().base_device_key(),
                                                     pair.compiler->Target(), device.threads()),
                                        concrete));
-  const CacheKey key =
-      KeyFor(device.spec().base_device_key(), pair, ast->hash, OptsToString(optimized.applied));
+  const CacheKey key = KeyFor(device.spec().base_device_key(), pair, ast->hash,
+                              OptsToString(optimized.applied), request.render.FloatMode());
   const std::string key_hex = key.Hex();
   // Kernels run with the metadata of their own AST (buffer sizes, launch dimensions, variable
   // bounds), never with what a cache entry says: an entry's bytes are the only thing taken
   // from it, and an entry whose metadata disagrees with the AST is not used.
-  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast));
+  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast, request.render));
   spec.ast = optimized.ast;
   auto compile = [&]() { return CompileEntry(pair, spec, key, key_hex, stop); };
   std::shared_ptr<Program> program;

@@ -63,14 +63,17 @@ class CachingProgramSource : public ProgramSource {
   // run now (single flight: concurrent requests for one kernel wait for one search). A search
   // the caller's stop cuts short is not recorded (CANCELLED); one that spent its budget is,
   // and a later request with at least twice that budget searches again.
+  // The search times candidates rendered with `render`, and its record is kept per float mode.
   absl::StatusOr<OptimizeRequest> ResolveSearch(const Device& device,
                                                 const std::shared_ptr<const KernelAst>& ast,
-                                                const StopFlag* stop);
+                                                const StopFlag* stop,
+                                                const RenderOptions& render = {});
   // A search's record for `ast` under `pair`'s target if the cache has one; nullopt otherwise.
   // `kind` is "search", or "heuristic" for the heuristics' timed choice.
   std::optional<std::vector<Opt>> FindSearchRecord(const std::string& base_device,
                                                    const CompilerPair& pair, const KernelAst& ast,
-                                                   const std::string& kind = "search");
+                                                   const std::string& kind = "search",
+                                                   const RenderOptions& render = {});
 
   // A kHeuristic request made concrete for `device`: when the cost model cannot tell the
   // heuristics' best candidates apart for a heavy kernel (core/opt/heuristic.h
@@ -80,7 +83,8 @@ class CachingProgramSource : public ProgramSource {
   // does not rank).
   absl::StatusOr<OptimizeRequest> ResolveHeuristic(const Device& device,
                                                    const std::shared_ptr<const KernelAst>& ast,
-                                                   const StopFlag* stop);
+                                                   const StopFlag* stop,
+                                                   const RenderOptions& render = {});
 
   KernelCache& cache() { return cache_; }
 

@@ -8,16 +8,23 @@
 namespace uopd {
 
 std::string OptimizeRequest::Key() const {
+  std::string key;
   switch (mode) {
     case OptMode::kNone:
-      return "none";
+      key = "none";
+      break;
     case OptMode::kOpts:
-      return absl::StrCat("opts:", OptsToString(opts));
+      key = absl::StrCat("opts:", OptsToString(opts));
+      break;
     case OptMode::kSearch:
-      return "search";
+      key = "search";
+      break;
     default:
-      return "heuristic";
+      key = "heuristic";
+      break;
   }
+  if (!render.FloatMode().empty()) absl::StrAppend(&key, ";", render.FloatMode());
+  return key;
 }
 
 bool IsAlreadyOptimized(const KernelAst& ast) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/device/renderer.h"
 #include "core/ir/kernel_ast.h"
 #include "core/opt/opt.h"
 #include "core/opt/opt_target.h"
@@ -28,7 +29,11 @@ enum class OptMode {
 struct OptimizeRequest {
   OptMode mode = OptMode::kDefault;
   std::vector<Opt> opts;  // kOpts
-  // What identifies the request in caches and memos: "heuristic", "none", "opts:UPCAST(1, 4) ...".
+  // Not opts but choices about the rendered kernel, travelling with the request so every path
+  // that renders it (compile, search, timing) renders the same.
+  RenderOptions render;
+  // What identifies the request in caches and memos: "heuristic", "none", "opts:UPCAST(1, 4) ...",
+  // then ";fma" when render.allow_fma.
   std::string Key() const;
 };
 

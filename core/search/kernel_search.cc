@@ -271,8 +271,9 @@ class Searcher {
     Built built;
     built.opts = std::move(opts);
     absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
-    RunOnLargeStack(kCompileStackBytes,
-                    [&] { spec = pair_.renderer->Render(ast, ast_->DefaultName()); });
+    RunOnLargeStack(kCompileStackBytes, [&] {
+      spec = pair_.renderer->Render(ast, ast_->DefaultName(), options_.render);
+    });
     UOPD_RETURN_IF_ERROR(spec.status());
     built.spec = *std::move(spec);
     built.spec.ast = ast;

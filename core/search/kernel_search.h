@@ -31,6 +31,8 @@ struct SearchOptions {
   // Scratch memory the search may allocate on the device; bigger kernels get the heuristics.
   int64_t max_scratch_bytes = int64_t{1} << 30;
   const StopFlag* stop = nullptr;
+  // How every candidate (and the reference) is rendered: as the request that searches asked.
+  RenderOptions render;
 };
 
 struct SearchResult {

@@ -1,6 +1,7 @@
 // Integration tests: a real uopd on a loopback port, driven as clients drive it.
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -475,6 +476,62 @@ TEST(Daemon, OptimizesAsEachRequestAsksAndSaysWhatItApplied) {
       ASSERT_EQ(out[i * 64 + j], want) << i << ", " << j;
     }
   }
+}
+
+TEST(Daemon, FusesMultiplyAddsOnlyForRequestsThatAllowIt) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("fma"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  // out = a*b + c with (1 + 2^-13)^2 - (1 + 2^-12): 2^-26 with one rounding, 0 with two.
+  constexpr int kN = 40;
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, kN);
+  int i = g.Range(g.Index(kN), 0);
+  auto load = [&](int slot) { return g.Load(g.Buffer(slot, DType::FLOAT32, kN), i); };
+  int sum = g.Node(v1::Node::ADD, DType::FLOAT32,
+                   {g.Node(v1::Node::MUL, DType::FLOAT32, {load(1), load(2)}), load(3)});
+  const v1::Graph probe = g.Sink({g.End(g.Store(g.Target(out, i), sum), {i})}, "fma_probe");
+
+  v1::CompileRequest strict = CompileOf(probe);
+  strict.set_want_source(true);
+  v1::CompileRequest fused = strict;
+  fused.mutable_optimization()->set_allow_fma(true);
+  auto strict_kernel = client.Compile(strict);
+  auto fused_kernel = client.Compile(fused);
+  UOPD_ASSERT_OK(strict_kernel);
+  UOPD_ASSERT_OK(fused_kernel);
+  EXPECT_NE(fused_kernel->cache_key(), strict_kernel->cache_key());
+  EXPECT_EQ(strict_kernel->source().find("llvm.fmuladd"), std::string::npos);
+  EXPECT_NE(fused_kernel->source().find("llvm.fmuladd"), std::string::npos);
+
+  auto run = [&](bool allow_fma) -> std::vector<float> {
+    v1::ExecuteRequest request;
+    const float a = 1.0f + std::ldexp(1.0f, -13), c = -(1.0f + std::ldexp(1.0f, -12));
+    for (float fill : {0.0f, a, a, c}) {
+      std::vector<float> data(kN, fill);
+      v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+      buffer->set_dtype(DType::FLOAT32);
+      buffer->set_size(kN);
+      buffer->set_data(data.data(), data.size() * sizeof(float));
+    }
+    v1::KernelInvocation* kernel = request.add_kernels();
+    *kernel->mutable_ast() = probe;
+    for (int slot = 0; slot < 4; ++slot) kernel->add_buffers(slot);
+    kernel->mutable_optimization()->set_allow_fma(allow_fma);
+    request.add_return_buffers(0);
+    auto ran = client.Execute(request);
+    EXPECT_TRUE(ran.ok()) << ran.status();
+    if (!ran.ok() || ran->outputs_size() != 1) return {};
+    std::vector<float> values(kN);
+    std::memcpy(values.data(), ran->outputs(0).data().data(),
+                std::min(ran->outputs(0).data().size(), values.size() * sizeof(float)));
+    return values;
+  };
+  EXPECT_EQ(run(false), std::vector<float>(kN, 0.0f));
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("fma")) GTEST_SKIP() << "this CPU has no FMA";
+#endif
+  EXPECT_EQ(run(true), std::vector<float>(kN, std::ldexp(1.0f, -26)));
 }
 
 TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {

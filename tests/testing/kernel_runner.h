@@ -30,17 +30,20 @@ struct HostBuffer {
   }
 };
 
-inline absl::StatusOr<ProgramSpec> RenderOn(const Device& device, const v1::Graph& wire) {
+inline absl::StatusOr<ProgramSpec> RenderOn(const Device& device, const v1::Graph& wire,
+                                            const RenderOptions& render = {}) {
   UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(wire));
-  return device.renderer().Render(ast, ast->DefaultName());
+  return device.renderer().Render(ast, ast->DefaultName(), render);
 }
 
 // Runs the kernel `ast` as given (no optimization); `buffers` (by slot) are copied in, and
 // copied back out afterwards.
 inline absl::Status RunAstOn(Device& device, std::shared_ptr<const KernelAst> ast,
                              std::vector<HostBuffer>& buffers,
-                             const absl::flat_hash_map<std::string, int64_t>& vars = {}) {
-  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, device.renderer().Render(ast, ast->DefaultName()));
+                             const absl::flat_hash_map<std::string, int64_t>& vars = {},
+                             const RenderOptions& render = {}) {
+  UOPD_ASSIGN_OR_RETURN(ProgramSpec spec,
+                        device.renderer().Render(ast, ast->DefaultName(), render));
   UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled, device.compiler().Compile(spec));
   UOPD_ASSIGN_OR_RETURN(auto program, device.runtime().Load(compiled, spec));
   UOPD_ASSIGN_OR_RETURN(LaunchDims dims, spec.launch_dims(vars));
@@ -66,9 +69,10 @@ inline absl::Status RunAstOn(Device& device, std::shared_ptr<const KernelAst> as
 }
 
 inline absl::Status RunOn(Device& device, const v1::Graph& wire, std::vector<HostBuffer>& buffers,
-                          const absl::flat_hash_map<std::string, int64_t>& vars = {}) {
+                          const absl::flat_hash_map<std::string, int64_t>& vars = {},
+                          const RenderOptions& render = {}) {
   UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(wire));
-  return RunAstOn(device, std::move(ast), buffers, vars);
+  return RunAstOn(device, std::move(ast), buffers, vars, render);
 }
 
 }  // namespace uopd::testing

@@ -213,6 +213,12 @@ class TestNumerics(unittest.TestCase):
             g = (x.exp() / (1 + x.exp()))[0].gradient(x)[0].item()
             self.assertEqual(g, 0.0)
 
+    @unittest.skipUnless(" fma " in open("/proc/cpuinfo").read().replace("\n", " "), "no FMA on this CPU")
+    def test_multiply_add_rounds_once(self):  # tinygrad's clang contracts a*b+c into one FMA
+        a, c = 1 + 2**-13, -(1 + 2**-12)  # (1 + 2^-13)^2 - (1 + 2^-12): 2^-26 fused, 0 unfused
+        x, y = Tensor.full((40,), a).contiguous(), Tensor.full((40,), c).contiguous()
+        np.testing.assert_array_equal((x * x + y).numpy(), np.full(40, 2**-26, np.float32))
+
     def test_rand_deterministic(self):  # threefry, uint64 arithmetic (CONSTs past 64 bits wrap)
         Tensor.manual_seed(1337)
         a = Tensor.rand(64).numpy()

@@ -281,6 +281,70 @@ TEST_F(CpuBackendTest, ProductsKeepTheirFactors) {
   }
 }
 
+// (1 + 2^-13)^2 - (1 + 2^-12) is 2^-26 with one rounding and 0 with two: each element of
+// a*b+c tells whether its multiply-add was fused.
+v1::Graph MultiplyAddKernel(int n) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, n);
+  int i = g.Range(g.Index(n), 0);
+  auto load = [&](int slot) { return g.Load(g.Buffer(slot, DType::FLOAT32, n), i); };
+  int product = g.Node(Node::MUL, DType::FLOAT32, {load(1), load(2)});
+  int sum = g.Node(Node::ADD, DType::FLOAT32, {product, load(3)});
+  return g.Sink({g.End(g.Store(g.Target(out, i), sum), {i})}, "fma_probe");
+}
+
+TEST_F(CpuBackendTest, MultiplyAddsAreFusedOnlyWhereTheRequestAllowsIt) {
+  constexpr int kN = 37;  // a vector loop and its tail
+  const float a = 1.0f + std::ldexp(1.0f, -13);
+  const float c = -(1.0f + std::ldexp(1.0f, -12));
+  auto run = [&](const RenderOptions& render) {
+    std::vector<HostBuffer> bufs = {
+        HostBuffer::Of(std::vector<float>(kN, -1.0f)), HostBuffer::Of(std::vector<float>(kN, a)),
+        HostBuffer::Of(std::vector<float>(kN, a)), HostBuffer::Of(std::vector<float>(kN, c))};
+    EXPECT_TRUE(testing::RunOn(*device_, MultiplyAddKernel(kN), bufs, {}, render).ok());
+    return bufs[0].As<float>();
+  };
+  EXPECT_EQ(run({}), std::vector<float>(kN, 0.0f)) << "the IR's default: two roundings";
+  RenderOptions fma;
+  fma.allow_fma = true;
+  auto spec = testing::RenderOn(*device_, MultiplyAddKernel(kN), fma);
+  UOPD_ASSERT_OK(spec);
+  EXPECT_NE(spec->src.find("@llvm.fmuladd."), std::string::npos) << spec->src;
+  const std::string& target = device_->compiler().Target();
+  if (target.find("+fma") != std::string::npos || target.rfind("aarch64", 0) == 0) {
+    EXPECT_EQ(run(fma), std::vector<float>(kN, std::ldexp(1.0f, -26)));
+  } else {
+    GTEST_SKIP() << "this CPU has no FMA (" << target << "): llvm.fmuladd rounds twice here";
+  }
+}
+
+TEST_F(CpuBackendTest, FusedAccumulationsMatchTheSumsTheyReplace) {
+  // A matmul's reduction with fused accumulations: within float32 rounding of the plain sums.
+  constexpr int kM = 9, kK = 300, kN = 13;
+  const v1::Graph matmul = testing::Matmul(kM, kK, kN);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(-1, 1);
+  std::vector<float> x(kM * kK), y(kK * kN);
+  for (float& v : x) v = value(rng);
+  for (float& v : y) v = value(rng);
+  RenderOptions fma;
+  fma.allow_fma = true;
+  auto spec = testing::RenderOn(*device_, matmul, fma);
+  UOPD_ASSERT_OK(spec);
+  EXPECT_NE(spec->src.find("@llvm.fmuladd."), std::string::npos) << spec->src;
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<float>(kM * kN)), HostBuffer::Of(x),
+                                  HostBuffer::Of(y)};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, matmul, bufs, {}, fma));
+  const std::vector<float> got = bufs[0].As<float>();
+  for (int i = 0; i < kM; ++i) {
+    for (int j = 0; j < kN; ++j) {
+      double want = 0;
+      for (int k = 0; k < kK; ++k) want += double{x[i * kK + k]} * y[k * kN + j];
+      EXPECT_NEAR(got[i * kN + j], want, 1e-4) << i << ", " << j;
+    }
+  }
+}
+
 // int8 -> uint64 -> float64 in a vectorized loop with a tail: LLVM 19's x86 backend turned the
 // vector uitofp of sign-extended bytes into a conversion of the bytes as unsigned (-100 gave
 // 156.0); unsigned-to-float casts avoid uitofp.

@@ -231,6 +231,34 @@ TEST(CudaBackend, AMultiplyThenAnAddIsNeverFused) {
   EXPECT_NE(kernel->ptx.find("mul.rn.f32"), std::string::npos) << kernel->ptx;
 }
 
+TEST(CudaBackend, AMultiplyThenAnAddIsFusedWhereTheRequestAllowsIt) {
+  // As NVCC's default contraction does for tinygrad's own CUDA kernels; NVRTC itself still runs
+  // with --fmad=false, so the fusions are exactly FuseMultiplyAdds's.
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, 64);
+  int i = g.Range(g.Index(64), 0);
+  int a = g.Load(g.Buffer(1, v1::DType::FLOAT32, 64), i);
+  int b = g.Load(g.Buffer(2, v1::DType::FLOAT32, 64), i);
+  int c = g.Load(g.Buffer(3, v1::DType::FLOAT32, 64), i);
+  int sum = g.Node(v1::Node::ADD, v1::DType::FLOAT32,
+                   {g.Node(v1::Node::MUL, v1::DType::FLOAT32, {a, b}), c});
+  auto ast = DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, i), sum), {i})}, "fma_probe"));
+  UOPD_ASSERT_OK(ast);
+  RenderOptions fma;
+  fma.allow_fma = true;
+  auto spec = CudaRenderer().Render(*ast, "fma_probe", fma);
+  UOPD_ASSERT_OK(spec);
+  EXPECT_NE(spec->src.find("fmaf("), std::string::npos) << spec->src;
+  auto compiler = NvrtcCompiler::Create("sm_90");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_NE(kernel->ptx.find("fma.rn.f32"), std::string::npos) << kernel->ptx;
+  auto plain = CudaRenderer().Render(*ast, "fma_probe");
+  UOPD_ASSERT_OK(plain);
+  EXPECT_EQ(plain->src.find("fmaf("), std::string::npos) << plain->src;
+}
+
 TEST(CudaBackend, SymbolicLaunchSizesFollowTheVariables) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/sym_two_vars_i4_j1.json");
   UOPD_ASSERT_OK(entry);

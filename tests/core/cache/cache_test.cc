@@ -50,6 +50,20 @@ TEST(CacheKey, ChangesWithEveryComponent) {
   EXPECT_NE((CacheKey{"CP", "Ux86_64;cpu;+f", "llvm", "r", "a"}).Hex(), base.Hex());
 }
 
+TEST(CacheKey, AFloatModeIsPartOfTheKeyAndKeysWithoutOneStayAsTheyWere) {
+  CacheKey fma = SomeKey("a");
+  fma.float_mode = "fma";
+  EXPECT_NE(fma.Hex(), SomeKey("a").Hex());
+  EXPECT_NE(fma.Describe().find("float_mode=fma"), std::string::npos) << fma.Describe();
+  CacheKey opts = SomeKey("a");
+  opts.opts = "fma";  // the same text in another component is another key
+  EXPECT_NE(opts.Hex(), fma.Hex());
+  // A kernel whose operations all round keeps the key it had before float modes existed, so
+  // caches filled by older workers stay warm through an upgrade.
+  // (SHA-256 of the framed components, as uopd-cache-key-v2 always hashed them.)
+  EXPECT_EQ(SomeKey("a").Hex(), "31313eec073f7645fa3adf7259db06737a455ca8fb677c809e3613c231539270");
+}
+
 TEST(MemoryTier, EvictsLeastRecentlyUsedPastItsByteBound) {
   MemoryTier tier(3 * (64 + 100));
   for (char c : {'a', 'b', 'c'}) UOPD_ASSERT_OK(tier.Put(Key(c), std::string(100, c)));

@@ -27,15 +27,10 @@ loop7.body:
   %r.1 = mul i32 %v4, 3
   %r.2 = add i32 %r.1, %v7
   %v10 = icmp slt i32 %v4, %v0
-  br i1 %v10, label %ml.3.do, label %ml.3.skip
-ml.3.do:
-  %p.4 = getelementptr inbounds float, ptr %buf1, i32 %r.2
+  %si.3 = select i1 %v10, i32 %r.2, i32 0
+  %p.4 = getelementptr inbounds float, ptr %buf1, i32 %si.3
   %ld.5 = load float, ptr %p.4
-  br label %ml.3.join
-ml.3.skip:
-  br label %ml.3.join
-ml.3.join:
-  %v11 = phi float [ %ld.5, %ml.3.do ], [ 0.0, %ml.3.skip ]
+  %v11 = select i1 %v10, float %ld.5, float 0.0
   %v13 = select i1 %v10, float %v11, float 0x0000000000000000
   %v15 = icmp ne i1 %v10, true
   %v16 = icmp slt i32 %v4, %r.0
@@ -52,15 +47,10 @@ ml.3.join:
 chk25.fail:
   ret i32 3
 chk25.ok:
-  br i1 %r.6, label %ml.16.do, label %ml.16.skip
-ml.16.do:
-  %p.17 = getelementptr inbounds float, ptr %buf2, i32 %q.12
+  %si.16 = select i1 %r.6, i32 %q.12, i32 0
+  %p.17 = getelementptr inbounds float, ptr %buf2, i32 %si.16
   %ld.18 = load float, ptr %p.17
-  br label %ml.16.join
-ml.16.skip:
-  br label %ml.16.join
-ml.16.join:
-  %v26 = phi float [ %ld.18, %ml.16.do ], [ 0.0, %ml.16.skip ]
+  %v26 = select i1 %r.6, float %ld.18, float 0.0
   %v27 = select i1 %r.6, float %v26, float 0x0000000000000000
   %r.19 = fadd float %v13, %v27
   %r.20 = fmul float %r.19, 0x4000000000000000

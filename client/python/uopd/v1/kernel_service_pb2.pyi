@@ -189,7 +189,7 @@ class ViewRef(_message.Message):
     def __init__(self, base: _Optional[int] = ..., offset: _Optional[int] = ..., dtype: _Optional[_Union[_graph_pb2.DType.Scalar, str]] = ..., size: _Optional[int] = ...) -> None: ...
 
 class Optimization(_message.Message):
-    __slots__ = ("mode", "opts")
+    __slots__ = ("mode", "opts", "allow_fma")
     class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         DEFAULT: _ClassVar[Optimization.Mode]
@@ -204,9 +204,11 @@ class Optimization(_message.Message):
     SEARCH: Optimization.Mode
     MODE_FIELD_NUMBER: _ClassVar[int]
     OPTS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_FMA_FIELD_NUMBER: _ClassVar[int]
     mode: Optimization.Mode
     opts: _containers.RepeatedCompositeFieldContainer[_graph_pb2.Opt]
-    def __init__(self, mode: _Optional[_Union[Optimization.Mode, str]] = ..., opts: _Optional[_Iterable[_Union[_graph_pb2.Opt, _Mapping]]] = ...) -> None: ...
+    allow_fma: bool
+    def __init__(self, mode: _Optional[_Union[Optimization.Mode, str]] = ..., opts: _Optional[_Iterable[_Union[_graph_pb2.Opt, _Mapping]]] = ..., allow_fma: bool = ...) -> None: ...
 
 class KernelInvocation(_message.Message):
     __slots__ = ("ast", "buffers", "fixedvars", "device", "optimization")
