@@ -109,14 +109,17 @@ absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
                                     google::protobuf::RepeatedPtrField<v1::KernelTiming>* timings,
                                     google::protobuf::RepeatedPtrField<v1::BufferData>* outputs) {
   absl::flat_hash_map<std::string, int64_t> values(vars.begin(), vars.end());
-  UOPD_ASSIGN_OR_RETURN(auto run, plan.ExecuteWithVars(values, UntilStopped(watch)));
+  RunOptions options = UntilStopped(watch);
+  // Read while the plan is still held: a concurrent run of it would overwrite them.
+  options.after_run = [&] { return FillOutputs(plan.buffers(), return_buffers, outputs); };
+  UOPD_ASSIGN_OR_RETURN(auto run, plan.ExecuteWithVars(values, std::move(options)));
   if (ctx_.metrics != nullptr) {
     for (const PreparedKernel& kernel : plan.kernels()) {
       ctx_.metrics->RecordKernelsRun(kernel.device->name(), 1);
     }
   }
   FillTimings(run, timings);
-  return FillOutputs(plan.buffers(), return_buffers, outputs);
+  return absl::OkStatus();
 }
 
 grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext* context,

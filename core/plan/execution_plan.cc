@@ -260,6 +260,13 @@ absl::Status ExecutionPlan::RunKernel(PreparedKernel& k, const StopFlag* stop) {
 absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
     const absl::flat_hash_map<std::string, int64_t>& values, RunOptions options) {
   absl::MutexLock run_lock(&run_mu_);
+  absl::StatusOr<std::vector<KernelTiming>> timings = ExecuteLocked(values, options);
+  if (timings.ok() && options.after_run) UOPD_RETURN_IF_ERROR(options.after_run());
+  return timings;
+}
+
+absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteLocked(
+    const absl::flat_hash_map<std::string, int64_t>& values, const RunOptions& options) {
   UOPD_RETURN_IF_ERROR(Bind(values));
   const int n = static_cast<int>(kernels_.size());
   const auto start = std::chrono::steady_clock::now();

@@ -76,6 +76,10 @@ struct RunOptions {
   // Once set, no further kernel starts, and kernels running on devices that can be interrupted
   // (the CPU) stop early; the run ends with CANCELLED. Null: never.
   const StopFlag* stop = nullptr;
+  // Called once every kernel has finished, before another run of this plan may start: where a
+  // caller reads the run's outputs, so that a concurrent run cannot overwrite them half-read.
+  // Its error is the run's. Null: nothing.
+  std::function<absl::Status()> after_run;
 };
 
 // One run at a time per plan (ExecuteWithVars serializes itself); safe to share across threads.
@@ -126,6 +130,9 @@ class ExecutionPlan {
     }
   };
 
+  absl::StatusOr<std::vector<KernelTiming>> ExecuteLocked(
+      const absl::flat_hash_map<std::string, int64_t>& values, const RunOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_);
   absl::Status Bind(const absl::flat_hash_map<std::string, int64_t>& values);
   absl::StatusOr<std::vector<KernelTiming>> RunOnQueue(const RunOptions& options);
   absl::Status RunKernel(PreparedKernel& kernel, const StopFlag* stop);

@@ -1,6 +1,8 @@
 // Integration tests: a real uopd on a loopback port, driven as clients drive it.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -288,6 +290,52 @@ TEST(Daemon, RunsPlansWithBufferHandlesAndRebindsVariables) {
                        {"'n' = 9 is outside [1, 8]"}));
   UOPD_EXPECT_OK(client.ReleasePlan(prepared->plan_id()));
   EXPECT_TRUE(StatusIs(client.RunPlan(run), absl::StatusCode::kNotFound, {"plan"}));
+}
+
+TEST(Daemon, ConcurrentRunsOfOnePlanEachReturnTheirOwnOutputs) {
+  // Runs of a plan are serialized; what a RunPlan returns must be its own run's outputs, read
+  // before the next run may write them (they were read after the plan was released, so a run
+  // of another thread could land in between and the reply carried its values).
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan-concurrent"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  constexpr int kN = 1 << 18;  // 1 MiB of int32: the copy out takes a while
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::INT32, kN);
+  int r = g.Range(g.Index(kN), 0);
+  int v = g.Node(Node::CAST, DType::INT32, {g.Var("v", 1, 1000)});
+  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), v), {r})});
+  auto handle = client.CreateBuffer("CPU", DType::INT32, kN);
+  UOPD_ASSERT_OK(handle);
+  v1::PrepareRequest prepare;
+  prepare.add_buffers()->set_handle(*handle);
+  v1::KernelInvocation* kernel = prepare.add_kernels();
+  *kernel->mutable_ast() = graph;
+  kernel->add_buffers(0);
+  auto prepared = client.Prepare(prepare);
+  UOPD_ASSERT_OK(prepared);
+  std::atomic<int> wrong{0};
+  auto runs = [&](int value) {
+    v1::RunPlanRequest run;
+    run.set_plan_id(prepared->plan_id());
+    (*run.mutable_vars())["v"] = value;
+    run.add_return_buffers(0);
+    for (int i = 0; i < 40; ++i) {
+      auto ran = client.RunPlan(run);
+      if (!ran.ok() || ran->outputs_size() != 1) {
+        ++wrong;
+        continue;
+      }
+      const std::string& bytes = ran->outputs(0).data();
+      std::vector<int32_t> got(bytes.size() / 4);
+      std::memcpy(got.data(), bytes.data(), got.size() * 4);
+      if (std::any_of(got.begin(), got.end(), [&](int32_t x) { return x != value; })) ++wrong;
+    }
+  };
+  std::thread a(runs, 1), b(runs, 2);
+  a.join();
+  b.join();
+  EXPECT_EQ(wrong.load(), 0) << "replies that carried another run's outputs";
 }
 
 TEST(Daemon, AnswersEachErrorClassWithItsCode) {
