@@ -2,12 +2,15 @@
 // each of its kernels: for trying optimizations by hand.
 //
 //   opt_bench PLAN_OR_CASE.json [--opts "UPCAST(1,16) UPCAST(0,8)" | --heuristic] [--kernel N]
-//   [--emit] [--fma] [--reps N] [--trace_cost]
+//   [--emit] [--fma] [--reps N] [--trace_cost] [--search SECONDS]
 // prints each kernel's opts and the plan's kernel time (with --kernel, that kernel's alone);
 // --emit prints the rendered source instead of timing; --trace_cost the cost model's view;
-// --fma renders with fused multiply-adds allowed (Optimization.allow_fma).
+// --fma renders with fused multiply-adds allowed (Optimization.allow_fma); --search runs the
+// daemon's opt search on each kernel for that long and prints what it found, against the
+// heuristics' time on the same inputs.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <thread>
 
@@ -23,6 +26,7 @@
 #include "core/opt/cost_model.h"
 #include "core/opt/optimize.h"
 #include "core/opt/scheduler.h"
+#include "core/search/kernel_search.h"
 
 namespace {
 
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
   std::string path, opts_text;
   int reps = 5, kernel = -1;
   bool emit = false, heuristic = false, trace_cost = false;
+  double search_seconds = 0;
   uopd::RenderOptions render;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -51,6 +56,8 @@ int main(int argc, char** argv) {
       trace_cost = true;
     } else if (arg == "--fma") {
       render.allow_fma = true;
+    } else if (arg == "--search" && i + 1 < argc) {
+      search_seconds = std::atof(argv[++i]);
     } else if (arg == "--emit") {
       emit = true;
     } else if (arg == "--heuristic") {
@@ -100,6 +107,21 @@ int main(int argc, char** argv) {
       std::printf("kernel %d: %s\n", k, optimized.status().ToString().c_str());
       continue;
     }
+    if (search_seconds > 0) {
+      uopd::SearchOptions search;
+      search.budget = absl::Seconds(search_seconds);
+      search.render = render;
+      auto found = uopd::SearchKernelOpts(cpu, *ast, search);
+      if (!found.ok()) {
+        std::printf("kernel %d: search failed: %s\n", k, found.status().ToString().c_str());
+      } else {
+        std::printf("kernel %d: search: %s  %.3f ms (heuristics %.3f ms), %d candidates%s; %s\n", k,
+                    uopd::OptsToString(found->opts).c_str(), found->seconds * 1e3,
+                    found->heuristic_seconds * 1e3, found->candidates,
+                    found->converged ? ", converged" : "", found->note.c_str());
+      }
+      continue;
+    }
     std::string trace;
     auto cost = uopd::EstimateCpuKernelCost(optimized->ast, target, trace_cost ? &trace : nullptr);
     if (trace_cost) std::printf("%s", trace.c_str());
@@ -114,7 +136,7 @@ int main(int argc, char** argv) {
       std::printf("%s\n", spec.ok() ? spec->src.c_str() : spec.status().ToString().c_str());
     }
   }
-  if (emit) return 0;
+  if (emit || search_seconds > 0) return 0;
   // One kernel alone: its inputs are whatever the plan's buffers hold, so no comparison.
   uopd::v1::CorpusPlan plan = entry->plan;
   double rtol = 1e-3, atol = 1e-3;  // sums of thousands of terms in another order
