@@ -1,8 +1,11 @@
 #include "server/kernel_service.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/cache/program_codec.h"
 #include "core/opt/opt_codec.h"
 #include "core/util/sha256.h"
@@ -99,6 +102,39 @@ RunOptions UntilStopped(const RunWatchdog::Watch& watch) {
   options.stop = watch.flag();
   return options;
 }
+
+// A stream's progress, watched: the call is cancelled once no message has moved for `idle`
+// (0: never), so a Read or a Write blocked on a client that went silent returns and gives its
+// thread back. A synchronous stream cannot wait with a timeout of its own.
+class StreamProgress {
+ public:
+  StreamProgress(RunWatchdog* watchdog, grpc::ServerContext* context, absl::Duration idle)
+      : idle_ns_(absl::ToInt64Nanoseconds(idle)),
+        last_ns_(NowNs()),
+        watch_(watchdog, CallEnd{context->deadline(), [this, context] {
+                                   if (idle_ns_ > 0 && NowNs() - last_ns_.load() > idle_ns_) {
+                                     stalled_.store(true);
+                                     context->TryCancel();
+                                     return true;
+                                   }
+                                   return context->IsCancelled();
+                                 }}) {}
+  void Moved() { last_ns_.store(NowNs()); }
+  // Why the call ended early, once it has.
+  absl::Status Ended(absl::string_view waiting_for) const {
+    if (!stalled_.load()) return absl::CancelledError("the call was cancelled");
+    return absl::DeadlineExceededError(
+        absl::StrCat("no ", waiting_for, " for ", absl::FormatDuration(absl::Nanoseconds(idle_ns_)),
+                     " (--stream_idle_timeout)"));
+  }
+
+ private:
+  static int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
+  const int64_t idle_ns_;
+  std::atomic<int64_t> last_ns_;
+  std::atomic<bool> stalled_{false};
+  RunWatchdog::Watch watch_;  // last: its check reads the members above
+};
 
 }  // namespace
 
@@ -321,7 +357,9 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
     std::optional<BufferView> view;
     std::string handle;
     int64_t written = 0;
+    StreamProgress progress(ctx_.watchdog, context, ctx_.stream_idle_timeout);
     while (reader->Read(&chunk)) {
+      progress.Moved();
       UOPD_RETURN_IF_ERROR(CheckAlive(*context));
       if (!view) {
         if (chunk.handle().empty())
@@ -334,6 +372,7 @@ grpc::Status KernelServiceImpl::WriteBuffer(grpc::ServerContext* context,
       UOPD_RETURN_IF_ERROR(CopyChunkIn(*view, chunk));
       written += static_cast<int64_t>(chunk.data().size());
     }
+    if (context->IsCancelled()) return progress.Ended("chunk");
     if (!view) return absl::InvalidArgumentError("no chunks were sent");
     response->set_bytes_written(written);
     return absl::OkStatus();
@@ -373,13 +412,15 @@ grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
                               ? kDefaultChunk
                               : std::min<int64_t>(request->chunk_bytes(), kMaxChunk);
     v1::ReadBufferChunk chunk;
+    StreamProgress progress(ctx_.watchdog, context, ctx_.stream_idle_timeout);
     for (int64_t at = offset; at < offset + length || (length == 0 && at == offset);
          at += chunk_bytes) {
       UOPD_RETURN_IF_ERROR(CheckAlive(*context));
       int64_t size = std::min(chunk_bytes, offset + length - at);
       chunk.set_offset(at);
       UOPD_RETURN_IF_ERROR(CopyOut(view, at, size, chunk.mutable_data()));
-      if (!writer->Write(chunk)) return absl::CancelledError("the client stopped reading");
+      if (!writer->Write(chunk)) return progress.Ended("chunk taken by the client");
+      progress.Moved();
       if (length == 0) break;
     }
     return absl::OkStatus();

@@ -43,6 +43,9 @@ struct ServiceContext {
   // Null tickets: the daemon has none, and OpenLocalChannel says so.
   LocalTickets* local_tickets = nullptr;
   std::string local_socket_path;
+  CallLimiter* calls = nullptr;  // calls in flight per client (server/call_limiter.h); may be null
+  // A WriteBuffer or ReadBuffer stream that moves no chunk this long is cancelled (0: never).
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
 };
 
 // Safe for concurrent use (gRPC calls it from many threads). OpenSession is served through
@@ -93,7 +96,7 @@ class KernelServiceImpl final
   template <typename Body>
   grpc::Status Serve(const char* method, const grpc::ServerContextBase& context,
                      std::optional<Right> right, Body&& body) {
-    return ServeRpc(RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth}, method, context, right,
+    return ServeRpc(RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth, ctx_.calls}, method, context, right,
                     std::forward<Body>(body));
   }
 

@@ -7,6 +7,7 @@
 // KernelService, CacheService, grpc.health.v1.Health and server reflection until SIGTERM or
 // SIGINT, which drain in-flight RPCs before exiting.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,10 +41,12 @@
 #include "google/protobuf/stubs/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/authenticator.h"
 #include "server/cache_service.h"
+#include "server/call_limiter.h"
 #include "server/compile_worker_main.h"
 #include "server/kernel_service.h"
 #include "server/local_socket.h"
@@ -121,6 +124,16 @@ ABSL_FLAG(int64_t, max_total_bytes, 0,
 ABSL_FLAG(int64_t, max_sessions_per_client, 256,
           "sessions (OpenSession) one identity (anonymous: one source host) may have open");
 ABSL_FLAG(int64_t, max_sessions, 4096, "sessions all clients together may have open");
+ABSL_FLAG(
+    int64_t, max_calls_per_client, 64,
+    "gRPC calls one client (token identity or anonymous host) may have in flight (0: no bound)");
+ABSL_FLAG(int32_t, max_rpc_threads, 512,
+          "threads serving gRPC calls, all clients together; a call past them is refused");
+ABSL_FLAG(int32_t, max_streams_per_connection, 128,
+          "concurrent calls on one HTTP/2 connection (gRPC's max_concurrent_streams)");
+ABSL_FLAG(
+    absl::Duration, stream_idle_timeout, absl::Seconds(60),
+    "a WriteBuffer or ReadBuffer stream that moves no chunk this long is cancelled (0: never)");
 ABSL_FLAG(absl::Duration, keepalive, absl::Minutes(5),
           "ping a connection that has calls open (sessions) after this long without traffic; one "
           "whose peer does not answer within 20 s is closed, ending its calls and sessions (a "
@@ -271,6 +284,22 @@ void LogProtobufMessage(google::protobuf::LogLevel level, const char* file, int 
       {{"message", message}, {"at", absl::StrCat(file, ":", line)}});
 }
 
+// Raises the soft limit on open files to the hard one. gRPC's listener stops accepting for good
+// the first time accept() fails with EMFILE (gRPC 1.51), so every descriptor the process may
+// have is headroom against a flood of connections; the systemd unit sets the hard limit.
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t soft = limit.rlim_cur;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = soft;
+  }
+  Log(LogLevel::kInfo, "open files",
+      {{"limit", absl::StrCat(static_cast<uint64_t>(limit.rlim_cur))},
+       {"was", absl::StrCat(static_cast<uint64_t>(soft))}});
+}
+
 int Run() {
   google::protobuf::SetLogHandler(LogProtobufMessage);
   LogLevel level;
@@ -288,6 +317,7 @@ int Run() {
     return 2;
   }
   SetLogLevel(level);
+  RaiseOpenFileLimit();
 
   // Signals go to one thread that starts the drain; every other thread has them blocked.
   sigset_t signals;
@@ -495,11 +525,14 @@ int Run() {
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string local_socket_path = LocalSocketPath(absl::GetFlag(FLAGS_local_socket), listen);
   LocalTickets local_tickets;
-  KernelServiceImpl kernel_service(ServiceContext{
-      devices, programs, resources, &pool, metrics.get(), ir_limits, target_compilers, &watchdog,
-      &drain, absl::GetFlag(FLAGS_allow_client_source), auth->get(), &asts,
-      local_socket_path.empty() ? nullptr : &local_tickets, local_socket_path});
-  CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get()}, cluster_key);
+  CallLimiter calls(absl::GetFlag(FLAGS_max_calls_per_client));
+  KernelServiceImpl kernel_service(
+      ServiceContext{devices, programs, resources, &pool, metrics.get(), ir_limits,
+                     target_compilers, &watchdog, &drain, absl::GetFlag(FLAGS_allow_client_source),
+                     auth->get(), &asts, local_socket_path.empty() ? nullptr : &local_tickets,
+                     local_socket_path, &calls, absl::GetFlag(FLAGS_stream_idle_timeout)});
+  CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get(), &calls},
+                                 cluster_key);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -509,6 +542,14 @@ int Run() {
   // Idle request threads poll with this timeout; the default (10 s) is how long a drain can
   // wait on them.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 250);
+  // Every synchronous call holds a thread while it lives: past this many gRPC refuses the call
+  // (RESOURCE_EXHAUSTED) instead of starting a thread per stream a client opens. One client's
+  // share is bounded further by --max_calls_per_client.
+  grpc::ResourceQuota thread_quota("uopd-rpc-threads");
+  thread_quota.SetMaxThreads(std::max(8, absl::GetFlag(FLAGS_max_rpc_threads)));
+  builder.SetResourceQuota(thread_quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             std::max(1, absl::GetFlag(FLAGS_max_streams_per_connection)));
   // A client whose machine vanished (no FIN, no RST) leaves a connection gRPC believes open,
   // and with it the client's sessions and their memory: ping such connections, and close those
   // that do not answer. Pings go out without data in between (a session sends nothing after

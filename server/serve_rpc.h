@@ -1,7 +1,7 @@
 // ServeRpc: what every RPC handler does around its body, in one place: drain admission (new
 // calls are refused once the server drains), authentication (who is calling), authorization
-// (the right the method needs), timing and recording by method and outcome, and the one
-// conversion of absl::Status to grpc::Status.
+// (the right the method needs), the bound on one client's calls in flight, timing and recording by
+// method and outcome, and the one conversion of absl::Status to grpc::Status.
 #ifndef UOPD_SERVER_SERVE_RPC_H_
 #define UOPD_SERVER_SERVE_RPC_H_
 
@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/authenticator.h"
+#include "server/call_limiter.h"
 #include "server/grpc_status.h"
 #include "server/metrics.h"
 #include "server/server_drain.h"
@@ -23,6 +24,7 @@ struct RpcEnv {
   Metrics* metrics = nullptr;
   ServerDrain* drain = nullptr;
   const Authenticator* auth = nullptr;
+  CallLimiter* calls = nullptr;  // calls in flight per client; null: no bound
 };
 
 inline absl::StatusOr<Identity> CallerOf(const RpcEnv& env,
@@ -45,6 +47,11 @@ grpc::Status ServeRpc(const RpcEnv& env, std::string method, const grpc::ServerC
         !allowed.ok()) {
       return scope.Done(ToGrpcStatus(allowed));
     }
+  }
+  std::optional<CallLimiter::Admission> admission;
+  if (env.calls != nullptr) {
+    admission.emplace(env.calls->Admit(caller->quota_key));
+    if (!admission->status().ok()) return scope.Done(ToGrpcStatus(admission->status()));
   }
   return scope.Done(ToGrpcStatus(std::forward<Body>(body)(*caller)));
 }
