@@ -257,6 +257,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
           UOPD_RETURN_IF_ERROR(who.Require(kRightRun, "search (it runs kernels on the device)"));
         }
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeAst(ctx_.asts, request->ast(), ctx_.limits));
+        UOPD_RETURN_IF_ERROR(CheckNotStopped(watch.flag(), "optimizing"));
         UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
                               OptimizationOf(request->optimization(), request->ast()));
         UOPD_ASSIGN_OR_RETURN(

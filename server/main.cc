@@ -6,6 +6,7 @@
 // Registers the devices of this machine, opens the compiled-byte cache, and serves
 // KernelService, CacheService, grpc.health.v1.Health and server reflection until SIGTERM or
 // SIGINT, which drain in-flight RPCs before exiting.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -659,6 +660,9 @@ int Run() {
       if (int reaped = resources.ReapIdle(absl::Now()); reaped > 0) {
         Log(LogLevel::kInfo, "reclaimed idle resources", {{"count", absl::StrCat(reaped)}});
       }
+      // glibc keeps what a burst of large compiles freed in its arenas, resident, for good:
+      // hand it back to the system.
+      malloc_trim(0);
     }
   });
   server->Wait();

@@ -148,7 +148,9 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
   }
   // The ranking is done once here: its choice goes on as explicit opts, so the compile does not
   // rank the candidates again.
+  UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "ranking the heuristics' candidates"));
   std::vector<std::vector<Opt>> contenders = HeuristicContendersFor(ast, target);
+  UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "timing the heuristics' candidates"));
   if (contenders.empty()) return decided(std::nullopt);
   if (contenders.size() == 1) return decided(std::move(contenders.front()));
   const CacheKey key =
@@ -199,6 +201,7 @@ absl::StatusOr<CompileResult> CachingProgramSource::Compile(const Device& device
                                                             const OptimizeRequest& optimization,
                                                             const StopFlag* stop) {
   OptimizeRequest request = Resolve(optimization);
+  UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "optimizing"));
   if (request.mode == OptMode::kSearch) {
     UOPD_ASSIGN_OR_RETURN(request, ResolveSearch(device, ast, stop, request.render));
   } else if (request.mode == OptMode::kHeuristic) {
@@ -245,6 +248,7 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   std::optional<OptimizedKernel> optimized;
   std::optional<std::vector<Opt>> applied = ChosenOpts(chosen_key);
   if (!applied.has_value()) {
+    UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "optimizing"));
     UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
     applied = optimized->applied;
     RememberChosenOpts(chosen_key, optimized->applied);
@@ -256,9 +260,12 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   result.key_hex = result.key.Hex();
   auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     if (!optimized.has_value()) {
+      UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "optimizing"));
       UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
     }
+    UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "rendering"));
     UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized->ast, request.render));
+    UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "compiling"));
     return CompileEntry(pair, spec, result.key, result.key_hex, stop);
   };
   UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
@@ -299,6 +306,7 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   } else if (concrete.mode == OptMode::kHeuristic) {
     UOPD_ASSIGN_OR_RETURN(concrete, ResolveHeuristic(device, ast, stop, request.render));
   }
+  UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "optimizing"));
   UOPD_ASSIGN_OR_RETURN(OptimizedKernel optimized,
                         OptimizeKernel(ast,
                                        OptTargetFor(device.spec().base_device_key(),
@@ -310,6 +318,7 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   // Kernels run with the metadata of their own AST (buffer sizes, launch dimensions, variable
   // bounds), never with what a cache entry says: an entry's bytes are the only thing taken
   // from it, and an entry whose metadata disagrees with the AST is not used.
+  UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "rendering"));
   UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized.ast, request.render));
   spec.ast = optimized.ast;
   auto compile = [&]() { return CompileEntry(pair, spec, key, key_hex, stop); };

@@ -8,6 +8,10 @@
 #include <chrono>
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
 namespace uopd {
 
 // Safe for concurrent use; once stopped, stays stopped.
@@ -27,6 +31,13 @@ class StopFlag {
   std::atomic<int32_t> flag_{0};
   std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::time_point::max();
 };
+
+// CANCELLED saying what was abandoned once `stop` (may be null) is set, OK before: for work
+// between its phases (decode, optimize, render) that a call which ended no longer wants.
+inline absl::Status CheckNotStopped(const StopFlag* stop, absl::string_view abandoning) {
+  if (stop == nullptr || !stop->stopped()) return absl::OkStatus();
+  return absl::CancelledError(absl::StrCat("the call ended before ", abandoning));
+}
 
 }  // namespace uopd
 

@@ -15,9 +15,12 @@
 #include <future>
 #include <limits>
 #include <sstream>
+#include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "client/uopd_client.h"
 #include "core/cache/disk_tier.h"
 #include "core/cache/entry_signature.h"
@@ -202,6 +205,84 @@ TEST(Security, ACallThatEndsStopsItsCompile) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 7.0) << "the abandoned compile kept its worker";
   EXPECT_EQ(daemon.Metric("uopd_compile_worker_events_total{event=\"cancelled\"}"), 1);
+}
+
+// User plus system CPU seconds process `pid` has used (from /proc).
+double CpuSecondsOf(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which ends at the last ')': utime and stime are 14 and 15.
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+TEST(Security, ACallThatEndsStopsItsDecodeOptimizeAndRender) {
+  // A 175,000-node kernel takes the daemon seconds to decode, optimize and render before any
+  // compile worker sees it; with a 0.3 s deadline, that work must stop soon after the call does.
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("cancel-render"),
+                       {"--compile_workers=1"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  const v1::CompileRequest heavy = CompileOf(HeavyKernel(64, 35000));
+  const double before = CpuSecondsOf(daemon.pid());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(
+        StatusIs(client.Compile(heavy, absl::Seconds(0.3)), absl::StatusCode::kDeadlineExceeded));
+  }
+  const double at_deadline = CpuSecondsOf(daemon.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const double after = CpuSecondsOf(daemon.pid());
+  EXPECT_LT(after - at_deadline, 1.5)
+      << "CPU seconds: " << at_deadline - before << " during the calls, " << after - at_deadline
+      << " after they ended";
+  UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
+}
+
+// Resident memory of process `pid`, bytes (from /proc).
+int64_t ResidentBytesOf(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  for (std::string line; std::getline(status, line);) {
+    int64_t kb = 0;
+    if (line.rfind("VmRSS:", 0) == 0 &&
+        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line.substr(6)), " kB"),
+                         &kb)) {
+      return kb << 10;
+    }
+  }
+  return -1;
+}
+
+TEST(Security, MemoryABurstOfLargeCompilesUsedIsReturned) {
+  // Four 175,000-node kernels compiled at once take the daemon's resident memory up by hundreds
+  // of MiB; once they are done, the next reap (every second with this --idle_ttl) gives it back.
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("burst-rss"),
+                       {"--compile_workers=1", "--idle_ttl=4s"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
+  const int64_t idle = ResidentBytesOf(daemon.pid());
+  std::vector<std::future<void>> burst;
+  for (int i = 0; i < 4; ++i) {
+    burst.push_back(std::async(std::launch::async, [&client, i] {
+      (void)client.Compile(CompileOf(HeavyKernel(64, 35000 + i)), absl::Seconds(1));
+    }));
+  }
+  int64_t peak = 0;
+  for (int i = 0; i < 20; ++i) {
+    peak = std::max(peak, ResidentBytesOf(daemon.pid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (auto& f : burst) f.get();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const int64_t after = ResidentBytesOf(daemon.pid());
+  EXPECT_LT(after - idle, (peak - idle) / 3 + (16 << 20))
+      << "resident MiB: idle " << (idle >> 20) << ", peak " << (peak >> 20) << ", after "
+      << (after >> 20);
 }
 
 // The cache service of a daemon, as a peer worker uses it.
