@@ -261,7 +261,7 @@ TEST(Session, OnlyItsOwnerNamesItAndNoOneElseEndsIt) {
 
 TEST(Session, SessionsAreBoundedAndHoldNoThread) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("session-bounds"),
-                       {"--max_sessions_per_client=150"});
+                       {"--max_sessions_per_client=150", "--max_streams_per_connection=200"});
   ASSERT_TRUE(daemon.running());
   auto stub = RawStub(daemon.address());
   struct Open {
@@ -272,6 +272,8 @@ TEST(Session, SessionsAreBoundedAndHoldNoThread) {
   std::vector<std::unique_ptr<Open>> sessions;
   for (int i = 0; i < 150; ++i) {
     auto open = std::make_unique<Open>();
+    // A stream past the connection's stream limit waits in the client: fail, do not hang.
+    open->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     open->reader = stub->OpenSession(&open->context, v1::OpenSessionRequest());
     v1::OpenSessionResponse first;
     ASSERT_TRUE(open->reader->Read(&first)) << i << ": " << open->reader->Finish().error_message();
