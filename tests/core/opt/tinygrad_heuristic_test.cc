@@ -5,6 +5,7 @@
 // heuristic_models.jsonl), from the AST a client sends, through uopd's pre-optimization passes.
 #include "core/opt/tinygrad_heuristic.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/corpus/corpus_file.h"
 #include "core/opt/opt.h"
+#include "core/opt/optimize.h"
 #include "core/opt/preopt.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -163,6 +165,40 @@ TEST(TinygradHeuristics, ChooseTinygradsOptsForModelKernels) {
       kernels, matched, checked, preopt_differs, skipped_tc);
   EXPECT_EQ(kernels, 119);
   EXPECT_EQ(matched, checked);
+}
+
+// tinygrad's opts end with THREAD(0, n), which the CPU runtime's own split of the outermost loop
+// makes unnecessary and which can cost time (a max pool's gradient: 1.18 ms with, 0.96 without):
+// wherever tinygrad's choice for a model kernel is timed against the heuristics', so is the same
+// list without it.
+TEST(TinygradHeuristics, TimedTinygradChoicesAreAlsoTimedWithoutTheirThreads) {
+  std::ifstream in(std::string(UOPD_CORPUS_OPT_DIR) + "/heuristic_models.jsonl");
+  ASSERT_TRUE(in.is_open());
+  OptTarget cpu = OptTarget::Cpu(2);
+  cpu.max_threads = 2;
+  int threaded = 0;
+  for (std::string text; std::getline(in, text);) {
+    if (text.empty()) continue;
+    google::protobuf::Struct line;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(text, &line).ok());
+    SCOPED_TRACE(line.fields().at("name").string_value());
+    auto wire = MessageOf<v1::Graph>(line.fields().at("ast_scheduled"));
+    UOPD_ASSERT_OK(wire);
+    auto scheduled = DecodeKernelAst(*wire);
+    UOPD_ASSERT_OK(scheduled);
+    const std::vector<std::vector<Opt>> contenders = HeuristicContendersFor(*scheduled, cpu);
+    if (contenders.size() < 2) continue;  // nothing is timed: the heuristics' choice stands
+    for (const std::vector<Opt>& opts : contenders) {
+      if (opts.empty() || opts.back().op != OptOp::kThread) continue;
+      ++threaded;
+      std::vector<Opt> unthreaded = opts;
+      while (!unthreaded.empty() && unthreaded.back().op == OptOp::kThread) unthreaded.pop_back();
+      EXPECT_NE(std::find(contenders.begin(), contenders.end(), unthreaded), contenders.end())
+          << OptsToString(opts);
+    }
+  }
+  std::printf("[  NOTE    ] %d timed candidates end with THREAD\n", threaded);
+  EXPECT_GT(threaded, 0);
 }
 
 }  // namespace
