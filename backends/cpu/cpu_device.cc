@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_allocator.h"
 #include "backends/cpu/host_target.h"
@@ -17,10 +18,16 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
   std::vector<CompilerPair> compilers;
   std::unique_ptr<Compiler> compiler = std::make_unique<LlvmCompiler>();
   if (options.wrap_compiler) compiler = options.wrap_compiler("CPU", std::move(compiler));
-  compilers.push_back({std::make_unique<LlvmRenderer>(options.renderer), std::move(compiler)});
+  const HostTarget& host = GetHostTarget();
+  LlvmRendererOptions renderer = options.renderer;
+  // Measured on x86 only (llvm_renderer.h): other architectures keep LLVM's choice.
+  if (absl::StartsWith(host.triple, "x86_64") && !absl::StrContains(host.features, "+avx512f")) {
+    renderer.widen_register_tiles = false;
+    renderer.masked_vector_memory = false;
+  }
+  compilers.push_back({std::make_unique<LlvmRenderer>(renderer), std::move(compiler)});
   int threads = pool == nullptr ? 1 : pool->size() + 1;
   const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-  const HostTarget& host = GetHostTarget();
   const std::string arch = host.triple.substr(0, host.triple.find('-'));
   return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
                                   std::move(compilers), std::move(*runtime), threads,

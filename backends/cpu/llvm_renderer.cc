@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -48,12 +49,14 @@ absl::string_view WidenFn(Scalar s) {
 
 class IrWriter {
  public:
-  explicit IrWriter(const LinearProgram& program) : p_(program) {}
+  IrWriter(const LinearProgram& program, const LlvmIrOptions& options)
+      : p_(program), options_(options) {}
 
   std::string Render() {
     operand_.resize(p_.instrs.size());
     FindInnermostLoops();
     FindBranchedLoads();
+    FindRegisterTileLoops();
     for (size_t i = 0; i < p_.instrs.size(); ++i) EmitInstr(static_cast<int>(i));
     if (grid_loop_ >= 0) EndLoop(grid_loop_);
     return Assemble();
@@ -512,6 +515,12 @@ class IrWriter {
     const DType& from = TypeOf(in.src[0]);
     const std::string v = Op(in.src[0]);
     if (RegType(from) == RegType(to)) return v;
+    if (from.scalar == Scalar::kBool) {  // to a float (LlvmKeepsVector): 1.0 where set
+      const std::string one = Splat(FloatLiteral(1.0, /*is_double=*/true), to);
+      Line(absl::StrCat(self, " = select ", VecType(from), " ", v, ", ", VecType(to), " ", one,
+                        ", ", VecType(to), " zeroinitializer"));
+      return self;
+    }
     std::string inst;
     if (IsFloat(from.scalar) && IsFloat(to.scalar)) {
       inst = from.scalar == Scalar::kFloat64 ? "fptrunc" : "fpext";
@@ -549,8 +558,9 @@ class IrWriter {
   std::string EmitVectorLoad(const Instr& in, const std::string& self) {
     const DType& d = in.dtype;
     const std::string vt = VecType(d);
-    std::string addr = Address(in.slot, d, Op(in.src[0]));
-    if (in.src.size() > 1) {
+    const bool masked = in.src.size() > 1;
+    std::string addr = Address(in.slot, d, Op(in.src[0]), /*inbounds=*/!masked);
+    if (masked) {
       const std::string name = MaskedIntrinsic("load", d);
       Declare(vt, name, absl::StrCat("ptr, i32, ", BoolVec(d.count), ", ", vt));
       Line(absl::StrCat(self, " = call ", vt, " @", name, "(ptr ", addr, ", i32 ", ElementAlign(d),
@@ -565,8 +575,9 @@ class IrWriter {
   void EmitVectorStore(const Instr& in) {
     const DType& d = in.dtype;
     const std::string vt = VecType(d);
-    std::string addr = Address(in.slot, d, Op(in.src[0]));
-    if (in.src.size() > 2) {
+    const bool masked = in.src.size() > 2;
+    std::string addr = Address(in.slot, d, Op(in.src[0]), /*inbounds=*/!masked);
+    if (masked) {
       const std::string name = MaskedIntrinsic("store", d);
       Declare("void", name, absl::StrCat(vt, ", ptr, i32, ", BoolVec(d.count)));
       Line(absl::StrCat("call void @", name, "(", vt, " ", Op(in.src[1]), ", ptr ", addr, ", i32 ",
@@ -679,7 +690,8 @@ class IrWriter {
     std::string t = IndexType();
     Line(absl::StrCat("%v", loop, ".next = add nsw ", t, " %v", loop, ", 1"));
     Line(absl::StrCat("store ", t, " %v", loop, ".next, ptr %v", loop, ".addr"));
-    Line(absl::StrCat("br label %loop", loop, ".cond, !llvm.loop !", LoopMetadata()));
+    Line(absl::StrCat("br label %loop", loop, ".cond, !llvm.loop !",
+                      LoopMetadata(/*vectorize=*/!tile_loop_[loop])));
     if (innermost_[loop]) {
       Label(absl::StrCat("loop", loop, ".chunk.next"));
       Line(absl::StrCat("store ", t, " %v", loop, ".cend, ptr %v", loop, ".chunk.addr"));
@@ -688,10 +700,52 @@ class IrWriter {
     Label(absl::StrCat("loop", loop, ".exit"));
   }
 
-  int LoopMetadata() {
+  int LoopMetadata(bool vectorize) {
     int id = next_metadata_++;
-    absl::StrAppend(&metadata_, "!", id, " = distinct !{!", id, ", !", mustprogress_id_, "}\n");
+    if (vectorize) {
+      absl::StrAppend(&metadata_, "!", id, " = distinct !{!", id, ", !", mustprogress_id_, "}\n");
+    } else {
+      if (no_vectorize_id_ < 0) {
+        no_vectorize_id_ = next_metadata_++;
+        absl::StrAppend(&metadata_, "!", no_vectorize_id_,
+                        " = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
+      }
+      absl::StrAppend(&metadata_, "!", id, " = distinct !{!", id, ", !", mustprogress_id_, ", !",
+                      no_vectorize_id_, "}\n");
+    }
     return id;
+  }
+
+  // Innermost loops that update more scalar accumulators than options_.max_widened_accumulators:
+  // a register tile (a convolution's 4x4 outputs times a 4-wide window, say). LLVM's loop
+  // vectorizer would widen each accumulator into a vector of its own, one per lane of the loop
+  // counter, gathering the operands the counter strides over; past the register file that
+  // spills every accumulator every iteration. Left alone, the SLP vectorizer packs one
+  // iteration's independent multiply-adds into a few vectors instead, as clang does with
+  // tinygrad's C (whose conditional loads keep the loop vectorizer out).
+  void FindRegisterTileLoops() {
+    tile_loop_.assign(p_.instrs.size(), false);
+    if (options_.max_widened_accumulators <= 0) return;
+    struct Open {
+      int loop;
+      bool has_inner = false;
+      absl::flat_hash_set<int> updated;  // scalar accumulators
+    };
+    std::vector<Open> open;
+    for (size_t i = 0; i < p_.instrs.size(); ++i) {
+      const Instr& in = p_.instrs[i];
+      if (in.kind == InstrKind::kLoopBegin) {
+        if (!open.empty()) open.back().has_inner = true;
+        open.push_back({static_cast<int>(i)});
+      } else if (in.kind == InstrKind::kAccUpdate && in.dtype.count == 1 && !open.empty()) {
+        open.back().updated.insert(in.src[0]);
+      } else if (in.kind == InstrKind::kLoopEnd && !open.empty()) {
+        const Open& done = open.back();
+        tile_loop_[done.loop] = !done.has_inner && static_cast<int>(done.updated.size()) >
+                                                       options_.max_widened_accumulators;
+        open.pop_back();
+      }
+    }
   }
 
   std::string EmitAccUpdate(const Instr& in) {
@@ -986,10 +1040,14 @@ class IrWriter {
     return self;
   }
 
-  std::string Address(int slot, const DType& d, const std::string& index) {
+  // `inbounds` only where the address is one that is accessed: a masked vector access's first
+  // lane may be masked off and point before the buffer (a padded row's -22 in
+  // mov_pad_4d_2x3x4x5), and an inbounds GEP outside its object is poison, which LLVM used to
+  // drop the mask's other conditions (wrong elements on AVX2).
+  std::string Address(int slot, const DType& d, const std::string& index, bool inbounds = true) {
     std::string addr = Fresh("p");
-    Line(absl::StrCat(addr, " = getelementptr inbounds ", MemType(d), ", ptr %buf", slot, ", ",
-                      IndexType(), " ", index));
+    Line(absl::StrCat(addr, " = getelementptr ", inbounds ? "inbounds " : "", MemType(d),
+                      ", ptr %buf", slot, ", ", IndexType(), " ", index));
     return addr;
   }
 
@@ -1166,6 +1224,7 @@ class IrWriter {
   }
 
   const LinearProgram& p_;
+  const LlvmIrOptions options_;
   std::vector<std::string> operand_;  // how each instruction's value is spelled as an operand
   std::string allocas_;               // entry-block allocas (loop counters, accumulators)
   std::string body_;
@@ -1176,17 +1235,22 @@ class IrWriter {
   std::vector<bool> innermost_;  // by instruction: a loop that contains no other (run in chunks)
   std::vector<bool> branched_;   // by instruction: see FindBranchedLoads
   std::vector<bool> unchecked_;  // by instruction: a short innermost loop, left plain
+  std::vector<bool> tile_loop_;  // by instruction: see FindRegisterTileLoops
   bool checks_stop_ = false;
   const int mustprogress_id_ = 0;
   const int unlikely_id_ = 1;
+  int no_vectorize_id_ = -1;  // made when a loop first needs it
   int next_metadata_ = 2;
 };
 
 }  // namespace
 
-std::string RenderLlvmIr(const LinearProgram& program) { return IrWriter(program).Render(); }
+std::string RenderLlvmIr(const LinearProgram& program, const LlvmIrOptions& options) {
+  return IrWriter(program, options).Render();
+}
 
-bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
+bool LlvmKeepsVector(const LinearProgram& program, const Instr& in,
+                     const LlvmRendererOptions& options) {
   // Types LLVM vectors compute in directly: not the emulated small floats, not bools in memory.
   auto plain = [](const DType& d) { return !IsNarrowFloat(d.scalar) && d.scalar != Scalar::kVoid; };
   const DType& d = in.dtype;
@@ -1198,15 +1262,19 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in) {
     case InstrKind::kHReduce:
       return plain(d) && d.scalar != Scalar::kBool;
     case InstrKind::kLoad:
+      if (in.src.size() > 1 && !options.masked_vector_memory) return false;
+      return d.scalar != Scalar::kBool;
     case InstrKind::kStore:
+      if (in.src.size() > 2 && !options.masked_vector_memory) return false;
       return d.scalar != Scalar::kBool;
     case InstrKind::kAccDefine:
       return plain(d) && d.scalar != Scalar::kBool;
     case InstrKind::kCast: {
       const DType& from = program.instrs[in.src[0]].dtype;
-      if (!plain(d) || !plain(from) || d.scalar == Scalar::kBool || from.scalar == Scalar::kBool) {
-        return false;
-      }
+      if (!plain(d) || !plain(from) || d.scalar == Scalar::kBool) return false;
+      // A mask to a float is a select of 1.0 and 0.0 (max-pool gradients count matches so):
+      // lane by lane it was an extract, a convert and an insert per lane.
+      if (from.scalar == Scalar::kBool) return IsFloat(d.scalar);
       // Float to int saturates: llvm.fptosi.sat has vector forms; the unsigned paths stay scalar.
       if (IsFloat(from.scalar))
         return IsFloat(d.scalar) || (IsInt(d.scalar) && !IsUnsigned(d.scalar));
@@ -1259,7 +1327,10 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::RenderImpl(std::shared_ptr<const Kerne
   lowering.gpu_lowering = options_.gpu_lowering;
   UOPD_ASSIGN_OR_RETURN(CpuLowering lowered,
                         LowerCpuKernel(ast, SanitizeKernelName(name), lowering));
-  LinearProgram program = Legalize(Devectorize(lowered.program, LlvmKeepsVector));
+  LinearProgram program =
+      Legalize(Devectorize(lowered.program, [this](const LinearProgram& p, const Instr& in) {
+        return LlvmKeepsVector(p, in, options_);
+      }));
   if (render.allow_fma) program = FuseMultiplyAdds(program);
   if (options_.gpu_lowering) {
     // The CPU runtime passes core_id and core_count after the client's variables.
@@ -1267,7 +1338,9 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::RenderImpl(std::shared_ptr<const Kerne
     program.var_names.push_back(kCoreCountVar);
   }
   ProgramSpec spec = SpecFromLinearProgram(program, "CPU", ast);
-  spec.src = RenderLlvmIr(program);
+  LlvmIrOptions ir;
+  if (!options_.widen_register_tiles) ir.max_widened_accumulators = kVectorRegistersWithoutAvx512;
+  spec.src = RenderLlvmIr(program, ir);
   if (program.parallel) {
     spec.global_size[0] = program.parallel_extent;
     spec.global_size[0].owner = lowered.expanded;  // the extent's expression lives in that graph
@@ -1276,8 +1349,10 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::RenderImpl(std::shared_ptr<const Kerne
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v7;split=", options_.min_parallel_work,
-                      options_.gpu_lowering ? ";gpu-lowering" : "");
+  return absl::StrCat("llvm-ir/v8;split=", options_.min_parallel_work,
+                      options_.gpu_lowering ? ";gpu-lowering" : "",
+                      options_.widen_register_tiles ? "" : ";slp-tiles",
+                      options_.masked_vector_memory ? "" : ";no-masked-vectors");
 }
 
 }  // namespace uopd

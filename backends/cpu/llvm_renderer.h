@@ -28,6 +28,27 @@ struct LlvmRendererOptions {
   // Lower as for a GPU (the shared lowering's grid mode), running the grid's threads as one
   // loop: lets the GPU lowering be checked on machines without a GPU. Off for real use.
   bool gpu_lowering = false;
+  // Whether LLVM's loop vectorizer may widen register tiles (see LlvmIrOptions). CreateCpuDevice
+  // turns it off on x86 without AVX-512: on Zen 2 (16 ymm registers) the widened tile of
+  // tinygrad's CNN input gradient (r_8_8_13_13_2_4_4_64_4_4, 48 accumulators) gathered and
+  // spilled, 93 ms against tinygrad's 42; left to the SLP vectorizer, 42 ms. On AVX-512 (Zen 5)
+  // earlier sessions measured the widened loop faster, so it stays there.
+  bool widen_register_tiles = true;
+  // Whether masked vector loads and stores are llvm.masked.load/store (else lane by lane).
+  // CreateCpuDevice turns it off on x86 without AVX-512: LLVM 19's x86 backend, splitting a
+  // masked load wider than 256 bits, loaded a half whose mask folded to all-false without its
+  // mask (wrong elements, and a read past the buffer: mov_pad_4d_2x3x4x5 with PADTO(2, 8)
+  // UPCAST(2, 16) on Zen 2).
+  bool masked_vector_memory = true;
+};
+
+// The x86 vector register file without AVX-512 (ymm0-15).
+inline constexpr int kVectorRegistersWithoutAvx512 = 16;
+
+struct LlvmIrOptions {
+  // Innermost loops updating more scalar accumulators than this get
+  // llvm.loop.vectorize.enable false, leaving them to the SLP vectorizer; 0: never.
+  int max_widened_accumulators = 0;
 };
 
 // Immutable: safe for concurrent use.
@@ -46,13 +67,14 @@ class LlvmRenderer : public Renderer {
 
 // The LLVM IR of a lowered kernel (exposed for golden tests and benchmarks). Vector
 // instructions must be ones LlvmKeepsVector keeps.
-std::string RenderLlvmIr(const LinearProgram& program);
+std::string RenderLlvmIr(const LinearProgram& program, const LlvmIrOptions& options = {});
 
 // Whether the LLVM renderer spells vector instruction `instr` as a vector (Devectorize writes
 // the others lane by lane): arithmetic, comparisons, selects, casts between plain types, loads
 // and stores, accumulators and horizontal reductions, except on bools in memory and emulated
 // small floats.
-bool LlvmKeepsVector(const LinearProgram& program, const Instr& instr);
+bool LlvmKeepsVector(const LinearProgram& program, const Instr& instr,
+                     const LlvmRendererOptions& options = {});
 
 }  // namespace uopd
 
