@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
   // Measured on x86 only (llvm_renderer.h): other architectures keep LLVM's choice.
   if (absl::StartsWith(host.triple, "x86_64") && !absl::StrContains(host.features, "+avx512f")) {
     renderer.widen_register_tiles = false;
-    renderer.masked_vector_memory = false;
+    renderer.max_masked_vector_bits = 256;
   }
   compilers.push_back({std::make_unique<LlvmRenderer>(renderer), std::move(compiler)});
   int threads = pool == nullptr ? 1 : pool->size() + 1;

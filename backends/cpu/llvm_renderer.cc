@@ -1262,11 +1262,14 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in,
     case InstrKind::kHReduce:
       return plain(d) && d.scalar != Scalar::kBool;
     case InstrKind::kLoad:
-      if (in.src.size() > 1 && !options.masked_vector_memory) return false;
+    case InstrKind::kStore: {
+      const bool masked = in.src.size() > (in.kind == InstrKind::kLoad ? 1u : 2u);
+      if (masked && options.max_masked_vector_bits > 0 &&
+          d.count * ScalarItemSize(d.scalar) * 8 > options.max_masked_vector_bits) {
+        return false;
+      }
       return d.scalar != Scalar::kBool;
-    case InstrKind::kStore:
-      if (in.src.size() > 2 && !options.masked_vector_memory) return false;
-      return d.scalar != Scalar::kBool;
+    }
     case InstrKind::kAccDefine:
       return plain(d) && d.scalar != Scalar::kBool;
     case InstrKind::kCast: {
@@ -1352,7 +1355,9 @@ std::string LlvmRenderer::Identity() const {
   return absl::StrCat("llvm-ir/v8;split=", options_.min_parallel_work,
                       options_.gpu_lowering ? ";gpu-lowering" : "",
                       options_.widen_register_tiles ? "" : ";slp-tiles",
-                      options_.masked_vector_memory ? "" : ";no-masked-vectors");
+                      options_.max_masked_vector_bits > 0
+                          ? absl::StrCat(";masked-vectors<=", options_.max_masked_vector_bits)
+                          : "");
 }
 
 }  // namespace uopd

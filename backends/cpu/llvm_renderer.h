@@ -34,12 +34,13 @@ struct LlvmRendererOptions {
   // spilled, 93 ms against tinygrad's 42; left to the SLP vectorizer, 42 ms. On AVX-512 (Zen 5)
   // earlier sessions measured the widened loop faster, so it stays there.
   bool widen_register_tiles = true;
-  // Whether masked vector loads and stores are llvm.masked.load/store (else lane by lane).
-  // CreateCpuDevice turns it off on x86 without AVX-512: LLVM 19's x86 backend, splitting a
-  // masked load wider than 256 bits, loaded a half whose mask folded to all-false without its
-  // mask (wrong elements, and a read past the buffer: mov_pad_4d_2x3x4x5 with PADTO(2, 8)
-  // UPCAST(2, 16) on Zen 2).
-  bool masked_vector_memory = true;
+  // The widest masked vector load or store spelled llvm.masked.load/store, in bits (wider ones
+  // are written lane by lane); 0: any width. CreateCpuDevice sets 256 on x86 without AVX-512:
+  // LLVM 19's x86 backend, splitting a masked load wider than the ymm registers, loaded a half
+  // whose mask folded to all-false without its mask (wrong elements, and a read past the
+  // buffer: mov_pad_4d_2x3x4x5 with PADTO(2, 8) UPCAST(2, 16) on Zen 2). Loads of one register
+  // are not split; writing those lane by lane too cost the training step 40% on Zen 2.
+  int max_masked_vector_bits = 0;
 };
 
 // The x86 vector register file without AVX-512 (ymm0-15).
