@@ -94,8 +94,24 @@ double AluCost(const LinearProgram& p, const Instr& in) {
   return lanes > 1 ? kVectorIntOp * chunks : kIntOp;
 }
 
-double InstrCost(const LinearProgram& p, const Instr& in) {
+// Whether a masked vector access is written lane by lane: the LLVM renderer does so for masked
+// accesses wider than 32 bytes on x86 without AVX-512 (LlvmRendererOptions::
+// max_masked_vector_bits, set by CreateCpuDevice), which the target's 32-byte vectors stand for.
+bool MaskedLaneByLane(const LinearProgram& p, const Instr& in, const OptTarget& target) {
+  const bool masked = in.src.size() > (in.kind == InstrKind::kLoad ? 1u : 2u);
+  const DType& value = in.kind == InstrKind::kLoad ? in.dtype : p.instrs[in.src[1]].dtype;
+  return masked && value.count > 1 && target.vector_bytes == 32 && ValueBytes(p, value) > 32;
+}
+
+double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& target) {
   const int lanes = std::max(1, in.dtype.count);
+  if ((in.kind == InstrKind::kLoad || in.kind == InstrKind::kStore) &&
+      MaskedLaneByLane(p, in, target)) {
+    // Per lane: the mask's lane, a select of the index (or a branch), a scalar access; and the
+    // lanes' insertion into a vector.
+    const DType& value = in.kind == InstrKind::kLoad ? in.dtype : p.instrs[in.src[1]].dtype;
+    return value.count * ((in.kind == InstrKind::kLoad ? kLoad : kStore) + 3 * kIntOp);
+  }
   switch (in.kind) {
     case InstrKind::kConst:
     case InstrKind::kVar:
@@ -476,7 +492,7 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     (stack.empty() ? computed_outside : stack.back().computed).insert(number[i]);
     const double cost = lane_of_strided[i]     ? 0.0
                         : strided_cost[i] >= 0 ? strided_cost[i]
-                                               : InstrCost(p, in);
+                                               : InstrCost(p, in, target);
     if (cost == 0) continue;
     if (trace != nullptr) {
       absl::StrAppend(trace, std::string(2 * here, ' '), i, " ", InstrKindName(in.kind),
