@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
@@ -361,6 +363,10 @@ class IrWriter {
         operand_[i] = Splat(src(0), d);
         return;
       case InstrKind::kBuild: {
+        if (EmitStridedLoad(in, self)) {
+          operand_[i] = self;
+          return;
+        }
         std::string v = "poison";
         for (size_t k = 0; k < in.src.size(); ++k) {
           std::string next = k + 1 == in.src.size() ? self : Fresh("bld");
@@ -457,6 +463,98 @@ class IrWriter {
         operand_[i] = "poison";  // LlvmKeepsVector keeps no other kind
         return;
     }
+  }
+
+  // idx[k] - idx[0] for each lane k of integer vector `instr`, when those are constants: a
+  // vector of lane numbers scaled and shifted by uniform amounts (the indices of a strided
+  // access); nullopt otherwise.
+  std::optional<std::vector<int64_t>> LaneOffsets(int instr) {
+    const Instr& in = p_.instrs[instr];
+    const int n = std::max(1, in.dtype.count);
+    auto uniform = [&](int k) -> std::optional<int64_t> {  // one value in every lane
+      const Instr& c = p_.instrs[k];
+      const Instr& scalar = c.kind == InstrKind::kBroadcast ? p_.instrs[c.src[0]] : c;
+      if (scalar.kind != InstrKind::kConst) return std::nullopt;
+      const int64_t v = DecodeConst(scalar, p_.index_bits, 0).as_int();
+      for (int lane = 1; lane < std::max(1, scalar.dtype.count); ++lane) {
+        if (DecodeConst(scalar, p_.index_bits, lane).as_int() != v) return std::nullopt;
+      }
+      return v;
+    };
+    switch (in.kind) {
+      case InstrKind::kBroadcast:
+        return std::vector<int64_t>(n, 0);
+      case InstrKind::kConst: {
+        std::vector<int64_t> out(n);
+        const int64_t first = DecodeConst(in, p_.index_bits, 0).as_int();
+        for (int k = 0; k < n; ++k) out[k] = DecodeConst(in, p_.index_bits, k).as_int() - first;
+        return out;
+      }
+      case InstrKind::kAlu: {
+        if (in.src.size() != 2) return std::nullopt;
+        if (in.op == Op::kAdd || in.op == Op::kSub) {
+          auto a = LaneOffsets(in.src[0]), b = LaneOffsets(in.src[1]);
+          if (!a || !b) return std::nullopt;
+          for (int k = 0; k < n; ++k) (*a)[k] += in.op == Op::kAdd ? (*b)[k] : -(*b)[k];
+          return a;
+        }
+        if (in.op == Op::kMul || in.op == Op::kShl) {
+          for (int side = 0; side < 2; ++side) {
+            if (in.op == Op::kShl && side == 1) break;  // only the amount may be uniform
+            const std::optional<int64_t> factor = uniform(in.src[1 - side]);
+            if (!factor || (in.op == Op::kShl && (*factor < 0 || *factor > 30))) continue;
+            auto a = LaneOffsets(in.src[side]);
+            if (!a) return std::nullopt;
+            for (int64_t& o : *a) o = in.op == Op::kMul ? o * *factor : o * (int64_t{1} << *factor);
+            return a;
+          }
+        }
+        return std::nullopt;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+
+  // A build of unmasked loads of one buffer at idx0, idx0 + s, ..., idx0 + (n-1) s (s = 2..4,
+  // the lanes of one index vector: a strided access) as one load of the span and a shuffle, as
+  // LLVM's loop vectorizer spells interleaved accesses: lane by lane, each lane was a load and
+  // an insert (a stride-2 max pool ran 2-4x tinygrad's time). The span lies between the first
+  // and last lanes, which are loaded anyway, so it reads nothing outside the buffer.
+  bool EmitStridedLoad(const Instr& build, const std::string& self) {
+    const int n = static_cast<int>(build.src.size());
+    if (n < 2 || build.dtype.scalar == Scalar::kBool) return false;
+    int vector = -1, slot = -1;
+    for (int k = 0; k < n; ++k) {
+      const Instr& load = p_.instrs[build.src[k]];
+      if (load.kind != InstrKind::kLoad || load.src.size() != 1) return false;
+      if (slot >= 0 && load.slot != slot) return false;
+      slot = load.slot;
+      const Instr& index = p_.instrs[load.src[0]];
+      if (index.kind != InstrKind::kExtract || index.lane != k) return false;
+      if (vector >= 0 && index.src[0] != vector) return false;
+      vector = index.src[0];
+    }
+    if (p_.instrs[vector].dtype.count != n) return false;
+    const std::optional<std::vector<int64_t>> offsets = LaneOffsets(vector);
+    if (!offsets) return false;
+    const int64_t stride = (*offsets)[1];
+    if (stride < 2 || stride > 4) return false;
+    for (int k = 0; k < n; ++k) {
+      if ((*offsets)[k] != stride * k) return false;
+    }
+    DType lane = build.dtype;
+    lane.count = 1;
+    const int64_t span = (n - 1) * stride + 1;
+    const std::string span_type = absl::StrCat("<", span, " x ", MemType(lane), ">");
+    const std::string addr = Address(slot, lane, Op(p_.instrs[build.src[0]].src[0]));
+    const std::string wide = Fresh("span");
+    Line(absl::StrCat(wide, " = load ", span_type, ", ptr ", addr, ", align ", ElementAlign(lane)));
+    std::string lanes;
+    for (int k = 0; k < n; ++k) absl::StrAppend(&lanes, k ? ", " : "", "i32 ", stride * k);
+    Line(absl::StrCat(self, " = shufflevector ", span_type, " ", wide, ", ", span_type,
+                      " poison, <", n, " x i32> <", lanes, ">"));
+    return true;
   }
 
   std::string EmitVectorAlu(const Instr& in, const std::string& self) {
