@@ -22,7 +22,7 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCpuDevice(ThreadPool* pool,
   LlvmRendererOptions renderer = options.renderer;
   // Measured on x86 only (llvm_renderer.h): other architectures keep LLVM's choice.
   if (absl::StartsWith(host.triple, "x86_64") && !absl::StrContains(host.features, "+avx512f")) {
-    renderer.widen_register_tiles = false;
+    renderer.max_widened_accumulators = 16;  // ymm0-15
     renderer.max_masked_vector_bits = 256;
   }
   compilers.push_back({std::make_unique<LlvmRenderer>(renderer), std::move(compiler)});

@@ -51,7 +51,7 @@ absl::string_view WidenFn(Scalar s) {
 
 class IrWriter {
  public:
-  IrWriter(const LinearProgram& program, const LlvmIrOptions& options)
+  IrWriter(const LinearProgram& program, const LlvmRendererOptions& options)
       : p_(program), options_(options) {}
 
   std::string Render() {
@@ -498,16 +498,21 @@ class IrWriter {
           for (int k = 0; k < n; ++k) (*a)[k] += in.op == Op::kAdd ? (*b)[k] : -(*b)[k];
           return a;
         }
-        if (in.op == Op::kMul || in.op == Op::kShl) {
-          for (int side = 0; side < 2; ++side) {
-            if (in.op == Op::kShl && side == 1) break;  // only the amount may be uniform
-            const std::optional<int64_t> factor = uniform(in.src[1 - side]);
-            if (!factor || (in.op == Op::kShl && (*factor < 0 || *factor > 30))) continue;
-            auto a = LaneOffsets(in.src[side]);
-            if (!a) return std::nullopt;
-            for (int64_t& o : *a) o = in.op == Op::kMul ? o * *factor : o * (int64_t{1} << *factor);
-            return a;
+        // x * c, c * x or x << c: x's offsets scaled.
+        auto scaled = [&](int x, int64_t factor) {
+          auto a = LaneOffsets(x);
+          if (a) {
+            for (int64_t& o : *a) o *= factor;
           }
+          return a;
+        };
+        if (in.op == Op::kMul) {
+          if (auto c = uniform(in.src[1])) return scaled(in.src[0], *c);
+          if (auto c = uniform(in.src[0])) return scaled(in.src[1], *c);
+        }
+        if (in.op == Op::kShl) {
+          auto c = uniform(in.src[1]);
+          if (c && *c >= 0 && *c <= 30) return scaled(in.src[0], int64_t{1} << *c);
         }
         return std::nullopt;
       }
@@ -1322,7 +1327,7 @@ class IrWriter {
   }
 
   const LinearProgram& p_;
-  const LlvmIrOptions options_;
+  const LlvmRendererOptions options_;
   std::vector<std::string> operand_;  // how each instruction's value is spelled as an operand
   std::string allocas_;               // entry-block allocas (loop counters, accumulators)
   std::string body_;
@@ -1343,7 +1348,7 @@ class IrWriter {
 
 }  // namespace
 
-std::string RenderLlvmIr(const LinearProgram& program, const LlvmIrOptions& options) {
+std::string RenderLlvmIr(const LinearProgram& program, const LlvmRendererOptions& options) {
   return IrWriter(program, options).Render();
 }
 
@@ -1361,8 +1366,7 @@ bool LlvmKeepsVector(const LinearProgram& program, const Instr& in,
       return plain(d) && d.scalar != Scalar::kBool;
     case InstrKind::kLoad:
     case InstrKind::kStore: {
-      const bool masked = in.src.size() > (in.kind == InstrKind::kLoad ? 1u : 2u);
-      if (masked && options.max_masked_vector_bits > 0 &&
+      if (IsMaskedAccess(in) && options.max_masked_vector_bits > 0 &&
           d.count * ScalarItemSize(d.scalar) * 8 > options.max_masked_vector_bits) {
         return false;
       }
@@ -1439,9 +1443,7 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::RenderImpl(std::shared_ptr<const Kerne
     program.var_names.push_back(kCoreCountVar);
   }
   ProgramSpec spec = SpecFromLinearProgram(program, "CPU", ast);
-  LlvmIrOptions ir;
-  if (!options_.widen_register_tiles) ir.max_widened_accumulators = kVectorRegistersWithoutAvx512;
-  spec.src = RenderLlvmIr(program, ir);
+  spec.src = RenderLlvmIr(program, options_);
   if (program.parallel) {
     spec.global_size[0] = program.parallel_extent;
     spec.global_size[0].owner = lowered.expanded;  // the extent's expression lives in that graph
@@ -1450,12 +1452,14 @@ absl::StatusOr<ProgramSpec> LlvmRenderer::RenderImpl(std::shared_ptr<const Kerne
 }
 
 std::string LlvmRenderer::Identity() const {
-  return absl::StrCat("llvm-ir/v8;split=", options_.min_parallel_work,
-                      options_.gpu_lowering ? ";gpu-lowering" : "",
-                      options_.widen_register_tiles ? "" : ";slp-tiles",
-                      options_.max_masked_vector_bits > 0
-                          ? absl::StrCat(";masked-vectors<=", options_.max_masked_vector_bits)
-                          : "");
+  return absl::StrCat(
+      "llvm-ir/v8;split=", options_.min_parallel_work, options_.gpu_lowering ? ";gpu-lowering" : "",
+      options_.max_widened_accumulators > 0
+          ? absl::StrCat(";widened-accumulators<=", options_.max_widened_accumulators)
+          : "",
+      options_.max_masked_vector_bits > 0
+          ? absl::StrCat(";masked-vectors<=", options_.max_masked_vector_bits)
+          : "");
 }
 
 }  // namespace uopd

@@ -28,12 +28,13 @@ struct LlvmRendererOptions {
   // Lower as for a GPU (the shared lowering's grid mode), running the grid's threads as one
   // loop: lets the GPU lowering be checked on machines without a GPU. Off for real use.
   bool gpu_lowering = false;
-  // Whether LLVM's loop vectorizer may widen register tiles (see LlvmIrOptions). CreateCpuDevice
-  // turns it off on x86 without AVX-512: on Zen 2 (16 ymm registers) the widened tile of
-  // tinygrad's CNN input gradient (r_8_8_13_13_2_4_4_64_4_4, 48 accumulators) gathered and
-  // spilled, 93 ms against tinygrad's 42; left to the SLP vectorizer, 42 ms. On AVX-512 (Zen 5)
-  // earlier sessions measured the widened loop faster, so it stays there.
-  bool widen_register_tiles = true;
+  // Innermost loops updating more scalar accumulators than this (register tiles) get
+  // llvm.loop.vectorize.enable false, leaving them to the SLP vectorizer; 0: LLVM decides for
+  // every loop. CreateCpuDevice sets 16 (ymm0-15) on x86 without AVX-512: on Zen 2 the widened
+  // tile of tinygrad's CNN input gradient (r_8_8_13_13_2_4_4_64_4_4, 48 accumulators) gathered
+  // and spilled, 93 ms against tinygrad's 42; left to the SLP vectorizer, 42 ms. On AVX-512
+  // (Zen 5) earlier sessions measured the widened loop faster, so it stays there.
+  int max_widened_accumulators = 0;
   // The widest masked vector load or store spelled llvm.masked.load/store, in bits (wider ones
   // are written lane by lane); 0: any width. CreateCpuDevice sets 256 on x86 without AVX-512:
   // LLVM 19's x86 backend, splitting a masked load wider than the ymm registers, loaded a half
@@ -41,15 +42,6 @@ struct LlvmRendererOptions {
   // buffer: mov_pad_4d_2x3x4x5 with PADTO(2, 8) UPCAST(2, 16) on Zen 2). Loads of one register
   // are not split; writing those lane by lane too cost the training step 40% on Zen 2.
   int max_masked_vector_bits = 0;
-};
-
-// The x86 vector register file without AVX-512 (ymm0-15).
-inline constexpr int kVectorRegistersWithoutAvx512 = 16;
-
-struct LlvmIrOptions {
-  // Innermost loops updating more scalar accumulators than this get
-  // llvm.loop.vectorize.enable false, leaving them to the SLP vectorizer; 0: never.
-  int max_widened_accumulators = 0;
 };
 
 // Immutable: safe for concurrent use.
@@ -68,7 +60,7 @@ class LlvmRenderer : public Renderer {
 
 // The LLVM IR of a lowered kernel (exposed for golden tests and benchmarks). Vector
 // instructions must be ones LlvmKeepsVector keeps.
-std::string RenderLlvmIr(const LinearProgram& program, const LlvmIrOptions& options = {});
+std::string RenderLlvmIr(const LinearProgram& program, const LlvmRendererOptions& options = {});
 
 // Whether the LLVM renderer spells vector instruction `instr` as a vector (Devectorize writes
 // the others lane by lane): arithmetic, comparisons, selects, casts between plain types, loads

@@ -87,6 +87,16 @@ struct LinearProgram {
   std::string Dump() const;
 };
 
+// Whether load or store `access` has a mask (a load's src[1], a store's src[2]).
+inline bool IsMaskedAccess(const Instr& access) {
+  return access.src.size() > (access.kind == InstrKind::kLoad ? 1u : 2u);
+}
+
+// The type a load reads or a store writes (a store's own dtype is void).
+inline const DType& AccessedType(const LinearProgram& program, const Instr& access) {
+  return access.kind == InstrKind::kLoad ? access.dtype : program.instrs[access.src[1]].dtype;
+}
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_

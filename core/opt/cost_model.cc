@@ -97,10 +97,10 @@ double AluCost(const LinearProgram& p, const Instr& in) {
 // Whether a masked vector access is written lane by lane: the LLVM renderer does so for masked
 // accesses wider than 32 bytes on x86 without AVX-512 (LlvmRendererOptions::
 // max_masked_vector_bits, set by CreateCpuDevice), which the target's 32-byte vectors stand for.
-bool MaskedLaneByLane(const LinearProgram& p, const Instr& in, const OptTarget& target) {
-  const bool masked = in.src.size() > (in.kind == InstrKind::kLoad ? 1u : 2u);
-  const DType& value = in.kind == InstrKind::kLoad ? in.dtype : p.instrs[in.src[1]].dtype;
-  return masked && value.count > 1 && target.vector_bytes == 32 && ValueBytes(p, value) > 32;
+bool MaskedLaneByLane(const LinearProgram& p, const Instr& access, const OptTarget& target) {
+  const DType& value = AccessedType(p, access);
+  return IsMaskedAccess(access) && value.count > 1 && target.vector_bytes == 32 &&
+         ValueBytes(p, value) > 32;
 }
 
 double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& target) {
@@ -109,8 +109,8 @@ double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& targe
       MaskedLaneByLane(p, in, target)) {
     // Per lane: the mask's lane, a select of the index (or a branch), a scalar access; and the
     // lanes' insertion into a vector.
-    const DType& value = in.kind == InstrKind::kLoad ? in.dtype : p.instrs[in.src[1]].dtype;
-    return value.count * ((in.kind == InstrKind::kLoad ? kLoad : kStore) + 3 * kIntOp);
+    return AccessedType(p, in).count *
+           ((in.kind == InstrKind::kLoad ? kLoad : kStore) + 3 * kIntOp);
   }
   switch (in.kind) {
     case InstrKind::kConst:

@@ -478,7 +478,7 @@ TEST_F(CpuBackendTest, RegisterTilesAreLeftToTheSlpVectorizerWithoutAvx512) {
   UOPD_ASSERT_OK(widened);
   EXPECT_EQ(widened->src.find(kNoVectorize), std::string::npos) << widened->src;
   LlvmRendererOptions slp;
-  slp.widen_register_tiles = false;
+  slp.max_widened_accumulators = 16;
   auto packed = LlvmRenderer(slp).Render(*ast, "tile");
   UOPD_ASSERT_OK(packed);
   ASSERT_NE(packed->src.find(kNoVectorize), std::string::npos) << packed->src;
