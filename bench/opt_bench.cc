@@ -21,8 +21,10 @@
 #include "bench/bench_util.h"
 #include "bench/corpus_binding.h"
 #include "core/cache/caching_program_source.h"
+#include "core/codegen/cpu_lowering.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/ir/printer.h"
 #include "core/opt/cost_model.h"
 #include "core/opt/optimize.h"
 #include "core/opt/scheduler.h"
@@ -45,7 +47,7 @@ std::vector<uopd::Opt> Opts(const std::string& text) {
 int main(int argc, char** argv) {
   std::string path, opts_text;
   int reps = 5, kernel = -1;
-  bool emit = false, heuristic = false, trace_cost = false;
+  bool emit = false, heuristic = false, trace_cost = false, dump = false;
   double search_seconds = 0;
   uopd::RenderOptions render;
   for (int i = 1; i < argc; ++i) {
@@ -60,6 +62,8 @@ int main(int argc, char** argv) {
       search_seconds = std::atof(argv[++i]);
     } else if (arg == "--emit") {
       emit = true;
+    } else if (arg == "--dump") {
+      dump = true;
     } else if (arg == "--heuristic") {
       heuristic = true;
     } else if (arg == "--kernel" && i + 1 < argc) {
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
   if (!device.ok() || !entry.ok()) {
     std::fprintf(stderr,
                  "usage: opt_bench PLAN_OR_CASE.json [--opts ...|--heuristic] [--kernel N] "
-                 "[--emit]\n");
+                 "[--emit] [--dump]\n");
     return 2;
   }
   if (!entry->is_plan) {
@@ -131,12 +135,17 @@ int main(int argc, char** argv) {
         k, uopd::OptsToString(optimized->applied).c_str(), optimize_ms,
         cost.ok() ? cost->Cycles() : -1.0, cost.ok() ? cost->compute_cycles : -1.0,
         cost.ok() ? cost->memory_cycles : -1.0);
+    if (dump) {  // the AST the lowering reads: UPCAST and UNROLL written out and simplified
+      auto lowered = uopd::LowerCpuKernel(optimized->ast, "k");
+      std::printf("%s\n", lowered.ok() ? uopd::PrintGraph(lowered->expanded->root).c_str()
+                                       : lowered.status().ToString().c_str());
+    }
     if (emit) {
       auto spec = (*device)->renderer().Render(optimized->ast, "k", render);
       std::printf("%s\n", spec.ok() ? spec->src.c_str() : spec.status().ToString().c_str());
     }
   }
-  if (emit || search_seconds > 0) return 0;
+  if (emit || dump || search_seconds > 0) return 0;
   // One kernel alone: its inputs are whatever the plan's buffers hold, so no comparison.
   uopd::v1::CorpusPlan plan = entry->plan;
   double rtol = 1e-3, atol = 1e-3;  // sums of thousands of terms in another order

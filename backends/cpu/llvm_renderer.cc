@@ -521,44 +521,134 @@ class IrWriter {
     }
   }
 
-  // A build of unmasked loads of one buffer at idx0, idx0 + s, ..., idx0 + (n-1) s (s = 2..4,
-  // the lanes of one index vector: a strided access) as one load of the span and a shuffle, as
-  // LLVM's loop vectorizer spells interleaved accesses: lane by lane, each lane was a load and
-  // an insert (a stride-2 max pool ran 2-4x tinygrad's time). The span lies between the first
-  // and last lanes, which are loaded anyway, so it reads nothing outside the buffer.
-  bool EmitStridedLoad(const Instr& build, const std::string& self) {
+  // A build of loads of one buffer at idx0, idx0 + s, ..., idx0 + (n-1) s (s = 2..4, the lanes
+  // of one index vector: a strided access) as loads of the span and a shuffle, as LLVM's loop
+  // vectorizer spells interleaved accesses: lane by lane, each lane was a load and an insert (a
+  // stride-2 max pool ran 2-4x tinygrad's time). Unmasked, the span lies between the first and
+  // last lanes, which are loaded anyway, so it reads nothing outside the buffer. Masked (a padded
+  // stride-2 convolution's input row), the span is read as masked loads of at most
+  // max_masked_vector_bits each whose lanes are the gather's own masks at its own positions, so
+  // again nothing is read that the lanes one by one would not read.
+  struct StridedGather {
+    int slot;
+    int64_t stride;
+    int mask;  // LanesMask's instruction; -1 when the lanes are unmasked
+  };
+
+  // Whether `build` is a gather EmitStridedLoad spells as span loads, and how.
+  std::optional<StridedGather> MatchStridedGather(const Instr& build) {
     const int n = static_cast<int>(build.src.size());
-    if (n < 2 || build.dtype.scalar == Scalar::kBool) return false;
+    if (build.kind != InstrKind::kBuild || n < 2 || build.dtype.scalar == Scalar::kBool ||
+        IsNarrowFloat(build.dtype.scalar)) {
+      return std::nullopt;
+    }
+    const bool masked = IsMaskedAccess(p_.instrs[build.src[0]]);
+    const int mask = masked ? LanesMask(p_, build) : -1;
+    if (masked && mask < 0) return std::nullopt;
     int vector = -1, slot = -1;
     for (int k = 0; k < n; ++k) {
       const Instr& load = p_.instrs[build.src[k]];
-      if (load.kind != InstrKind::kLoad || load.src.size() != 1) return false;
-      if (slot >= 0 && load.slot != slot) return false;
+      if (load.kind != InstrKind::kLoad || IsMaskedAccess(load) != masked) return std::nullopt;
+      if (slot >= 0 && load.slot != slot) return std::nullopt;
       slot = load.slot;
       const Instr& index = p_.instrs[load.src[0]];
-      if (index.kind != InstrKind::kExtract || index.lane != k) return false;
-      if (vector >= 0 && index.src[0] != vector) return false;
+      if (index.kind != InstrKind::kExtract || index.lane != k) return std::nullopt;
+      if (vector >= 0 && index.src[0] != vector) return std::nullopt;
       vector = index.src[0];
     }
-    if (p_.instrs[vector].dtype.count != n) return false;
+    if (p_.instrs[vector].dtype.count != n) return std::nullopt;
     const std::optional<std::vector<int64_t>> offsets = LaneOffsets(vector);
-    if (!offsets) return false;
+    if (!offsets) return std::nullopt;
     const int64_t stride = (*offsets)[1];
-    if (stride < 2 || stride > 4) return false;
+    if (stride < 2 || stride > 4) return std::nullopt;
     for (int k = 0; k < n; ++k) {
-      if ((*offsets)[k] != stride * k) return false;
+      if ((*offsets)[k] != stride * k) return std::nullopt;
     }
+    return StridedGather{slot, stride, mask};
+  }
+
+  bool EmitStridedLoad(const Instr& build, const std::string& self) {
+    const std::optional<StridedGather> gather = MatchStridedGather(build);
+    if (!gather) return false;
+    const int n = static_cast<int>(build.src.size());
+    const int slot = gather->slot;
+    const int64_t stride = gather->stride;
+    const int mask = gather->mask;
+    const bool masked = mask >= 0;
     DType lane = build.dtype;
     lane.count = 1;
-    const int64_t span = (n - 1) * stride + 1;
-    const std::string span_type = absl::StrCat("<", span, " x ", MemType(lane), ">");
-    const std::string addr = Address(slot, lane, Op(p_.instrs[build.src[0]].src[0]));
-    const std::string wide = Fresh("span");
-    Line(absl::StrCat(wide, " = load ", span_type, ", ptr ", addr, ", align ", ElementAlign(lane)));
-    std::string lanes;
-    for (int k = 0; k < n; ++k) absl::StrAppend(&lanes, k ? ", " : "", "i32 ", stride * k);
-    Line(absl::StrCat(self, " = shufflevector ", span_type, " ", wide, ", ", span_type,
-                      " poison, <", n, " x i32> <", lanes, ">"));
+    const int span = static_cast<int>((n - 1) * stride + 1);
+    std::string picks;
+    for (int k = 0; k < n; ++k) absl::StrAppend(&picks, k ? ", " : "", "i32 ", stride * k);
+    if (!masked) {
+      const std::string span_type = absl::StrCat("<", span, " x ", MemType(lane), ">");
+      const std::string addr = Address(slot, lane, Op(p_.instrs[build.src[0]].src[0]));
+      const std::string wide = Fresh("span");
+      Line(absl::StrCat(wide, " = load ", span_type, ", ptr ", addr, ", align ",
+                        ElementAlign(lane)));
+      Line(absl::StrCat(self, " = shufflevector ", span_type, " ", wide, ", ", span_type,
+                        " poison, <", n, " x i32> <", picks, ">"));
+      return true;
+    }
+    // Chunks of a power of two lanes, as wide as a masked access may be here (a zmm register
+    // where nothing limits it).
+    const int limit_bits =
+        options_.max_masked_vector_bits > 0 ? options_.max_masked_vector_bits : 512;
+    int chunk = 1;
+    while (chunk < span && (chunk * 2) * ScalarItemSize(lane.scalar) * 8 <= limit_bits) chunk *= 2;
+    int chunks = (span + chunk - 1) / chunk;
+    DType chunk_type = lane;
+    chunk_type.count = chunk;
+    const std::string ct = VecType(chunk_type);
+    const std::string name = MaskedIntrinsic("load", chunk_type);
+    Declare(ct, name, absl::StrCat("ptr, i32, ", BoolVec(chunk), ", ", ct));
+    const std::string lane_masks = MaskOf(mask, n);
+    // The first lane's address may lie outside the buffer when that lane is masked off: no
+    // inbounds on these GEPs.
+    const std::string first = Op(p_.instrs[build.src[0]].src[0]);
+    std::vector<std::string> parts;
+    for (int c = 0; c < chunks; ++c) {
+      std::string positions;  // span position j reads lane j / stride's mask, or false
+      for (int j = c * chunk; j < (c + 1) * chunk; ++j) {
+        const int from = j % stride == 0 && j / stride < n ? j / stride : n;
+        absl::StrAppend(&positions, j > c * chunk ? ", " : "", "i32 ", from);
+      }
+      const std::string m = Fresh("smask");
+      Line(absl::StrCat(m, " = shufflevector ", BoolVec(n), " ", lane_masks, ", ", BoolVec(n),
+                        " zeroinitializer, <", chunk, " x i32> <", positions, ">"));
+      std::string index = first;
+      if (c > 0) {
+        index = Fresh("sidx");
+        Line(absl::StrCat(index, " = add ", IndexType(), " ", first, ", ", c * chunk));
+      }
+      const std::string addr = Address(slot, lane, index, /*inbounds=*/false);
+      const std::string part = Fresh("spart");
+      Line(absl::StrCat(part, " = call ", ct, " @", name, "(ptr ", addr, ", i32 ",
+                        ElementAlign(lane), ", ", BoolVec(chunk), " ", m, ", ", ct,
+                        " zeroinitializer)"));
+      parts.push_back(part);
+    }
+    // Concatenate the chunks pairwise (an odd one out with zeros) until one vector holds the span.
+    for (int width = chunk; parts.size() > 1; width *= 2) {
+      if (parts.size() % 2) parts.push_back("zeroinitializer");
+      std::string concat;
+      for (int j = 0; j < 2 * width; ++j) absl::StrAppend(&concat, j ? ", " : "", "i32 ", j);
+      DType half = lane;
+      half.count = width;
+      std::vector<std::string> next;
+      for (size_t j = 0; j < parts.size(); j += 2) {
+        const std::string joined = Fresh("sjoin");
+        Line(absl::StrCat(joined, " = shufflevector ", VecType(half), " ", parts[j], ", ",
+                          VecType(half), " ", parts[j + 1], ", <", 2 * width, " x i32> <", concat,
+                          ">"));
+        next.push_back(joined);
+      }
+      parts = std::move(next);
+      chunk_type.count = 2 * width;
+    }
+    const std::string whole = VecType(chunk_type);
+    Line(absl::StrCat(self, " = shufflevector ", whole, " ", parts[0], ", ", whole, " poison, <", n,
+                      " x i32> <", picks, ">"));
     return true;
   }
 
@@ -1229,6 +1319,11 @@ class IrWriter {
       if (in.kind == InstrKind::kLoad && in.src.size() > 1) {
         const int mask = in.src[1];
         branched_[i] = !from_memory[mask] && !open.empty() && loop_dependence[mask] == open.back();
+      }
+      // The lanes of a strided gather are read by its span loads (EmitStridedLoad); their own
+      // loads are left for LLVM to delete, which a branch around each would only slow.
+      if (in.kind == InstrKind::kBuild && IsVectorInstr(in) && MatchStridedGather(in)) {
+        for (int lane : in.src) branched_[lane] = false;
       }
     }
   }

@@ -97,6 +97,30 @@ inline const DType& AccessedType(const LinearProgram& program, const Instr& acce
   return access.kind == InstrKind::kLoad ? access.dtype : program.instrs[access.src[1]].dtype;
 }
 
+// The one mask every lane of `build` (a vector built from masked loads) is gated by, when lane k's
+// mask is lane k of one bool vector or all lanes share one scalar: that instruction; -1 when some
+// lane is unmasked or the masks have no such shape. A gather with such a mask can be read as
+// masked vector loads of its span (the LLVM renderer's strided loads).
+inline int LanesMask(const LinearProgram& program, const Instr& build) {
+  int vector = -1, scalar = -1;
+  for (size_t k = 0; k < build.src.size(); ++k) {
+    const Instr& load = program.instrs[build.src[k]];
+    if (load.kind != InstrKind::kLoad || !IsMaskedAccess(load)) return -1;
+    const int mask = load.src[1];
+    const Instr& m = program.instrs[mask];
+    if (m.kind == InstrKind::kExtract && m.lane == static_cast<int>(k) && scalar < 0 &&
+        (vector < 0 || vector == m.src[0]) &&
+        program.instrs[m.src[0]].dtype.count == static_cast<int>(build.src.size())) {
+      vector = m.src[0];
+    } else if (vector < 0 && (scalar < 0 || scalar == mask) && m.dtype.count <= 1) {
+      scalar = mask;
+    } else {
+      return -1;
+    }
+  }
+  return vector >= 0 ? vector : scalar;
+}
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_CODEGEN_LINEAR_PROGRAM_H_

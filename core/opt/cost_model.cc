@@ -416,12 +416,14 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     if (in.kind != InstrKind::kBuild) continue;
     const int64_t stride = std::abs(numbers.BuildStride(in));
     if (stride == 0 || stride > 4) continue;
-    // Masked lanes may not be read: LLVM loads them one by one behind branches.
-    if (std::any_of(in.src.begin(), in.src.end(),
-                    [&](int lane) { return p.instrs[lane].src.size() > 1; })) {
-      continue;
-    }
-    strided_cost[i] = static_cast<double>(stride) * (kLoad + kFloatOp) * Chunks(p, in.dtype);
+    // Masked lanes are read as masked loads of the span when their masks are one vector's lanes
+    // (the LLVM renderer's strided loads), with a shuffle of the mask per load; otherwise lane by
+    // lane.
+    const bool masked = std::any_of(in.src.begin(), in.src.end(),
+                                    [&](int lane) { return IsMaskedAccess(p.instrs[lane]); });
+    if (masked && LanesMask(p, in) < 0) continue;
+    strided_cost[i] = static_cast<double>(stride) * (kLoad + kFloatOp + (masked ? kIntOp : 0)) *
+                      Chunks(p, in.dtype);
     for (int s : in.src) lane_of_strided[s] = true;
   }
   absl::flat_hash_set<int> computed_outside;  // value numbers of straight-line code

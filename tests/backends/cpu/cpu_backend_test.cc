@@ -546,6 +546,43 @@ TEST_F(CpuBackendTest, StridedLanesAreOneLoadAndAShuffle) {
   for (int i = 0; i < kN; ++i) EXPECT_EQ(bufs[0].As<float>()[i], 2.0f * i) << i;
 }
 
+// out[i] = in[2i - 1] where 0 <= 2i - 1 < size(in), else 0: a padded stride-2 convolution's input
+// row. Its lanes are read as masked loads of the span, each lane under its own mask, not one by
+// one (ResNet-18's r_256_2_7_7_256_3_3 on Zen 2: 4.9 -> 2.3 ms); the first lane of the first row
+// and the last lanes of the last point outside the buffer and must read nothing.
+TEST_F(CpuBackendTest, MaskedStridedLanesAreMaskedLoadsOfTheSpan) {
+  constexpr int kRows = 5, kLanes = 8, kN = kRows * kLanes, kIn = 2 * kN - 6;
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, kN);
+  int in = g.Buffer(1, DType::FLOAT32, kIn);
+  int row = g.Range(g.Index(kRows), 0);
+  int lane = g.Range(g.Index(kLanes), 1, v1::RangeArg::UPCAST);
+  int idx = g.RowMajor(row, kLanes, lane);
+  int at = g.Node(Node::ADD, DType::INDEX,
+                  {g.Node(Node::MUL, DType::INDEX, {idx, g.Index(2)}), g.Index(-1)});
+  int valid = g.Node(
+      Node::AND, DType::BOOL,
+      {g.Node(Node::CMPNE, DType::BOOL,
+              {g.Node(Node::CMPLT, DType::BOOL, {at, g.Index(0)}), g.Bool(true)}),
+       g.Node(Node::CMPLT, DType::BOOL, {at, g.Index(kIn)})});
+  int gated = g.Node(Node::WHERE, DType::INDEX, {valid, at, g.Invalid()});
+  v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, idx), g.Load(in, gated)), {row, lane})});
+  auto spec = testing::RenderOn(*device_, wire);
+  UOPD_ASSERT_OK(spec);
+  EXPECT_NE(spec->src.find("call <8 x float> @llvm.masked.load.v"), std::string::npos) << spec->src;
+  EXPECT_NE(spec->src.find("<8 x i32> <i32 0, i32 2, i32 4, i32 6, i32 8, i32 10, i32 12, i32 14>"),
+            std::string::npos)
+      << spec->src;
+  std::vector<float> x(kIn);
+  for (int i = 0; i < kIn; ++i) x[i] = static_cast<float>(i + 1);
+  std::vector<HostBuffer> bufs = {HostBuffer::Of(std::vector<float>(kN, -1.0f)), HostBuffer::Of(x)};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, wire, bufs));
+  for (int i = 0; i < kN; ++i) {
+    const int j = 2 * i - 1;
+    EXPECT_EQ(bufs[0].As<float>()[i], j >= 0 && j < kIn ? x[j] : 0.0f) << i;
+  }
+}
+
 TEST_F(CpuBackendTest, RejectsRangeUsedOutsideItsLoop) {
   GraphBuilder g;
   int out = g.Buffer(0, DType::FLOAT32, 4);
