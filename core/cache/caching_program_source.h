@@ -94,6 +94,11 @@ class CachingProgramSource : public ProgramSource {
                                            const OptimizeRequest& optimization,
                                            const StopFlag* stop);
 
+  // Stores a tournament's winner, as compiled for timing, under the key its compile would use.
+  void KeepTimedWinner(const std::string& base_device, const CompilerPair& pair,
+                       const KernelAst& ast, const TournamentResult& timed,
+                       const RenderOptions& render, const StopFlag* stop);
+
   // The opts OptimizeKernel chose, by target, threads, AST hash and request (see CompileFor).
   std::optional<std::vector<Opt>> ChosenOpts(const std::string& key);
   void RememberChosenOpts(const std::string& key, const std::vector<Opt>& opts);

@@ -79,7 +79,9 @@ Tolerance ToleranceFor(Scalar scalar) {
 
 struct Built {
   std::vector<Opt> opts;
+  std::vector<Opt> applied;  // tournaments: as OptimizeKernel applied them
   ProgramSpec spec;
+  CompiledKernel compiled;
   std::shared_ptr<Program> program;
   LaunchDims dims;
   std::vector<int64_t> vals;
@@ -113,6 +115,7 @@ class Searcher {
       if (!optimized.ok()) continue;
       absl::StatusOr<Built> b = Build(optimized->ast, candidates[i]);
       if (!b.ok()) continue;
+      b->applied = optimized->applied;
       if (buffers_.empty()) {
         UOPD_RETURN_IF_ERROR(AllocateScratch(b->spec));
         UOPD_RETURN_IF_ERROR(Restore());
@@ -133,6 +136,11 @@ class Searcher {
     }
     result.winner = static_cast<size_t>(
         std::min_element(result.seconds.begin(), result.seconds.end()) - result.seconds.begin());
+    if (const std::shared_ptr<const Built>& won = built[result.winner]; won != nullptr) {
+      result.winner_applied = won->applied;
+      result.winner_spec = won->spec;
+      result.winner_kernel = won->compiled;
+    }
     return result;
   }
 
@@ -272,14 +280,16 @@ class Searcher {
     built.opts = std::move(opts);
     absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
     RunOnLargeStack(kCompileStackBytes, [&] {
-      spec = pair_.renderer->Render(ast, ast_->DefaultName(), options_.render);
+      // Named as the compile path names it (caching_program_source's Render), so a tournament's
+      // winner is the very program a compile of its opts would produce.
+      spec = pair_.renderer->Render(ast, ast->DefaultName(), options_.render);
     });
     UOPD_RETURN_IF_ERROR(spec.status());
     built.spec = *std::move(spec);
     built.spec.ast = ast;
-    UOPD_ASSIGN_OR_RETURN(CompiledKernel compiled,
+    UOPD_ASSIGN_OR_RETURN(built.compiled,
                           pair_.compiler->Compile(built.spec, CompileOptions{options_.stop}));
-    UOPD_ASSIGN_OR_RETURN(built.program, device_.runtime().Load(compiled, built.spec));
+    UOPD_ASSIGN_OR_RETURN(built.program, device_.runtime().Load(built.compiled, built.spec));
     // Variables at the middle of their range, as tinygrad's BEAM times them.
     absl::flat_hash_map<std::string, int64_t> vars;
     for (const VarInfo& v : built.spec.vars) vars[v.name] = v.min + (v.max - v.min) / 2;

@@ -56,6 +56,12 @@ struct TournamentResult {
   size_t winner = 0;            // index of the fastest candidate
   std::vector<double> seconds;  // each candidate's time (infinity: it did not compile or run)
   bool stopped = false;         // cut short by `stop`: winner is 0, nothing was decided
+  // The winner as it was compiled for timing (rendered from the AST with its opts applied, with
+  // the options' RenderOptions): a caller keeps these rather than compile the same program again.
+  // Empty when no candidate ran.
+  std::vector<Opt> winner_applied;  // the opts as OptimizeKernel applied them
+  ProgramSpec winner_spec;          // its AST is the optimized one
+  CompiledKernel winner_kernel;
 };
 
 // Times each of `candidates` (opt lists of mode kOpts for `ast`) on `device`, on made-up inputs

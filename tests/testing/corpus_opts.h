@@ -7,6 +7,7 @@
 #include "core/opt/opt.h"
 #include "core/opt/opt_target.h"
 #include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "uopd/v1/corpus.pb.h"
 
 namespace uopd::testing {
@@ -33,6 +34,20 @@ inline absl::StatusOr<Opt> OptOf(const v1::CorpusOpt& wire) {
 // The corpus was captured with CPU_COUNT=8 (threads up to 8) and CUDARenderer("sm_80").
 inline OptTarget TargetOf(const v1::CorpusCase& kase) {
   return kase.target() == "CPU" ? OptTarget::Cpu(8) : OptTarget::Cuda("sm_80");
+}
+
+// A JSON value of a line re-read as the message it encodes (an IR v1 Graph, an opt).
+template <typename Message>
+absl::StatusOr<Message> MessageOf(const google::protobuf::Value& value) {
+  std::string json;
+  Message message;
+  if (auto s = google::protobuf::util::MessageToJsonString(value, &json); !s.ok()) {
+    return absl::InvalidArgumentError(s.ToString());
+  }
+  if (auto s = google::protobuf::util::JsonStringToMessage(json, &message); !s.ok()) {
+    return absl::InvalidArgumentError(s.ToString());
+  }
+  return message;
 }
 
 }  // namespace uopd::testing

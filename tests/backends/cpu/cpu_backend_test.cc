@@ -560,11 +560,10 @@ TEST_F(CpuBackendTest, MaskedStridedLanesAreMaskedLoadsOfTheSpan) {
   int idx = g.RowMajor(row, kLanes, lane);
   int at = g.Node(Node::ADD, DType::INDEX,
                   {g.Node(Node::MUL, DType::INDEX, {idx, g.Index(2)}), g.Index(-1)});
-  int valid = g.Node(
-      Node::AND, DType::BOOL,
-      {g.Node(Node::CMPNE, DType::BOOL,
-              {g.Node(Node::CMPLT, DType::BOOL, {at, g.Index(0)}), g.Bool(true)}),
-       g.Node(Node::CMPLT, DType::BOOL, {at, g.Index(kIn)})});
+  int valid = g.Node(Node::AND, DType::BOOL,
+                     {g.Node(Node::CMPNE, DType::BOOL,
+                             {g.Node(Node::CMPLT, DType::BOOL, {at, g.Index(0)}), g.Bool(true)}),
+                      g.Node(Node::CMPLT, DType::BOOL, {at, g.Index(kIn)})});
   int gated = g.Node(Node::WHERE, DType::INDEX, {valid, at, g.Invalid()});
   v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, idx), g.Load(in, gated)), {row, lane})});
   auto spec = testing::RenderOn(*device_, wire);

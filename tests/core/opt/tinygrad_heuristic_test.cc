@@ -27,6 +27,7 @@
 namespace uopd {
 namespace {
 
+using testing::MessageOf;
 using testing::OptOf;
 using testing::TargetOf;
 
@@ -67,20 +68,6 @@ TEST(TinygradHeuristics, ChooseTinygradsOptsForEveryHeuristicCorpusCase) {
       matched, cpu, cuda, skipped_tc);
   // 29 CPU and 10 CUDA heuristic cases, none of which picked tensor cores.
   EXPECT_EQ(matched + skipped_tc, 39);
-}
-
-// A JSON value of a line re-read as the message it encodes (an IR v1 Graph, an opt).
-template <typename Message>
-absl::StatusOr<Message> MessageOf(const google::protobuf::Value& value) {
-  std::string json;
-  Message message;
-  if (auto s = google::protobuf::util::MessageToJsonString(value, &json); !s.ok()) {
-    return absl::InvalidArgumentError(s.ToString());
-  }
-  if (auto s = google::protobuf::util::JsonStringToMessage(json, &message); !s.ok()) {
-    return absl::InvalidArgumentError(s.ToString());
-  }
-  return message;
 }
 
 // The opts tinygrad chose for a kernel and target: test data, so a malformed line fails the test.

@@ -4,6 +4,7 @@
 #include "core/search/kernel_search.h"
 
 #include <chrono>
+#include <fstream>
 #include <random>
 
 #include "backends/cpu/cpu_device.h"
@@ -11,6 +12,7 @@
 #include "core/cache/memory_tier.h"
 #include "core/opt/optimize.h"
 #include "gtest/gtest.h"
+#include "tests/testing/corpus_opts.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"
 #include "tests/testing/status_matchers.h"
@@ -129,6 +131,44 @@ TEST_F(KernelSearchTest, TheChoiceIsRecordedInTheCacheForEveryWorkerSharingIt) {
   auto compiled = second.Compile("CPU", device_->compilers().front(), matmul_, search);
   UOPD_ASSERT_OK(compiled);
   EXPECT_EQ(OptsToString(compiled->applied), OptsToString((*searched)->applied));
+}
+
+// When the heuristics time close candidates (ResolveHeuristic), the winner as compiled for the
+// timing is kept under its compile key: the compile that follows is a hit, not the same program
+// compiled again (a third of a timed kernel's first-run cost; ResNet-18's first run 11.0 -> 7.6 s).
+TEST_F(KernelSearchTest, TheTimedWinnerIsNotCompiledAgain) {
+  // A model kernel whose candidates are timed: the smallest such convolution of the three models.
+  std::ifstream in(std::string(UOPD_CORPUS_OPT_DIR) + "/heuristic_models.jsonl");
+  ASSERT_TRUE(in.is_open());
+  std::shared_ptr<const KernelAst> timed;
+  int64_t timed_nodes = 0;
+  for (std::string text; std::getline(in, text);) {
+    google::protobuf::Struct line;
+    if (text.empty() || !google::protobuf::util::JsonStringToMessage(text, &line).ok()) continue;
+    auto wire = testing::MessageOf<v1::Graph>(line.fields().at("ast_scheduled"));
+    UOPD_ASSERT_OK(wire);
+    auto ast = DecodeKernelAst(*wire);
+    UOPD_ASSERT_OK(ast);
+    const int64_t nodes = static_cast<int64_t>(Toposort((*ast)->root).size());
+    if ((timed == nullptr || nodes < timed_nodes) &&
+        HeuristicContendersFor(*ast, Target()).size() >= 2) {
+      timed = *ast;
+      timed_nodes = nodes;
+    }
+  }
+  ASSERT_NE(timed, nullptr) << "no model kernel has its candidates timed";
+  const std::shared_ptr<const KernelAst>* big = &timed;
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache shared(std::move(tiers));
+  CachingProgramSource source(shared, 16);
+  auto chosen = source.ResolveHeuristic(*device_, *big, nullptr);
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(chosen->mode, OptMode::kOpts);
+  auto compiled = source.Compile(*device_, *big, OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(compiled);
+  EXPECT_EQ(OptsToString(compiled->applied), OptsToString(chosen->opts));
+  EXPECT_EQ(compiled->lookup.answered_by, "memory");
 }
 
 TEST_F(KernelSearchTest, ASearchTheCallEndsIsNotRecorded) {
