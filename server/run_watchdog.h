@@ -46,6 +46,10 @@ class RunWatchdog {
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
     const StopFlag* flag() const { return &flag_; }
+    // Before the flag is handed out: who pays for the scratch memory work for the call takes.
+    void set_scratch_charger(StopFlag::ScratchCharger charger) {
+      flag_.set_scratch_charger(std::move(charger));
+    }
 
    private:
     friend class RunWatchdog;

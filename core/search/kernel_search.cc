@@ -117,6 +117,7 @@ class Searcher {
       if (!b.ok()) continue;
       b->applied = optimized->applied;
       if (buffers_.empty()) {
+        UOPD_RETURN_IF_ERROR(ChargeScratch(b->spec));
         UOPD_RETURN_IF_ERROR(AllocateScratch(b->spec));
         UOPD_RETURN_IF_ERROR(Restore());
       }
@@ -148,6 +149,7 @@ class Searcher {
     SearchResult result;
     // The kernel as written: the reference every candidate's outputs must match.
     UOPD_ASSIGN_OR_RETURN(Built reference, Build(ast_, {}));
+    UOPD_RETURN_IF_ERROR(ChargeScratch(reference.spec));
     if (absl::Status s = AllocateScratch(reference.spec); !s.ok()) {
       result.note = std::string(s.message());
       return Fallback(result);
@@ -302,11 +304,11 @@ class Searcher {
     return built;
   }
 
-  absl::Status AllocateScratch(const ProgramSpec& spec) {
+  // The bytes of scratch `spec`'s buffers take, or RESOURCE_EXHAUSTED when they do not fit
+  // options_.max_scratch_bytes (the server's bound on any search: its answer is then the
+  // heuristics', for everyone).
+  absl::StatusOr<int64_t> ScratchBytes(const ProgramSpec& spec) const {
     int64_t total = 0;
-    buffers_.assign(spec.buf_count, nullptr);
-    pristine_.assign(spec.buf_count, "");
-    std::mt19937_64 rng(0x5eed);
     for (const BufferParam& b : spec.globals) {
       const int item = std::max(1, ScalarItemSize(b.dtype.scalar));
       if (b.size <= 0 || b.size > (options_.max_scratch_bytes - total) / item) {
@@ -314,6 +316,33 @@ class Searcher {
             absl::StrCat("buffer slot ", b.slot, " does not fit the search's scratch memory"));
       }
       total += b.size * item;
+    }
+    return total;
+  }
+
+  // Charges the caller's quota for the scratch on the device and its pristine copy (the
+  // reference's outputs are at most as much again): a search, or a timing of candidates, is
+  // memory its caller asked for. RESOURCE_EXHAUSTED naming the quota when it does not fit: the
+  // caller's error, not an answer to record for everyone.
+  absl::Status ChargeScratch(const ProgramSpec& spec) {
+    absl::StatusOr<int64_t> bytes = ScratchBytes(spec);
+    if (!bytes.ok() || options_.stop == nullptr) return absl::OkStatus();
+    absl::StatusOr<std::shared_ptr<const void>> charge = options_.stop->ChargeScratch(2 * *bytes);
+    if (!charge.ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat("the search's scratch memory (", 2 * *bytes,
+                                                       " bytes): ", charge.status().message()));
+    }
+    scratch_charge_ = *std::move(charge);
+    return absl::OkStatus();
+  }
+
+  absl::Status AllocateScratch(const ProgramSpec& spec) {
+    UOPD_RETURN_IF_ERROR(ScratchBytes(spec).status());
+    buffers_.assign(spec.buf_count, nullptr);
+    pristine_.assign(spec.buf_count, "");
+    std::mt19937_64 rng(0x5eed);
+    for (const BufferParam& b : spec.globals) {
+      const int item = std::max(1, ScalarItemSize(b.dtype.scalar));
       std::string& bytes = pristine_[b.slot];
       bytes.resize(b.size * item);
       for (int64_t i = 0; i < b.size; ++i) FillElement(b.dtype.scalar, rng, &bytes[i * item]);
@@ -403,7 +432,8 @@ class Searcher {
   std::vector<std::string> pristine_;                  // by slot: the made-up contents
   std::vector<std::pair<int, std::string>> expected_;  // the reference's outputs
   std::unique_ptr<Timed> best_;
-  std::unique_ptr<Timed> heuristic_;  // the heuristics' candidate, when they applied opts
+  std::unique_ptr<Timed> heuristic_;            // the heuristics' candidate, when they applied opts
+  std::shared_ptr<const void> scratch_charge_;  // the caller's quota, charged for the scratch
 };
 
 }  // namespace

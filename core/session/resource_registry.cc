@@ -25,23 +25,22 @@ RegistryLimits RegistryLimits::ForHostMemory(int64_t memory_bytes) {
 ResourceRegistry::ResourceRegistry(RegistryLimits limits)
     : limits_(limits), ledger_(std::make_shared<Ledger>()) {}
 
-absl::StatusOr<std::shared_ptr<DeviceBuffer>> ResourceRegistry::Allocate(const Identity& who,
-                                                                         Device& device,
-                                                                         int64_t bytes) {
-  if (bytes > limits_.max_buffer_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a buffer of ", bytes, " bytes exceeds the limit of ", limits_.max_buffer_bytes));
-  }
+absl::StatusOr<std::shared_ptr<const void>> ResourceRegistry::Charge(const Identity& who,
+                                                                     int64_t bytes) {
   {
     absl::MutexLock lock(&ledger_->mu);
     int64_t& charged = ledger_->charged[who.quota_key];
     if (charged + bytes > limits_.max_identity_bytes) {
+      const int64_t would_be = charged + bytes;
+      if (charged == 0) ledger_->charged.erase(who.quota_key);
       return absl::ResourceExhaustedError(
-          absl::StrCat("this client's memory would reach ", charged + bytes,
-                       " bytes, over its limit of ", limits_.max_identity_bytes,
-                       " (buffers, inline buffers and plans count until they are freed)"));
+          absl::StrCat("this client's memory would reach ", would_be, " bytes, over its limit of ",
+                       limits_.max_identity_bytes,
+                       " (buffers, inline buffers, plans and a search's scratch count until they "
+                       "are freed)"));
     }
     if (ledger_->total + bytes > limits_.max_total_bytes) {
+      if (charged == 0) ledger_->charged.erase(who.quota_key);
       return absl::ResourceExhaustedError(
           absl::StrCat("the server's client memory would reach ", ledger_->total + bytes,
                        " bytes, over its limit of ", limits_.max_total_bytes));
@@ -49,14 +48,12 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> ResourceRegistry::Allocate(const I
     charged += bytes;
     ledger_->total += bytes;
   }
-  // Gives the bytes back when the storage is really freed, whoever held it last.
+  // Gives the bytes back when the last holder lets go.
   struct Charged {
     std::shared_ptr<Ledger> ledger;
     std::string key;
     int64_t bytes;
-    std::shared_ptr<DeviceBuffer> storage;
     ~Charged() {
-      storage.reset();
       absl::MutexLock lock(&ledger->mu);
       auto it = ledger->charged.find(key);
       it->second -= bytes;
@@ -64,17 +61,34 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> ResourceRegistry::Allocate(const I
       ledger->total -= bytes;
     }
   };
-  auto charge = std::make_shared<Charged>();
+  auto charge = std::make_shared<Charged>();  // built in place: a copy's destructor would refund
   charge->ledger = ledger_;
   charge->key = who.quota_key;
   charge->bytes = bytes;
+  return std::shared_ptr<const void>(std::move(charge));
+}
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> ResourceRegistry::Allocate(const Identity& who,
+                                                                         Device& device,
+                                                                         int64_t bytes) {
+  if (bytes > limits_.max_buffer_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a buffer of ", bytes, " bytes exceeds the limit of ", limits_.max_buffer_bytes));
+  }
+  UOPD_ASSIGN_OR_RETURN(std::shared_ptr<const void> charge, Charge(who, bytes));
+  struct Charged {
+    std::shared_ptr<const void> charge;
+    std::shared_ptr<DeviceBuffer> storage;  // destroyed first: freed before the charge goes
+  };
   absl::StatusOr<std::shared_ptr<DeviceBuffer>> storage =
       DeviceBuffer::Create(device, static_cast<size_t>(bytes));
   if (!storage.ok()) return storage.status();  // the charge is given back
-  charge->storage = *std::move(storage);
-  DeviceBuffer* raw = charge->storage.get();
+  auto held = std::make_shared<Charged>();
+  held->charge = std::move(charge);
+  held->storage = *std::move(storage);
+  DeviceBuffer* raw = held->storage.get();
   // Aliasing: holders see the DeviceBuffer; the last of them to go frees the charge too.
-  return std::shared_ptr<DeviceBuffer>(std::move(charge), raw);
+  return std::shared_ptr<DeviceBuffer>(std::move(held), raw);
 }
 
 absl::StatusOr<std::string> ResourceRegistry::OpenSession(const Identity& who) {

@@ -72,6 +72,11 @@ class ResourceRegistry {
   absl::StatusOr<std::shared_ptr<DeviceBuffer>> Allocate(const Identity& who, Device& device,
                                                          int64_t bytes);
 
+  // `bytes` charged to `who`'s quota with no allocation of the registry's behind it (memory the
+  // daemon takes for a call of `who`'s: a search's scratch buffers), until the returned token's
+  // last holder lets go. RESOURCE_EXHAUSTED, naming the limit, when it does not fit.
+  absl::StatusOr<std::shared_ptr<const void>> Charge(const Identity& who, int64_t bytes);
+
   // A new session of `who`'s: its id ("sess-" and 32 hex digits). RESOURCE_EXHAUSTED naming
   // the bound when `who`'s quota key, or the server, has as many open as it may.
   absl::StatusOr<std::string> OpenSession(const Identity& who);

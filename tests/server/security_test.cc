@@ -243,6 +243,25 @@ TEST(Security, ACallThatEndsStopsItsDecodeOptimizeAndRender) {
   UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
 }
 
+TEST(Security, ASearchsScratchMemoryIsChargedToItsCaller) {
+  // A search runs candidates on scratch copies of the kernel's buffers: 2 x 16 MiB here, and a
+  // pristine copy. With an 8 MiB quota that is the caller's memory it does not have (it ran
+  // before, taking 3 GB for a 64 MiB quota with larger buffers).
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("search-scratch"),
+                       {"--max_client_bytes=8388608"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::CompileRequest search = CompileOf(ScaleKernel(4 << 20, 3.0));
+  search.mutable_optimization()->set_mode(v1::Optimization::SEARCH);
+  EXPECT_TRUE(StatusIs(client.Compile(search), absl::StatusCode::kResourceExhausted,
+                       {"scratch", "over its limit of 8388608"}));
+  // The refused charge left nothing behind, and a search that fits the quota runs.
+  UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, 1 << 20));
+  v1::CompileRequest small = CompileOf(ScaleKernel(1024, 3.0));
+  small.mutable_optimization()->set_mode(v1::Optimization::SEARCH);
+  UOPD_EXPECT_OK(client.Compile(small));
+}
+
 // Resident memory of process `pid`, bytes (from /proc).
 int64_t ResidentBytesOf(pid_t pid) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));

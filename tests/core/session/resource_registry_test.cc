@@ -95,6 +95,28 @@ TEST_F(ResourceRegistryTest, QuotasCountMemoryUntilItIsReallyFreed) {
                        {"server's client memory"}));
 }
 
+TEST_F(ResourceRegistryTest, ChargesWithoutABufferCountUntilTheirLastHolderGoes) {
+  RegistryLimits limits;
+  limits.max_identity_bytes = 150;
+  limits.max_total_bytes = 250;
+  ResourceRegistry registry(limits);
+  const Identity alice = Named("alice");
+  auto scratch = registry.Charge(alice, 120);  // a search's scratch, say
+  UOPD_ASSERT_OK(scratch);
+  EXPECT_EQ(registry.ChargedBytes("alice"), 120);
+  EXPECT_TRUE(StatusIs(Bytes(registry, alice, 40), absl::StatusCode::kResourceExhausted,
+                       {"over its limit of 150"}));
+  EXPECT_TRUE(StatusIs(registry.Charge(alice, 31), absl::StatusCode::kResourceExhausted,
+                       {"over its limit of 150"}));
+  std::shared_ptr<const void> shared = *scratch;
+  scratch = absl::UnknownError("dropped");
+  EXPECT_EQ(registry.ChargedBytes("alice"), 120) << "still held";
+  shared.reset();
+  EXPECT_EQ(registry.ChargedBytes("alice"), 0);
+  EXPECT_EQ(registry.stats().charged_bytes, 0);
+  UOPD_EXPECT_OK(Bytes(registry, alice, 150));
+}
+
 TEST_F(ResourceRegistryTest, ReclaimsWhatStaysIdlePastTheTtl) {
   RegistryLimits limits;
   limits.idle_ttl = absl::Minutes(1);
