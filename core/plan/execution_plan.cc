@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <type_traits>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -187,6 +189,25 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
     UOPD_ASSIGN_OR_RETURN(plan->queue_, device->runtime().NewLaunchQueue());
   }
   return plan;
+}
+
+int64_t ExecutionPlan::BookkeepingBytes() const {
+  auto bytes_of = [](const auto& v) {
+    return static_cast<int64_t>(v.capacity() *
+                                sizeof(typename std::decay_t<decltype(v)>::value_type));
+  };
+  // A map node: the pair, two pointers and a colour, rounded to the allocator's granule.
+  constexpr int64_t kMapNode = 48 + sizeof(std::pair<const std::string, int64_t>);
+  int64_t total = sizeof(*this) + bytes_of(buffers_) + bytes_of(kernels_) + bytes_of(dependents_) +
+                  bytes_of(dims_);
+  for (const PreparedKernel& k : kernels_) {
+    total += bytes_of(k.buffer_indices) + bytes_of(k.output_indices) + bytes_of(k.vals) +
+             bytes_of(k.dependencies) + bytes_of(k.buffer_ptrs) + bytes_of(k.buffer_ids) +
+             bytes_of(k.runtime_vars) + static_cast<int64_t>(k.fixedvars.size()) * kMapNode;
+    for (const RuntimeVar& v : k.runtime_vars) total += static_cast<int64_t>(v.name.capacity());
+  }
+  for (const std::vector<int>& d : dependents_) total += bytes_of(d);
+  return total;
 }
 
 std::vector<RuntimeVar> ExecutionPlan::RuntimeVars() const {

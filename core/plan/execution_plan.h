@@ -106,6 +106,10 @@ class ExecutionPlan {
   const std::vector<PreparedKernel>& kernels() const { return kernels_; }
   // Every variable some kernel needs at run time, with the tightest bounds across kernels.
   std::vector<RuntimeVar> RuntimeVars() const;
+  // The memory the plan's own bookkeeping takes (per kernel: bindings, dependencies, values,
+  // launch sizes; not the buffers or the programs, which are held and counted elsewhere), for
+  // charging it to whoever keeps the plan: a 10,000-kernel plan takes megabytes.
+  int64_t BookkeepingBytes() const;
 
  private:
   ExecutionPlan(std::vector<BufferView> buffers, ThreadPool* pool)

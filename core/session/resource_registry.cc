@@ -209,6 +209,9 @@ absl::StatusOr<std::string> ResourceRegistry::AddPlan(const Identity& who,
                                                       std::shared_ptr<ExecutionPlan> plan,
                                                       std::vector<std::string> handles,
                                                       const std::string& session) {
+  // The plan's bookkeeping is memory its owner keeps, as its buffers are.
+  UOPD_ASSIGN_OR_RETURN(std::shared_ptr<const void> charge,
+                        Charge(who, plan == nullptr ? 0 : plan->BookkeepingBytes()));
   absl::MutexLock lock(&mu_);
   if (!session.empty()) UOPD_RETURN_IF_ERROR(CheckSessionLocked(who, session));
   Counts& counts = counts_[who.quota_key];
@@ -218,8 +221,8 @@ absl::StatusOr<std::string> ResourceRegistry::AddPlan(const Identity& who,
   }
   std::string id = absl::StrCat("plan-", RandomHex128());
   counts.plans += 1;
-  plans_[id] =
-      PlanEntry{who.id, who.quota_key, std::move(plan), std::move(handles), absl::Now(), session};
+  plans_[id] = PlanEntry{who.id,      who.quota_key, std::move(plan),  std::move(handles),
+                         absl::Now(), session,       std::move(charge)};
   if (!session.empty()) sessions_[session].plans.insert(id);
   return id;
 }

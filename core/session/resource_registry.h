@@ -131,6 +131,7 @@ class ResourceRegistry {
     std::vector<std::string> handles;
     absl::Time last_used;
     std::string session;
+    std::shared_ptr<const void> charge;  // the plan's bookkeeping, charged to its quota
   };
   struct SessionEntry {
     std::string owner;

@@ -207,6 +207,38 @@ TEST(Identity, InlineBuffersAndPlansCountUntilTheirMemoryIsFreed) {
   UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, n));
 }
 
+TEST(Identity, APlansBookkeepingIsChargedToItsOwner) {
+  // A plan's own memory (per kernel: bindings, dependencies, values) is its owner's to pay for:
+  // 300 plans of 10,000 kernels took 1.6 GB charged as nothing.
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan-bookkeeping"),
+                       {"--max_client_bytes=1000000"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto x = client.CreateBuffer("CPU", DType::FLOAT32, 16);
+  auto y = client.CreateBuffer("CPU", DType::FLOAT32, 16);
+  UOPD_ASSERT_OK(x);
+  UOPD_ASSERT_OK(y);
+  auto plan_of = [&](int kernels) {
+    v1::PrepareRequest prepare;
+    prepare.add_buffers()->set_handle(*x);
+    prepare.add_buffers()->set_handle(*y);
+    for (int k = 0; k < kernels; ++k) {
+      v1::KernelInvocation* kernel = prepare.add_kernels();
+      *kernel->mutable_ast() = ScaleKernel(16, 2.0);
+      kernel->add_buffers(k % 2);
+      kernel->add_buffers(1 - k % 2);
+    }
+    return prepare;
+  };
+  EXPECT_TRUE(StatusIs(client.Prepare(plan_of(5000)), absl::StatusCode::kResourceExhausted,
+                       {"over its limit of 1000000"}));
+  auto small = client.Prepare(plan_of(100));
+  UOPD_ASSERT_OK(small);
+  // Released with the plan: the quota is whole again.
+  UOPD_ASSERT_OK(client.ReleasePlan(small->plan_id()));
+  UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, 240000));
+}
+
 TEST(Identity, ABufferAPlanKeepsUsingIsNotReclaimedAsIdle) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan-idle"), {"--idle_ttl=1s"});
   ASSERT_TRUE(daemon.running());
