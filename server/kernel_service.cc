@@ -103,13 +103,15 @@ RunOptions UntilStopped(const RunWatchdog::Watch& watch) {
   return options;
 }
 
-// A search, or the timing of the heuristics' close candidates, runs kernels on scratch buffers
-// for the call: that memory is charged to the caller's quota while it is held, as its buffers
-// are (a SEARCH with a 64 MiB quota took 3 GB before).
-void ChargeScratchToCaller(RunWatchdog::Watch& watch, ResourceRegistry& resources,
-                           const Identity& who) {
+// Work done for a call that compiles acts for its caller: a search, or the timing of the
+// heuristics' close candidates, runs kernels on scratch buffers charged to the caller's quota
+// while held, as its buffers are (a SEARCH with a 64 MiB quota took 3 GB before); and the compile
+// workers take the callers with the fewest compiles running first (three slow compiles of one
+// client held both workers while another's tiny compile missed its deadline).
+void ActForCaller(RunWatchdog::Watch& watch, ResourceRegistry& resources, const Identity& who) {
   watch.set_scratch_charger(
       [&resources, who](int64_t bytes) { return resources.Charge(who, bytes); });
+  watch.set_share(who.quota_key);
 }
 
 // A stream's progress, watched: the call is cancelled once no message has moved for `idle`
@@ -255,7 +257,7 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
   return Serve("Compile", *context, kRightCompile, [&](const Identity& who) -> absl::Status {
     // A compile whose call is over is abandoned (its worker killed), freeing the core.
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
-    ChargeScratchToCaller(watch, ctx_.resources, who);
+    ActForCaller(watch, ctx_.resources, who);
     CompileResult result;
     if (!request->target().empty()) {
       UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request, watch.flag()));
@@ -478,7 +480,7 @@ absl::Status KernelServiceImpl::DoExecute(const Identity& who, const v1::Execute
   UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                         BuildBindings(rc, request.buffers(), request.kernels()));
   RunWatchdog::Watch watch(ctx_.watchdog, end);
-  ChargeScratchToCaller(watch, ctx_.resources, who);
+  ActForCaller(watch, ctx_.resources, who);
   UOPD_ASSIGN_OR_RETURN(auto plan,
                         ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                              ctx_.programs, ctx_.pool, watch.flag()));
@@ -506,7 +508,7 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
-    ChargeScratchToCaller(watch, ctx_.resources, who);
+    ActForCaller(watch, ctx_.resources, who);
     UOPD_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                                ctx_.programs, ctx_.pool, watch.flag()));

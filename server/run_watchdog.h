@@ -50,6 +50,7 @@ class RunWatchdog {
     void set_scratch_charger(StopFlag::ScratchCharger charger) {
       flag_.set_scratch_charger(std::move(charger));
     }
+    void set_share(std::string share) { flag_.set_share(std::move(share)); }
 
    private:
     friend class RunWatchdog;

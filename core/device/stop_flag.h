@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -40,6 +41,12 @@ class StopFlag {
   // RESOURCE_EXHAUSTED. Set before the flag is shared; without one nothing is charged.
   using ScratchCharger = std::function<absl::StatusOr<std::shared_ptr<const void>>(int64_t)>;
   void set_scratch_charger(ScratchCharger charger) { charger_ = std::move(charger); }
+
+  // Whose turn the work takes in queues shared by all callers (the caller's quota key): the
+  // compile workers go to the caller with the fewest compiles running first, so one caller's
+  // slow compiles cannot hold every worker while another waits. Set before the flag is shared.
+  void set_share(std::string share) { share_ = std::move(share); }
+  const std::string& share() const { return share_; }
   absl::StatusOr<std::shared_ptr<const void>> ChargeScratch(int64_t bytes) const {
     if (!charger_) return std::shared_ptr<const void>();
     return charger_(bytes);
@@ -49,6 +56,7 @@ class StopFlag {
   std::atomic<int32_t> flag_{0};
   std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::time_point::max();
   ScratchCharger charger_;
+  std::string share_;
 };
 
 // CANCELLED saying what was abandoned once `stop` (may be null) is set, OK before: for work

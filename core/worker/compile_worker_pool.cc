@@ -173,41 +173,95 @@ void CompileWorkerPool::KeeperLoop() {
     spawn_error_.clear();
     backoff = absl::Milliseconds(100);
     ++stats_.started;
-    idle_.push_back(worker);
+    OfferLocked(worker);
   }
 }
 
-absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const StopFlag* stop) {
+absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::string& share,
+                                                                     const StopFlag* stop) {
   absl::MutexLock lock(&mu_);
-  while (true) {
-    // A call that is over starts no compile, even with a worker free.
-    if (stop != nullptr && stop->stopped()) {
-      return absl::CancelledError("the call ended while waiting for a compile worker");
-    }
-    if (!idle_.empty()) break;
-    if (alive_ == 0 && !spawn_error_.empty()) {
+  // A call that is over starts no compile, even with a worker free.
+  if (stop != nullptr && stop->stopped()) {
+    return absl::CancelledError("the call ended while waiting for a compile worker");
+  }
+  if (waiters_.empty() && !idle_.empty()) {
+    Worker worker = idle_.front();
+    idle_.pop_front();
+    ++running_[share];
+    if (last_served_.size() >= 4096) last_served_.clear();
+    last_served_[share] = ++grants_;
+    return worker;
+  }
+  Waiter me{share, std::nullopt};
+  const auto place = waiters_.insert(waiters_.end(), &me);
+  while (!me.granted.has_value()) {
+    const bool stopped = stop != nullptr && stop->stopped();
+    const bool hopeless = alive_ == 0 && !spawn_error_.empty();
+    if (stopped || hopeless) {
+      waiters_.erase(place);
+      if (stopped) return absl::CancelledError("the call ended while waiting for a compile worker");
       return absl::UnavailableError(
           absl::StrCat("no compile worker can be started: ", spawn_error_));
     }
     // Stop flags are not under the mutex: look again every few milliseconds.
     mu_.AwaitWithTimeout(absl::Condition(
-                             +[](std::deque<Worker>* idle) { return !idle->empty(); }, &idle_),
+                             +[](Waiter* w) { return w->granted.has_value(); }, &me),
                          absl::Milliseconds(5));
   }
-  Worker worker = idle_.front();
-  idle_.pop_front();
-  return worker;
+  if (stop != nullptr && stop->stopped()) {  // granted, but no longer wanted
+    EndJobLocked(share);
+    OfferLocked(*me.granted);
+    return absl::CancelledError("the call ended while waiting for a compile worker");
+  }
+  return *me.granted;
 }
 
-void CompileWorkerPool::Release(Worker worker) {
+void CompileWorkerPool::OfferLocked(Worker worker) {
+  if (waiters_.empty()) {
+    idle_.push_back(worker);
+    return;
+  }
+  auto running = [&](const std::string& share) {
+    auto it = running_.find(share);
+    return it == running_.end() ? 0 : it->second;
+  };
+  // 0 for a share never served (or forgotten): it goes first among equals.
+  auto last_served = [&](const std::string& share) -> uint64_t {
+    auto it = last_served_.find(share);
+    return it == last_served_.end() ? 0 : it->second;
+  };
+  auto chosen = waiters_.begin();
+  for (auto it = std::next(waiters_.begin()); it != waiters_.end(); ++it) {
+    const int a = running((*it)->share), b = running((*chosen)->share);
+    if (a < b || (a == b && last_served((*it)->share) < last_served((*chosen)->share))) {
+      chosen = it;
+    }
+  }
+  Waiter* waiter = *chosen;
+  waiters_.erase(chosen);
+  ++running_[waiter->share];
+  // Bounded by forgetting: a forgotten share only counts as not served lately.
+  if (last_served_.size() >= 4096) last_served_.clear();
+  last_served_[waiter->share] = ++grants_;
+  waiter->granted = worker;
+}
+
+void CompileWorkerPool::EndJobLocked(const std::string& share) {
+  auto it = running_.find(share);
+  if (it != running_.end() && --it->second <= 0) running_.erase(it);
+}
+
+void CompileWorkerPool::Release(Worker worker, const std::string& share) {
   absl::MutexLock lock(&mu_);
-  idle_.push_back(worker);
+  EndJobLocked(share);
+  OfferLocked(worker);
 }
 
-std::string CompileWorkerPool::Discard(Worker worker) {
+std::string CompileWorkerPool::Discard(Worker worker, const std::string& share) {
   close(worker.fd);
   std::string how = KillAndReap(worker.pid);
   absl::MutexLock lock(&mu_);
+  EndJobLocked(share);
   --alive_;  // the keeper starts a replacement
   return how;
 }
@@ -222,12 +276,13 @@ absl::StatusOr<CompiledKernel> CompileWorkerPool::Compile(const std::string& bas
   job.entry = spec.name;
   job.source = spec.src;
   job.cpu_seconds = absl::ToInt64Seconds(options_.compile_timeout) + kCpuMarginSeconds;
+  const std::string share = stop != nullptr ? stop->share() : std::string();
   // A worker that died while idle fails the send; try another (a few times at most).
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<Worker> worker = Acquire(stop);
+    absl::StatusOr<Worker> worker = Acquire(share, stop);
     if (!worker.ok()) return worker.status();
     if (absl::Status sent = SendJob(worker->fd, job); !sent.ok()) {
-      Discard(*worker);
+      Discard(*worker, share);
       if (attempt < 3) continue;
       return absl::UnavailableError("compile workers keep dying before they get a job");
     }
@@ -245,7 +300,7 @@ absl::StatusOr<CompiledKernel> CompileWorkerPool::Compile(const std::string& bas
       return absl::OkStatus();
     });
     if (!frame.ok()) {
-      std::string how = Discard(*worker);
+      std::string how = Discard(*worker, share);
       absl::MutexLock lock(&mu_);
       switch (frame.status().code()) {
         case absl::StatusCode::kCancelled:
@@ -263,9 +318,9 @@ absl::StatusOr<CompiledKernel> CompileWorkerPool::Compile(const std::string& bas
     }
     absl::StatusOr<CompileReply> reply = ParseReply(*frame);
     if (!reply.ok() || reply->exiting) {
-      Discard(*worker);
+      Discard(*worker, share);
     } else {
-      Release(*worker);
+      Release(*worker, share);
     }
     absl::MutexLock lock(&mu_);
     ++stats_.compiles;

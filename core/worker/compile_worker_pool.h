@@ -6,6 +6,11 @@
 // and the call gets a status that says what happened. The daemon itself never runs LLVM or
 // NVRTC on client input.
 //
+// Callers waiting for a worker are served by share (StopFlag::share, the caller's quota key):
+// a free worker goes to the waiting caller whose share has the fewest compiles running and,
+// among those, was served longest ago (then the earliest to wait), so a caller with many slow
+// compiles queued does not hold up another's.
+//
 // Workers are started from one keeper thread that lives as long as the pool, so their
 // parent-death signal (they die with the daemon) is tied to the pool, not to a request thread.
 #ifndef UOPD_CORE_WORKER_COMPILE_WORKER_POOL_H_
@@ -14,12 +19,15 @@
 #include <sys/types.h>
 
 #include <deque>
+#include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -77,20 +85,36 @@ class CompileWorkerPool {
   };
   explicit CompileWorkerPool(CompileWorkerPoolOptions options) : options_(std::move(options)) {}
 
+  // A caller waiting for a worker.
+  struct Waiter {
+    std::string share;
+    std::optional<Worker> granted;  // set (and the waiter dequeued) by whoever hands it one
+  };
+
   void KeeperLoop();
   // Starts one worker and waits for its "ready"; the sandbox description on success.
   absl::StatusOr<std::string> SpawnWorker(Worker* worker);
-  // Takes an idle worker, waiting for one; CANCELLED if `stop` is set first.
-  absl::StatusOr<Worker> Acquire(const StopFlag* stop);
-  void Release(Worker worker);
-  // Kills the worker (if alive) and has the keeper reap and replace it. Returns how it ended
-  // if it had already died ("signal 11 (Segmentation fault)", "exit code 70"), else "".
-  std::string Discard(Worker worker);
+  // Takes a worker for `share`, waiting for one; CANCELLED if `stop` is set first.
+  absl::StatusOr<Worker> Acquire(const std::string& share, const StopFlag* stop);
+  // Gives a worker `share` used back.
+  void Release(Worker worker, const std::string& share);
+  // Kills the worker `share` used (if alive) and has the keeper reap and replace it. Returns how
+  // it ended if it had already died ("signal 11 (Segmentation fault)", "exit code 70"), else "".
+  std::string Discard(Worker worker, const std::string& share);
+  // A free worker to the waiter whose share has the fewest running, or to the idle list.
+  void OfferLocked(Worker worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndJobLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CompileWorkerPoolOptions options_;
   std::string sandbox_;
   mutable absl::Mutex mu_;
   std::deque<Worker> idle_ ABSL_GUARDED_BY(mu_);
+  std::list<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);                     // in arrival order
+  absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // jobs, by share
+  // When each share was last given a worker (grants_ counts them): among waiters with as few
+  // compiles running, the one served longest ago goes first (round robin with one worker).
+  absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);
+  uint64_t grants_ ABSL_GUARDED_BY(mu_) = 0;
   int alive_ ABSL_GUARDED_BY(mu_) = 0;  // started and not discarded
   std::string spawn_error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -2,9 +2,11 @@
 // certificates, anonymous connections (over TCP and a unix socket), and quotas on memory.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/uopd_client.h"
@@ -237,6 +239,38 @@ TEST(Identity, APlansBookkeepingIsChargedToItsOwner) {
   // Released with the plan: the quota is whole again.
   UOPD_ASSERT_OK(client.ReleasePlan(small->plan_id()));
   UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, 240000));
+}
+
+// The compile workers go to the caller with the fewest compiles running: alice's three slow
+// compiles, queued for the one worker, do not hold carol's tiny one behind all of them (in the
+// review, three slow compiles of one client made another's tiny compile miss its deadline).
+TEST(Identity, CompileWorkersServeTheCallerWithTheFewestCompilesFirst) {
+  const std::string dir = testing::TempDir("fair-compiles");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache",
+                       {"--identities=" + IdentitiesFile(dir), "--compile_workers=1"});
+  ASSERT_TRUE(daemon.running());
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  std::vector<double> alice_done(3, 0);
+  std::vector<std::thread> alice;
+  for (int i = 0; i < 3; ++i) {
+    alice.emplace_back([&, i] {
+      Client client(daemon.address(), WithToken(kAliceToken));
+      // Seconds of LLVM work each; distinct kernels, so none shares another's compile.
+      UOPD_EXPECT_OK(client.Compile(CompileOf(testing::HeavyKernel(64, 4000 + i))));
+      alice_done[i] = since_start();
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // one compiles, two wait
+  Client carol(daemon.address(), WithToken(kCarolToken));
+  UOPD_EXPECT_OK(carol.Compile(CompileOf(ScaleKernel(4, 10.0))));
+  const double carol_done = since_start();
+  for (std::thread& t : alice) t.join();
+  std::sort(alice_done.begin(), alice_done.end());
+  EXPECT_LT(carol_done, alice_done[1])
+      << "carol's tiny compile waited behind alice's queued ones: carol at " << carol_done
+      << " s, alice at " << alice_done[0] << ", " << alice_done[1] << ", " << alice_done[2];
 }
 
 TEST(Identity, ABufferAPlanKeepsUsingIsNotReclaimedAsIdle) {
