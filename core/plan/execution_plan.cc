@@ -326,15 +326,18 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteLocked(
   int initial = static_cast<int>(run->ready.size());
   for (int i = 0; i < std::min(initial - 1, pool_->size()); ++i)
     pool_->Schedule([run] { Drain(run); });
-  // The caller works too, and waits until every kernel finished or the run stopped.
+  // The caller works too until every kernel finished or the run stopped: it runs ready kernels
+  // and, while kernels run elsewhere, the pool's queued tasks (the helper of a kernel a worker
+  // splits across the cores would otherwise wait for a free worker).
   while (true) {
     Drain(run);
-    absl::MutexLock lock(&run->mu);
-    auto settled = [&run, n] {
-      return run->finished == n || !run->ready.empty() || (!run->error.ok() && run->in_flight == 0);
-    };
-    run->mu.Await(absl::Condition(&settled));
-    if (run->finished == n || (!run->error.ok() && run->in_flight == 0)) break;
+    {
+      absl::MutexLock lock(&run->mu);
+      if (run->finished == n || (!run->error.ok() && run->in_flight == 0)) break;
+      if (!run->ready.empty()) continue;
+      run->settled.store(false);
+    }
+    pool_->HelpUntil(run->settled);
   }
   absl::MutexLock lock(&run->mu);
   if (!run->error.ok()) return run->error;
@@ -406,7 +409,9 @@ void ExecutionPlan::Drain(const std::shared_ptr<RunState>& run) {
         // This thread takes one of the newly ready kernels; helpers take the rest.
         extra = std::min(static_cast<int>(run->ready.size()) - 1, run->pool->size());
       }
+      run->settled.store(true);
     }
+    run->pool->Wake();
     for (int i = 0; i < extra; ++i) run->pool->Schedule([run] { Drain(run); });
   }
 }

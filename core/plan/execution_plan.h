@@ -12,6 +12,7 @@
 #ifndef UOPD_CORE_PLAN_EXECUTION_PLAN_H_
 #define UOPD_CORE_PLAN_EXECUTION_PLAN_H_
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -121,6 +122,8 @@ class ExecutionPlan {
     std::deque<int> ready;
     int finished = 0;
     int in_flight = 0;
+    // Set (under mu) when a kernel finishes: the caller, helping the pool meanwhile, looks again.
+    std::atomic<bool> settled{false};
     absl::Status error;
     std::vector<KernelTiming> timings;
     ExecutionPlan* plan = nullptr;

@@ -42,6 +42,30 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
+void ThreadPool::HelpUntil(const std::atomic<bool>& done) {
+  struct Waiter {
+    ThreadPool* pool;
+    const std::atomic<bool>* done;
+  } waiter{this, &done};
+  while (true) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->pool->mu_) {
+            return w->done->load() || !w->pool->queue_.empty();
+          },
+          &waiter));
+      if (done.load()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+void ThreadPool::Wake() { absl::MutexLock lock(&mu_); }
+
 void ThreadPool::ParallelFor(int n, const std::function<void(int)>& fn) {
   if (n <= 0) return;
   if (n == 1 || workers_.empty()) {

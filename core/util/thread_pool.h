@@ -3,6 +3,7 @@
 #ifndef UOPD_CORE_UTIL_THREAD_POOL_H_
 #define UOPD_CORE_UTIL_THREAD_POOL_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <thread>
@@ -27,6 +28,16 @@ class ThreadPool {
   // when all are done. Safe to call from a pool worker (the caller always makes progress itself,
   // so nested calls cannot deadlock).
   void ParallelFor(int n, const std::function<void(int)>& fn);
+
+  // Runs queued tasks on the calling thread, as a worker would, until `done` is true; returns
+  // at once if it already is. For a thread that would otherwise block while the pool works for
+  // it (a plan's caller waiting for its kernels): a kernel running on a worker splits its loop
+  // through ParallelFor, and with every worker busy its helper task would wait in the queue
+  // while this thread sleeps, halving the kernel's speed. Whoever sets `done` calls Wake()
+  // after. The caller may run other callers' tasks meanwhile, as any worker does.
+  void HelpUntil(const std::atomic<bool>& done);
+  // Makes threads in HelpUntil look at their `done` again.
+  void Wake();
 
  private:
   void WorkerLoop();
