@@ -187,7 +187,6 @@ absl::StatusOr<OptimizeRequest> CachingProgramSource::ResolveHeuristic(
                           TimeOptCandidates(device, ast, contenders, options));
     if (timed.stopped) return absl::CancelledError("the call ended while timing candidates");
     KeepTimedWinner(device.spec().base_device_key(), pair, *ast, timed, render, stop);
-    KeepTimedWinner(device.spec().base_device_key(), pair, *ast, timed, render, stop);
     CacheEntry record;
     record.key = key_hex;
     record.ast_hash = ast->hash;

@@ -11,6 +11,8 @@ import os
 import pathlib
 import struct
 import subprocess
+import sys
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -207,3 +209,76 @@ def test_the_package_type_checks(tmp_path: pathlib.Path) -> None:
     assert checked.stdout.count("error:") == 1, checked.stdout
     assert "user.py:20: error: Incompatible return value type (got \"int\", expected \"str\")" \
         in checked.stdout, checked.stdout
+
+
+# --- uopd.tinygrad on a tinygrad it does not speak ---------------------------------------------
+
+def _fake_tinygrad(root: pathlib.Path, version: str) -> pathlib.Path:
+    """A package named tinygrad with `version` in its metadata and none of 0.12's modules: what
+    uopd.tinygrad meets next to tinygrad 0.14 (whose tinygrad.dtype has no PtrDType)."""
+    site = root / f"site-{version}"
+    (site / "tinygrad" / "runtime").mkdir(parents=True)
+    (site / "tinygrad" / "__init__.py").write_text(
+        "import importlib\nVALUE = 14\n"
+        "def device(name):\n"
+        "    return importlib.import_module(f'tinygrad.runtime.ops_{name.lower()}')\n")
+    (site / "tinygrad" / "runtime" / "__init__.py").write_text("")
+    info = site / f"tinygrad-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: tinygrad\nVersion: {version}\n")
+    return site
+
+
+def _python(site: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("UOPD", "DEV")}
+    environ.update(env, PYTHONPATH=str(site))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=environ,
+                          cwd=site, timeout=60)
+
+
+def test_an_unsupported_tinygrad_still_imports_and_refuses_uopd_in_one_sentence(
+        tmp_path: pathlib.Path) -> None:
+    site = _fake_tinygrad(tmp_path, "0.14.0")
+    # Importing uopd.tinygrad used to hook tinygrad's own import with a module that needs 0.12:
+    # `import tinygrad` failed with an ImportError from inside it.
+    plain = _python(site, "-c", "import uopd.tinygrad, tinygrad, sys; print(tinygrad.VALUE, "
+                    "'tinygrad.runtime.ops_uopd' in sys.modules)")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.split() == ["14", "False"]
+
+    asked = _python(site, "-c", "import uopd.tinygrad, tinygrad\ntry:\n    tinygrad.device('UOPD')\n"
+                    "except ImportError as e:\n    print(type(e).__name__, '|', e)")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.startswith("UnsupportedTinygradError | ")
+    assert "tinygrad 0.14.0" in asked.stdout and "0.12.x" in asked.stdout
+
+    (site / "prog.py").write_text("print('ran')\n")
+    run = _python(site, "-m", "uopd.tinygrad", "prog.py")
+    assert run.returncode == 2 and run.stdout == ""
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert "tinygrad 0.14.0" in run.stderr
+
+    # The .pth hook runs in every process of the environment: it says why and lets it run.
+    hook = _python(site, "-c", "import uopd.tinygrad as h, os; h._pth_hook(); "
+                   "print(os.environ.get('DEV', '-'))", UOPD="1")
+    assert hook.returncode == 0, hook.stderr
+    assert hook.stdout.strip() == "-" and "UOPD is ignored" in hook.stderr
+
+
+def test_tinygrad_012_is_the_one_spoken() -> None:
+    import uopd.tinygrad as hook
+
+    assert hook.SUPPORTED == ("0.12",)
+    for version, supported in (("0.12.0", True), ("0.12.3", True), ("0.120.0", False),
+                               ("0.13.0", False), ("0.14.0", False)):
+        hook_reason = _reason_for(hook, version)
+        assert (hook_reason is None) == supported, (version, hook_reason)
+
+
+def _reason_for(hook: Any, version: str) -> Optional[str]:
+    saved = hook.tinygrad_version
+    hook.tinygrad_version = lambda: version
+    try:
+        return hook.unsupported_reason()
+    finally:
+        hook.tinygrad_version = saved

@@ -17,6 +17,11 @@ slots); kernels go as their scheduled AST (the SINK tinygrad's scheduler produce
 AST hash). Importing this module does not import tinygrad: it installs an import hook that
 provides ``tinygrad.runtime.ops_uopd`` (``uopd.tinygrad.device``) when tinygrad asks for it, and
 imports that module at once when tinygrad is already imported.
+
+It speaks tinygrad 0.12 (``SUPPORTED``). With another tinygrad installed it stays out of the way:
+``import tinygrad`` works as without uopd, and only asking for the UOPD device (``Device["UOPD"]``,
+``DEV=UOPD``, ``UOPD=...``, ``python -m uopd.tinygrad``) fails, with one sentence that names both
+versions (``unsupported_reason()``).
 """
 from __future__ import annotations
 
@@ -32,11 +37,54 @@ from typing import Any, Optional, Sequence
 MODULE = "tinygrad.runtime.ops_uopd"
 IMPL = "uopd.tinygrad.device"
 
-__all__ = ["install", "select_from_env", "MODULE"]
+__all__ = ["install", "select_from_env", "unsupported_reason", "MODULE", "SUPPORTED"]
+
+# The tinygrad releases whose device interface and kernel ASTs this module speaks.
+SUPPORTED = ("0.12",)
+
+
+class UnsupportedTinygradError(ImportError):
+    """The installed tinygrad is one this version of uopd.tinygrad does not speak."""
+
+
+def tinygrad_version() -> Optional[str]:
+    """The installed tinygrad's version, read from its package metadata without importing it;
+    None when there is none (not installed, or a source checkout on sys.path)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("tinygrad")
+    except PackageNotFoundError:
+        return None
+
+
+def unsupported_reason() -> Optional[str]:
+    """One sentence saying why the UOPD device cannot run on the installed tinygrad, or None when
+    it can (a tinygrad without metadata is assumed to be one it speaks)."""
+    found = tinygrad_version()
+    if found is None or any(found == v or found.startswith(v + ".") for v in SUPPORTED):
+        return None
+    wanted = " and ".join(f"{v}.x" for v in SUPPORTED)
+    return (f"uopd.tinygrad {_package_version()} runs on tinygrad {wanted}, and this Python has "
+            f"tinygrad {found}: install a supported tinygrad "
+            f"(pip install 'tinygrad>={SUPPORTED[0]},<{_next_minor(SUPPORTED[-1])}') "
+            f"to use the UOPD device.")
+
+
+def _package_version() -> str:
+    from uopd import __version__
+    return __version__
+
+
+def _next_minor(release: str) -> str:
+    major, minor = release.split(".")[:2]
+    return f"{major}.{int(minor) + 1}"
 
 
 class _Loader(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        reason = unsupported_reason()
+        if reason is not None:
+            raise UnsupportedTinygradError(reason)
         return importlib.import_module(IMPL)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -67,7 +115,7 @@ class _Finder(importlib.abc.MetaPathFinder):
                   target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname == MODULE:
             return importlib.util.spec_from_loader(fullname, _Loader())
-        if fullname == "tinygrad":
+        if fullname == "tinygrad" and unsupported_reason() is None:
             for finder in sys.meta_path:
                 if finder is self or not hasattr(finder, "find_spec"):
                     continue
@@ -84,7 +132,7 @@ def install() -> None:
     is already imported. Idempotent."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
-    if "tinygrad" in sys.modules and MODULE not in sys.modules:
+    if "tinygrad" in sys.modules and MODULE not in sys.modules and unsupported_reason() is None:
         sys.modules[MODULE] = importlib.import_module(IMPL)
 
 
@@ -100,6 +148,14 @@ def select_from_env() -> bool:
 def _pth_hook() -> None:
     """What the optional .pth file runs at interpreter start, only when UOPD or DEV=UOPD is set
     (so other Python processes do not even import this package)."""
+    reason = unsupported_reason()
+    if reason is not None:
+        # Every Python process of this environment runs this: a .pth cannot end the program (it
+        # would end pip too), and UOPD=... does not make UOPD the default device; an explicit
+        # DEV=UOPD meets the reason again in tinygrad's error.
+        print(f"{reason} (UOPD is ignored)", file=sys.stderr)
+        install()
+        return
     if select_from_env():
         install()
 

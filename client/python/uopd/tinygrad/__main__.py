@@ -51,6 +51,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0 if args else 2
     os.environ.setdefault("UOPD", "1")
     import uopd.tinygrad as hook
+    reason = hook.unsupported_reason()
+    if reason is not None:
+        print(reason, file=sys.stderr)
+        return 2
     hook.select_from_env()
     hook.install()
     if args[0] == "-m" and len(args) > 1:
