@@ -313,6 +313,9 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteLocked(
 
   // Dataflow scheduling: a kernel becomes ready when its last dependency finishes.
   auto run = std::make_shared<RunState>();
+  // What this run schedules (kernels, their loops' helpers) carries its tag: the caller helps
+  // with those and no one else's.
+  ThreadPool::ScopedWork work(run.get());
   run->plan = this;
   run->pool = pool_;
   run->options = options;
@@ -337,7 +340,7 @@ absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteLocked(
       if (!run->ready.empty()) continue;
       run->settled.store(false);
     }
-    pool_->HelpUntil(run->settled);
+    pool_->HelpUntil(run.get(), run->settled);
   }
   absl::MutexLock lock(&run->mu);
   if (!run->error.ok()) return run->error;

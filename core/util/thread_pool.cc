@@ -1,11 +1,21 @@
 #include "core/util/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
 #include "absl/synchronization/blocking_counter.h"
 
 namespace uopd {
+namespace {
+thread_local const void* current_work = nullptr;
+}  // namespace
+
+ThreadPool::ScopedWork::ScopedWork(const void* work) : previous_(current_work) {
+  current_work = work;
+}
+
+ThreadPool::ScopedWork::~ScopedWork() { current_work = previous_; }
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
@@ -21,12 +31,12 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::Schedule(std::function<void()> task) {
   absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(task));
+  queue_.push_back({std::move(task), current_work});
 }
 
 void ThreadPool::WorkerLoop() {
   while (true) {
-    std::function<void()> task;
+    Task task;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
@@ -38,29 +48,38 @@ void ThreadPool::WorkerLoop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    ScopedWork scope(task.work);
+    task.run();
   }
 }
 
-void ThreadPool::HelpUntil(const std::atomic<bool>& done) {
-  struct Waiter {
+void ThreadPool::HelpUntil(const void* work, const std::atomic<bool>& done) {
+  struct Helper {
     ThreadPool* pool;
+    const void* work;
     const std::atomic<bool>* done;
-  } waiter{this, &done};
+  } helper{this, work, &done};
   while (true) {
-    std::function<void()> task;
+    Task task;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->pool->mu_) {
-            return w->done->load() || !w->pool->queue_.empty();
+          +[](Helper* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(h->pool->mu_) {
+            if (h->done->load()) return true;
+            const std::deque<Task>& queue = h->pool->queue_;
+            return std::any_of(queue.begin(), queue.end(),
+                               [h](const Task& t) { return t.work == h->work; });
           },
-          &waiter));
+          &helper));
       if (done.load()) return;
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      // Found again: the condition may have been evaluated by another thread.
+      auto it = std::find_if(queue_.begin(), queue_.end(),
+                             [work](const Task& t) { return t.work == work; });
+      task = std::move(*it);
+      queue_.erase(it);
     }
-    task();
+    ScopedWork scope(task.work);
+    task.run();
   }
 }
 

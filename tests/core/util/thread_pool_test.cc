@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace uopd {
@@ -39,6 +40,8 @@ TEST(ThreadPool, AThreadInHelpUntilRunsTheHelperOfABusyWorkersParallelFor) {
   ThreadPool pool(1);
   std::atomic<bool> done{false};
   std::atomic<int> inside{0}, peak{0}, arrived{0};
+  int run = 0;  // a plan's run, as a tag
+  ThreadPool::ScopedWork work(&run);
   pool.Schedule([&] {
     pool.ParallelFor(2, [&](int) {
       const int now = inside.fetch_add(1) + 1;
@@ -56,14 +59,43 @@ TEST(ThreadPool, AThreadInHelpUntilRunsTheHelperOfABusyWorkersParallelFor) {
     done.store(true);
     pool.Wake();
   });
-  pool.HelpUntil(done);
+  pool.HelpUntil(&run, done);
   EXPECT_EQ(peak.load(), 2) << "the two halves of the worker's loop ran one after the other";
 }
 
 TEST(ThreadPool, HelpUntilReturnsAtOnceWhenDone) {
   ThreadPool pool(1);
   std::atomic<bool> done{true};
-  pool.HelpUntil(done);
+  int run = 0;
+  pool.HelpUntil(&run, done);
+}
+
+// A caller helping with its own run must not end up inside another caller's kernel: its reply
+// would wait for work that is not its own.
+TEST(ThreadPool, HelpUntilRunsOnlyTheTasksOfItsOwnWork) {
+  ThreadPool pool(1);
+  absl::Notification release;
+  std::atomic<bool> started{false}, other_ran{false}, done{false};
+  pool.Schedule([&] {
+    started.store(true);
+    release.WaitForNotification();
+  });
+  while (!started.load()) std::this_thread::yield();
+  int mine = 0, theirs = 0;
+  {
+    ThreadPool::ScopedWork work(&theirs);
+    pool.Schedule([&] { other_ran.store(true); });
+  }
+  {
+    ThreadPool::ScopedWork work(&mine);
+    pool.Schedule([&] {
+      done.store(true);
+      pool.Wake();
+    });
+  }
+  pool.HelpUntil(&mine, done);
+  EXPECT_FALSE(other_ran.load());
+  release.Notify();
 }
 
 }  // namespace
