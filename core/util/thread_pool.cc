@@ -53,6 +53,11 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
+std::deque<ThreadPool::Task>::iterator ThreadPool::FirstTaskOf(const void* work) {
+  return std::find_if(queue_.begin(), queue_.end(),
+                      [work](const Task& t) { return t.work == work; });
+}
+
 void ThreadPool::HelpUntil(const void* work, const std::atomic<bool>& done) {
   struct Helper {
     ThreadPool* pool;
@@ -65,16 +70,12 @@ void ThreadPool::HelpUntil(const void* work, const std::atomic<bool>& done) {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](Helper* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(h->pool->mu_) {
-            if (h->done->load()) return true;
-            const std::deque<Task>& queue = h->pool->queue_;
-            return std::any_of(queue.begin(), queue.end(),
-                               [h](const Task& t) { return t.work == h->work; });
+            return h->done->load() || h->pool->FirstTaskOf(h->work) != h->pool->queue_.end();
           },
           &helper));
       if (done.load()) return;
-      // Found again: the condition may have been evaluated by another thread.
-      auto it = std::find_if(queue_.begin(), queue_.end(),
-                             [work](const Task& t) { return t.work == work; });
+      // Looked up again: the condition may have been evaluated by another thread.
+      auto it = FirstTaskOf(work);
       task = std::move(*it);
       queue_.erase(it);
     }

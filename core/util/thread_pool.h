@@ -65,6 +65,8 @@ class ThreadPool {
     const void* work;  // ScopedWork's tag when it was scheduled
   };
   std::deque<Task> queue_ ABSL_GUARDED_BY(mu_);
+  // The oldest queued task of `work`, or queue_.end().
+  std::deque<Task>::iterator FirstTaskOf(const void* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;  // constant after construction
 };

@@ -12,7 +12,6 @@ import pathlib
 import struct
 import subprocess
 import sys
-from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -265,20 +264,12 @@ def test_an_unsupported_tinygrad_still_imports_and_refuses_uopd_in_one_sentence(
     assert hook.stdout.strip() == "-" and "UOPD is ignored" in hook.stderr
 
 
-def test_tinygrad_012_is_the_one_spoken() -> None:
+def test_tinygrad_012_is_the_one_spoken(monkeypatch: pytest.MonkeyPatch) -> None:
     import uopd.tinygrad as hook
 
     assert hook.SUPPORTED == ("0.12",)
     for version, supported in (("0.12.0", True), ("0.12.3", True), ("0.120.0", False),
                                ("0.13.0", False), ("0.14.0", False)):
-        hook_reason = _reason_for(hook, version)
-        assert (hook_reason is None) == supported, (version, hook_reason)
-
-
-def _reason_for(hook: Any, version: str) -> Optional[str]:
-    saved = hook.tinygrad_version
-    hook.tinygrad_version = lambda: version
-    try:
-        return hook.unsupported_reason()
-    finally:
-        hook.tinygrad_version = saved
+        monkeypatch.setattr(hook, "tinygrad_version", lambda: version)
+        reason = hook.unsupported_reason()
+        assert (reason is None) == supported, (version, reason)

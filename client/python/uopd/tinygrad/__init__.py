@@ -25,6 +25,7 @@ versions (``unsupported_reason()``).
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -47,9 +48,10 @@ class UnsupportedTinygradError(ImportError):
     """The installed tinygrad is one this version of uopd.tinygrad does not speak."""
 
 
+@functools.lru_cache(maxsize=None)
 def tinygrad_version() -> Optional[str]:
-    """The installed tinygrad's version, read from its package metadata without importing it;
-    None when there is none (not installed, or a source checkout on sys.path)."""
+    """The installed tinygrad's version, read once from its package metadata without importing
+    it; None when there is none (not installed, or a source checkout on sys.path)."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         return version("tinygrad")
