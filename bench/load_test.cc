@@ -5,7 +5,12 @@
 // memory of the daemon (and its compile workers) before and after; exits 1 on any unexpected
 // error, so it doubles as a test.
 //
+// With --attacker the honest clients act as one identity and run twice on one daemon: alone,
+// then beside every attack of the security review at once (bench/load_attacker.h); the report
+// puts their latencies side by side and counts what the daemon answered each attack.
+//
 //   load_test --daemon PATH [--clients 32] [--seconds 20] [--max_ops 1000000] [--label TEXT]
+//             [--daemon_flag --flag=value]... [--attacker [--attacks slow_compiles,...]]
 #include <dirent.h>
 #include <sys/types.h>
 
@@ -20,9 +25,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
+#include "bench/load_attacker.h"
 #include "client/uopd_client.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/daemon_requests.h"
@@ -95,9 +102,11 @@ uopd::v1::ExecuteRequest AddRequest(int64_t n) {
 }
 
 // One client's loop: a fixed mix of operations until the time or the operation budget ends.
-void ClientLoop(const std::string& address, int id, std::chrono::steady_clock::time_point end,
-                std::atomic<int64_t>& budget, Results& results) {
-  uopd::Client client(address);
+// `salt` keeps each run's new kernels new.
+void ClientLoop(const std::string& address, const uopd::ClientOptions& options, int id, double salt,
+                std::chrono::steady_clock::time_point end, std::atomic<int64_t>& budget,
+                Results& results) {
+  uopd::Client client(address, options);
   std::mt19937 rng(id);
   const uopd::v1::ExecuteRequest add = AddRequest(4096);
   const std::string payload(64 << 10, static_cast<char>(id));
@@ -114,7 +123,7 @@ void ClientLoop(const std::string& address, int id, std::chrono::steady_clock::t
     if (dice < 25) {
       // Mostly kernels every client shares (cache hits); one in ten is new (a real compile).
       const bool is_new = rng() % 10 == 0;
-      const double factor = is_new ? 1000.0 + id * 100000.0 + (++fresh) : 1.0 + rng() % 16;
+      const double factor = is_new ? 1000.0 + salt + id * 100000.0 + (++fresh) : 1.0 + rng() % 16;
       timed(is_new ? "compile (new)" : "compile (hit)", [&] {
         return client.Compile(uopd::testing::CompileOf(uopd::testing::ScaleKernel(256, factor)))
             .status();
@@ -150,78 +159,174 @@ void ClientLoop(const std::string& address, int id, std::chrono::steady_clock::t
   }
 }
 
+struct RunResult {
+  Results results;
+  double elapsed = 0;
+  double rss_peak = 0;
+  int64_t operations() const {
+    int64_t total = 0;
+    for (const auto& [op, samples] : results.latency) total += static_cast<int64_t>(samples.size());
+    return total;
+  }
+  int64_t errors() const {
+    int64_t total = 0;
+    for (const auto& [what, count] : results.errors) total += count;
+    return total;
+  }
+};
+
+// `clients` honest clients for `seconds` (or until `max_ops` operations), sampling the daemon's
+// resident memory meanwhile.
+void RunClients(const uopd::testing::DaemonProcess& daemon, const uopd::ClientOptions& options,
+                int clients, int seconds, int64_t max_ops, double salt, RunResult& run) {
+  std::atomic<int64_t> budget{max_ops};
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::seconds(seconds);
+  std::vector<std::thread> threads;
+  for (int id = 0; id < clients; ++id) {
+    threads.emplace_back(ClientLoop, daemon.address(), std::cref(options), id, salt, end,
+                         std::ref(budget), std::ref(run.results));
+  }
+  while (std::chrono::steady_clock::now() < end && budget.load() > 0) {
+    run.rss_peak = std::max(run.rss_peak, ResidentMiB(daemon.pid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& t : threads) t.join();
+  run.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void PrintErrors(const RunResult& run) {
+  for (const auto& [what, count] : run.results.errors) {
+    std::printf("ERROR x%lld %s\n", static_cast<long long>(count), what.c_str());
+  }
+}
+
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string daemon_path, label = "uopd";
   int clients = 32, seconds = 20;
   int64_t max_ops = 1'000'000;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool attacker = false;
+  std::vector<std::string> attacks, daemon_flags;
+  for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--attacker") {
+      attacker = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (arg == "--daemon")
-      daemon_path = argv[i + 1];
+      daemon_path = argv[++i];
     else if (arg == "--clients")
-      clients = std::atoi(argv[i + 1]);
+      clients = std::atoi(argv[++i]);
     else if (arg == "--seconds")
-      seconds = std::atoi(argv[i + 1]);
+      seconds = std::atoi(argv[++i]);
     else if (arg == "--max_ops")
-      max_ops = std::atoll(argv[i + 1]);
+      max_ops = std::atoll(argv[++i]);
     else if (arg == "--label")
-      label = argv[i + 1];
+      label = argv[++i];
+    else if (arg == "--daemon_flag")
+      daemon_flags.push_back(argv[++i]);
+    else if (arg == "--attacks")
+      attacks = absl::StrSplit(argv[++i], ',');
   }
   if (daemon_path.empty()) {
     std::fprintf(stderr,
                  "usage: load_test --daemon PATH [--clients N] [--seconds S] "
-                 "[--max_ops N] [--label TEXT]\n");
+                 "[--max_ops N] [--label TEXT] [--daemon_flag --flag=value]... "
+                 "[--attacker [--attacks a,b,...]]\n");
     return 2;
   }
-  uopd::testing::DaemonProcess daemon(daemon_path, uopd::testing::TempDir("load-test"));
+  const std::string dir = uopd::testing::TempDir("load-test");
+  std::vector<std::string> flags;
+  uopd::ClientOptions honest;
+  std::string attacker_token;
+  if (attacker) {
+    // Two identities and anonymous callers that may compile and run, as on a shared server;
+    // a 256 MiB quota each, so the memory attacks reach it within the run.
+    honest.token = "honest-token-2f7c1d9a";
+    attacker_token = "attacker-token-9e4b0a3c";
+    WriteFile(dir + ".identities", "honest compile,run token:" + honest.token +
+                                       "\nattacker compile,run token:" + attacker_token + "\n");
+    flags = {"--identities=" + dir + ".identities", "--anonymous_rights=compile,run",
+             "--max_client_bytes=268435456"};
+  }
+  flags.insert(flags.end(), daemon_flags.begin(), daemon_flags.end());
+  uopd::testing::DaemonProcess daemon(daemon_path, dir, flags);
   if (!daemon.running()) return 1;
   {
-    uopd::Client warm(daemon.address());  // the shared kernels, compiled once
+    uopd::Client warm(daemon.address(), honest);  // the shared kernels, compiled once
     for (int f = 1; f <= 16; ++f) {
       (void)warm.Compile(uopd::testing::CompileOf(uopd::testing::ScaleKernel(256, f)));
     }
     (void)warm.Execute(AddRequest(4096));
   }
   const double rss_before = ResidentMiB(daemon.pid());
-  Results results;
-  std::atomic<int64_t> budget{max_ops};
-  const auto start = std::chrono::steady_clock::now();
-  const auto end = start + std::chrono::seconds(seconds);
-  std::vector<std::thread> threads;
-  for (int id = 0; id < clients; ++id) {
-    threads.emplace_back(ClientLoop, daemon.address(), id, end, std::ref(budget),
-                         std::ref(results));
-  }
-  double rss_peak = 0;
-  while (std::chrono::steady_clock::now() < end && budget.load() > 0) {
-    rss_peak = std::max(rss_peak, ResidentMiB(daemon.pid()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  for (auto& t : threads) t.join();
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // calls done; what stays resident
-  const double rss_after = ResidentMiB(daemon.pid());
-
-  int64_t total = 0, errors = 0;
-  for (const auto& [op, samples] : results.latency) total += static_cast<int64_t>(samples.size());
-  for (const auto& [what, count] : results.errors) errors += count;
+  RunResult alone;
+  RunClients(daemon, honest, clients, seconds, max_ops, 0, alone);
   std::printf("%s: %d clients, %.1f s, %lld operations, %.0f ops/s, %lld unexpected errors\n",
-              label.c_str(), clients, elapsed, static_cast<long long>(total), total / elapsed,
-              static_cast<long long>(errors));
-  std::printf("%-30s %8s %10s %10s %10s\n", "operation", "count", "p50 ms", "p99 ms", "max ms");
-  for (const auto& [op, samples] : results.latency) {
-    using uopd::bench::Percentile;
-    std::printf("%-30s %8zu %10.2f %10.2f %10.2f\n", op.c_str(), samples.size(),
-                1e3 * Percentile(samples, 0.5), 1e3 * Percentile(samples, 0.99),
-                1e3 * Percentile(samples, 1.0));
+              label.c_str(), clients, alone.elapsed, static_cast<long long>(alone.operations()),
+              alone.operations() / alone.elapsed, static_cast<long long>(alone.errors()));
+  using uopd::bench::Percentile;
+  if (!attacker) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // calls done; what stays resident
+    const double rss_after = ResidentMiB(daemon.pid());
+    std::printf("%-30s %8s %10s %10s %10s\n", "operation", "count", "p50 ms", "p99 ms", "max ms");
+    for (const auto& [op, samples] : alone.results.latency) {
+      std::printf("%-30s %8zu %10.2f %10.2f %10.2f\n", op.c_str(), samples.size(),
+                  1e3 * Percentile(samples, 0.5), 1e3 * Percentile(samples, 0.99),
+                  1e3 * Percentile(samples, 1.0));
+    }
+    std::printf("resident MiB (daemon + compile workers): before %.0f, peak %.0f, after %.0f\n",
+                rss_before, alone.rss_peak, rss_after);
+    PrintErrors(alone);
+    return alone.errors() == 0 ? 0 : 1;
   }
-  std::printf("resident MiB (daemon + compile workers): before %.0f, peak %.0f, after %.0f\n",
-              rss_before, rss_peak, rss_after);
-  for (const auto& [what, count] : results.errors) {
-    std::printf("ERROR x%lld %s\n", static_cast<long long>(count), what.c_str());
+
+  uopd::bench::Attacker attack({daemon.address(), daemon.metrics_address(), attacker_token,
+                                /*idle_connections=*/500, attacks});
+  attack.Start();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // every attack under way
+  RunResult attacked;
+  RunClients(daemon, honest, clients, seconds, max_ops, 1e7, attacked);
+  attack.Stop();
+  // The daemon still serves after the attacker has gone.
+  uopd::Client after(daemon.address(), honest);
+  const absl::Status alive = after.Execute(AddRequest(4096)).status();
+  const std::string scrape = daemon.ScrapeMetrics();
+
+  std::printf("%s with the attacker: %.1f s, %lld operations, %.0f ops/s, %lld unexpected errors\n",
+              label.c_str(), attacked.elapsed, static_cast<long long>(attacked.operations()),
+              attacked.operations() / attacked.elapsed, static_cast<long long>(attacked.errors()));
+  std::printf("%-30s %17s %17s %17s %8s\n", "honest operation", "count alone/with",
+              "p50 ms alone/with", "p99 ms alone/with", "p99 x");
+  for (const auto& [op, samples] : alone.results.latency) {
+    const std::vector<double>& with = attacked.results.latency[op];
+    const double p99 = Percentile(samples, 0.99), p99_with = Percentile(with, 0.99);
+    std::printf("%-30s %8zu/%-8zu %8.2f/%-8.2f %8.2f/%-8.2f %8.2f\n", op.c_str(), samples.size(),
+                with.size(), 1e3 * Percentile(samples, 0.5), 1e3 * Percentile(with, 0.5), 1e3 * p99,
+                1e3 * p99_with, p99 > 0 ? p99_with / p99 : 0.0);
   }
-  return errors == 0 ? 0 : 1;
+  std::printf("attack: what the daemon answered\n");
+  for (const auto& [what, count] : attack.Outcomes()) {
+    std::printf("  %-62s x%lld\n", what.c_str(), static_cast<long long>(count));
+  }
+  std::printf(
+      "resident MiB (daemon + compile workers): before %.0f, peak alone %.0f, with the "
+      "attacker %.0f\n",
+      rss_before, alone.rss_peak, attacked.rss_peak);
+  std::printf("after the attack: an honest Execute %s, /metrics %s\n",
+              alive.ok() ? "succeeds" : alive.ToString().c_str(),
+              scrape.find("uopd_") != std::string::npos ? "answers" : "does not answer");
+  for (absl::string_view line : absl::StrSplit(scrape, '\n')) {
+    if (absl::StartsWith(line, "uopd_compile_worker_events_total")) {
+      std::printf("  %s\n", std::string(line).c_str());
+    }
+  }
+  PrintErrors(alone);
+  PrintErrors(attacked);
+  return alone.errors() == 0 && attacked.errors() == 0 && alive.ok() ? 0 : 1;
 }

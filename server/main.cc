@@ -36,6 +36,7 @@
 #include "core/cache/entry_signature.h"
 #include "core/cache/memory_tier.h"
 #include "core/cache/redis_tier.h"
+#include "core/util/large_stack.h"
 #include "core/util/log.h"
 #include "core/worker/compile_worker_pool.h"
 #include "core/worker/sandboxed_compiler.h"
@@ -108,6 +109,11 @@ ABSL_FLAG(bool, allow_client_source, false,
 ABSL_FLAG(int32_t, compile_workers, 0,
           "sandboxed compiler processes (0 = one per core, at most 8)");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120), "longest one compile may take");
+ABSL_FLAG(int32_t, compile_nice, 0,
+          "added to the nice value of the compile workers and the daemon's compile threads "
+          "(optimize, search, render): compiles then take the CPU the daemon's short calls "
+          "(Execute, cache hits, copies) leave, and wait longer on a busy daemon (0: the "
+          "daemon's priority)");
 ABSL_FLAG(int64_t, compile_memory_bytes, 0,
           "address space of a compile worker (0 = a quarter of the host's memory, 1-8 GiB)");
 ABSL_FLAG(int64_t, max_object_bytes, int64_t{64} << 20, "largest compiled kernel, bytes");
@@ -333,6 +339,7 @@ int Run() {
 
   // Compilers run in sandboxed worker processes: what a compile does to its process (crash,
   // exhaust memory, loop, read files it is told to) never reaches the daemon.
+  SetCompileThreadNice(absl::GetFlag(FLAGS_compile_nice));
   std::unique_ptr<CompileWorkerPool> compile_workers;
   CompilerWrapper wrap_compiler;
   if (!absl::GetFlag(FLAGS_compile_in_process)) {
@@ -346,6 +353,7 @@ int Run() {
       options.workers = std::min(8, static_cast<int>(std::thread::hardware_concurrency()));
     }
     options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
+    options.nice = absl::GetFlag(FLAGS_compile_nice);
     options.max_reply_bytes = 2 * absl::GetFlag(FLAGS_max_object_bytes) + (1 << 20);
     auto started = CompileWorkerPool::Start(options);
     if (!started.ok()) {

@@ -19,6 +19,14 @@ absl::StatusOr<ProgramSpec> Render(const CompilerPair& pair,
   return spec;
 }
 
+// OptimizeKernel on a compile thread (core/util/large_stack.h): its time grows with the AST.
+absl::StatusOr<OptimizedKernel> Optimize(const std::shared_ptr<const KernelAst>& ast,
+                                         const OptTarget& target, const OptimizeRequest& request) {
+  absl::StatusOr<OptimizedKernel> optimized = absl::InternalError("not optimized");
+  RunOnLargeStack(kCompileStackBytes, [&] { optimized = OptimizeKernel(ast, target, request); });
+  return optimized;
+}
+
 // The cache entry for `spec` compiled by `pair`, naming the key and AST it belongs to.
 absl::StatusOr<CacheEntry> CompileEntry(const CompilerPair& pair, const ProgramSpec& spec,
                                         const CacheKey& key, const std::string& key_hex,
@@ -274,7 +282,7 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   std::optional<std::vector<Opt>> applied = ChosenOpts(chosen_key);
   if (!applied.has_value()) {
     UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "optimizing"));
-    UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
+    UOPD_ASSIGN_OR_RETURN(optimized, Optimize(ast, target, request));
     applied = optimized->applied;
     RememberChosenOpts(chosen_key, optimized->applied);
   }
@@ -286,7 +294,7 @@ absl::StatusOr<CompileResult> CachingProgramSource::CompileFor(const std::string
   auto compile = [&]() -> absl::StatusOr<CacheEntry> {
     if (!optimized.has_value()) {
       UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "optimizing"));
-      UOPD_ASSIGN_OR_RETURN(optimized, OptimizeKernel(ast, target, request));
+      UOPD_ASSIGN_OR_RETURN(optimized, Optimize(ast, target, request));
     }
     UOPD_RETURN_IF_ERROR(CheckNotStopped(stop, "rendering"));
     UOPD_ASSIGN_OR_RETURN(ProgramSpec spec, Render(pair, optimized->ast, request.render));

@@ -1,11 +1,27 @@
 #include "core/util/large_stack.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
 
 namespace uopd {
 namespace {
 
+// The nice value compile threads run at, absolute (so nested ones do not add up); INT_MIN: leave
+// them at their creator's.
+std::atomic<int> compile_thread_nice{INT32_MIN};
+
 void* Trampoline(void* arg) {
+  if (const int nice = compile_thread_nice.load(std::memory_order_relaxed); nice != INT32_MIN) {
+    // Linux: the nice value is a thread's own; best effort (a thread at the process's priority
+    // still does its work).
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice);
+  }
   (*static_cast<const std::function<void()>*>(arg))();
   return nullptr;
 }
@@ -24,6 +40,17 @@ void RunOnLargeStack(size_t stack_bytes, const std::function<void()>& fn) {
     return;
   }
   pthread_join(thread, nullptr);
+}
+
+void SetCompileThreadNice(int nice) {
+  if (nice <= 0) {
+    compile_thread_nice = INT32_MIN;
+    return;
+  }
+  errno = 0;
+  const int base = getpriority(PRIO_PROCESS, 0);
+  if (errno != 0) return;
+  compile_thread_nice = std::min(19, base + nice);
 }
 
 }  // namespace uopd

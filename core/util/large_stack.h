@@ -18,6 +18,14 @@ inline constexpr size_t kCompileStackBytes = size_t{512} << 20;
 // `fn` on the calling thread if such a thread cannot be created.
 void RunOnLargeStack(size_t stack_bytes, const std::function<void()>& fn);
 
+// What runs on those threads is compilation (optimizing, ranking candidates, searching,
+// rendering): work whose time grows with what a client sends, that only its own caller waits
+// for. Set once before serving, `nice` makes those threads that much nicer than the process
+// (as the compile workers are), so that one client's large compiles take the CPU the daemon's
+// short calls (Execute, cache hits, copies) leave instead of slowing every client's. 0, the
+// default, leaves them at the process's priority.
+void SetCompileThreadNice(int nice);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_UTIL_LARGE_STACK_H_

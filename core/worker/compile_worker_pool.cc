@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,6 +24,8 @@ namespace {
 
 constexpr int kWorkerFd = 3;
 constexpr absl::Duration kReadyTimeout = absl::Seconds(30);
+// How long after a caller's last compile started it still counts as active for the reserve.
+constexpr absl::Duration kReserveWindow = absl::Seconds(5);
 // A worker gets this much CPU time beyond the wall-clock limit before it kills itself.
 constexpr int64_t kCpuMarginSeconds = 5;
 
@@ -123,6 +127,12 @@ absl::StatusOr<std::string> CompileWorkerPool::SpawnWorker(Worker* worker) {
     return absl::InternalError(
         absl::StrCat("posix_spawn ", options_.executable, ": ", std::strerror(rc)));
   }
+  // Best effort: a worker at the daemon's own priority still works.
+  if (options_.nice > 0) {
+    errno = 0;
+    const int base = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0) (void)setpriority(PRIO_PROCESS, pid, std::min(19, base + options_.nice));
+  }
   const absl::Time deadline = absl::Now() + kReadyTimeout;
   auto frame = ReadFrame(fds[0], 1 << 16, [&]() -> absl::Status {
     if (absl::Now() > deadline) return absl::DeadlineExceededError("no ready message in 30 s");
@@ -184,12 +194,10 @@ absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::
   if (stop != nullptr && stop->stopped()) {
     return absl::CancelledError("the call ended while waiting for a compile worker");
   }
-  if (waiters_.empty() && !idle_.empty()) {
+  if (waiters_.empty() && !idle_.empty() && MayTakeLocked(share)) {
     Worker worker = idle_.front();
     idle_.pop_front();
-    ++running_[share];
-    if (last_served_.size() >= 4096) last_served_.clear();
-    last_served_[share] = ++grants_;
+    GrantLocked(share);
     return worker;
   }
   Waiter me{share, std::nullopt};
@@ -203,10 +211,17 @@ absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::
       return absl::UnavailableError(
           absl::StrCat("no compile worker can be started: ", spawn_error_));
     }
-    // Stop flags are not under the mutex: look again every few milliseconds.
+    // Stop flags are not under the mutex: look again every few milliseconds. A worker left
+    // idle for the reserve is taken once the reserve no longer applies.
     mu_.AwaitWithTimeout(absl::Condition(
                              +[](Waiter* w) { return w->granted.has_value(); }, &me),
                          absl::Milliseconds(5));
+    if (!me.granted.has_value() && !idle_.empty() && MayTakeLocked(share)) {
+      waiters_.erase(place);
+      me.granted = idle_.front();
+      idle_.pop_front();
+      GrantLocked(share);
+    }
   }
   if (stop != nullptr && stop->stopped()) {  // granted, but no longer wanted
     EndJobLocked(share);
@@ -230,20 +245,52 @@ void CompileWorkerPool::OfferLocked(Worker worker) {
     auto it = last_served_.find(share);
     return it == last_served_.end() ? 0 : it->second;
   };
-  auto chosen = waiters_.begin();
-  for (auto it = std::next(waiters_.begin()); it != waiters_.end(); ++it) {
+  auto chosen = waiters_.end();
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (!MayTakeLocked((*it)->share)) continue;
+    if (chosen == waiters_.end()) {
+      chosen = it;
+      continue;
+    }
     const int a = running((*it)->share), b = running((*chosen)->share);
     if (a < b || (a == b && last_served((*it)->share) < last_served((*chosen)->share))) {
       chosen = it;
     }
   }
+  if (chosen == waiters_.end()) {  // every waiter is at its share: the reserve stays idle
+    idle_.push_back(worker);
+    return;
+  }
   Waiter* waiter = *chosen;
   waiters_.erase(chosen);
-  ++running_[waiter->share];
+  GrantLocked(waiter->share);
+  waiter->granted = worker;
+}
+
+bool CompileWorkerPool::MayTakeLocked(const std::string& share) const {
+  if (options_.workers < 2) return true;
+  auto it = running_.find(share);
+  if (it == running_.end() || it->second < options_.workers - 1) return true;
+  const absl::Time now = absl::Now();
+  for (const auto& [other, count] : running_) {
+    if (other != share && count > 0) return false;
+  }
+  for (const Waiter* waiter : waiters_) {
+    if (waiter->share != share) return false;
+  }
+  for (const auto& [other, when] : last_granted_at_) {
+    if (other != share && now - when < kReserveWindow) return false;
+  }
+  return true;
+}
+
+void CompileWorkerPool::GrantLocked(const std::string& share) {
+  ++running_[share];
   // Bounded by forgetting: a forgotten share only counts as not served lately.
   if (last_served_.size() >= 4096) last_served_.clear();
-  last_served_[waiter->share] = ++grants_;
-  waiter->granted = worker;
+  last_served_[share] = ++grants_;
+  if (last_granted_at_.size() >= 4096) last_granted_at_.clear();
+  last_granted_at_[share] = absl::Now();
 }
 
 void CompileWorkerPool::EndJobLocked(const std::string& share) {

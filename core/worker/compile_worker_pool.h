@@ -45,6 +45,10 @@ struct CompileWorkerPoolOptions {
   absl::Duration compile_timeout = absl::Seconds(120);
   // Largest reply accepted from a worker (object + PTX); workers refuse larger ones first.
   int64_t max_reply_bytes = int64_t{256} << 20;
+  // Added to each worker's nice value (0: the daemon's own): with it, compiles take the cores
+  // the daemon's threads leave, so a client keeping every worker busy slows others' Executes
+  // and cache hits less, and every compile waits longer on a busy daemon (README, Security).
+  int nice = 0;
 };
 
 struct CompileWorkerStats {
@@ -101,8 +105,16 @@ class CompileWorkerPool {
   // Kills the worker `share` used (if alive) and has the keeper reap and replace it. Returns how
   // it ended if it had already died ("signal 11 (Segmentation fault)", "exit code 70"), else "".
   std::string Discard(Worker worker, const std::string& share);
-  // A free worker to the waiter whose share has the fewest running, or to the idle list.
+  // A free worker to the waiter whose share has the fewest running (among those that may take
+  // one), or to the idle list.
   void OfferLocked(Worker worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `share` may take one more worker now: one worker stays for other callers while any
+  // has compiled lately (kReserveWindow), so a client that keeps every worker busy with slow
+  // compiles cannot make another's compile wait for one of them to end. Alone, a caller uses
+  // all of them.
+  bool MayTakeLocked(const std::string& share) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a worker given to `share`.
+  void GrantLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJobLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CompileWorkerPoolOptions options_;
@@ -114,6 +126,7 @@ class CompileWorkerPool {
   // When each share was last given a worker (grants_ counts them): among waiters with as few
   // compiles running, the one served longest ago goes first (round robin with one worker).
   absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Time> last_granted_at_ ABSL_GUARDED_BY(mu_);
   uint64_t grants_ ABSL_GUARDED_BY(mu_) = 0;
   int alive_ ABSL_GUARDED_BY(mu_) = 0;  // started and not discarded
   std::string spawn_error_ ABSL_GUARDED_BY(mu_);

@@ -273,6 +273,49 @@ TEST(Identity, CompileWorkersServeTheCallerWithTheFewestCompilesFirst) {
       << " s, alice at " << alice_done[0] << ", " << alice_done[1] << ", " << alice_done[2];
 }
 
+// With two workers, one caller's two slow compiles leave one worker for a caller that compiled
+// lately: carol's tiny compile does not wait for one of alice's to end (in the attacker load
+// test, honest compiles waited 3 s at the median behind an attacker's slow ones).
+TEST(Identity, ACallerKeepsOneWorkerFreeForOthersWhoCompiledLately) {
+  const std::string dir = testing::TempDir("reserve-compiles");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache",
+                       {"--identities=" + IdentitiesFile(dir), "--compile_workers=2"});
+  ASSERT_TRUE(daemon.running());
+  Client carol(daemon.address(), WithToken(kCarolToken));
+  UOPD_ASSERT_OK(carol.Compile(CompileOf(ScaleKernel(4, 11.0))));  // carol is a recent caller
+  for (int i = 0; i < 500 && daemon.Metric("uopd_compile_workers_idle") != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers started
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  std::vector<double> alice_done(2, 0);
+  std::vector<std::thread> alice;
+  for (int i = 0; i < 2; ++i) {
+    alice.emplace_back([&, i] {
+      Client client(daemon.address(), WithToken(kAliceToken));
+      UOPD_EXPECT_OK(client.Compile(CompileOf(testing::HeavyKernel(64, 9000 + i))));
+      alice_done[i] = since_start();
+    });
+  }
+  // Once one of alice's reaches a worker (her two render side by side, so the other is there
+  // too if it may be), carol compiles.
+  for (int i = 0; i < 600 && daemon.Metric("uopd_compile_workers_idle") == 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double carol_sent = since_start();
+  UOPD_EXPECT_OK(carol.Compile(CompileOf(ScaleKernel(4, 12.0))));
+  const double carol_took = since_start() - carol_sent;
+  for (std::thread& t : alice) t.join();
+  // Meaningful only if alice's were still compiling well after carol's was sent.
+  ASSERT_GT(std::min(alice_done[0], alice_done[1]), carol_sent + 2)
+      << "alice's compiles were too quick for this machine";
+  EXPECT_LT(carol_took, 1.0) << "carol's tiny compile waited for one of alice's: it took "
+                             << carol_took << " s, alice's ended at " << alice_done[0] << " and "
+                             << alice_done[1] << " s";
+}
+
 TEST(Identity, ABufferAPlanKeepsUsingIsNotReclaimedAsIdle) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("plan-idle"), {"--idle_ttl=1s"});
   ASSERT_TRUE(daemon.running());
