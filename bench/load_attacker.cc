@@ -1,8 +1,5 @@
 #include "bench/load_attacker.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,12 +8,11 @@
 #include <cstdlib>
 #include <memory>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "client/uopd_client.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "tests/testing/daemon_process.h"
 #include "tests/testing/daemon_requests.h"
 #include "tests/testing/sample_kernels.h"
 #include "uopd/v1/kernel_service.grpc.pb.h"
@@ -32,24 +28,6 @@ ClientOptions WithToken(const std::string& token) {
   ClientOptions options;
   options.token = token;
   return options;
-}
-
-// A TCP connection to "127.0.0.1:PORT", -1 on failure.
-int Connect(const std::string& address) {
-  std::vector<std::string> parts = absl::StrSplit(address, ':');
-  int port = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) return -1;
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, parts[0].c_str(), &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Sleeps in short steps while `running`, so Stop() is never held up long.
@@ -215,7 +193,7 @@ void Attacker::IdleSockets() {
   static constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
   std::vector<int> held;
   for (int i = 0; i < targets_.idle_connections && running(); ++i) {
-    const int fd = Connect(targets_.address);
+    const int fd = testing::DaemonProcess::ConnectTcp(targets_.address);
     Count("idle TCP connection (HTTP/2 preface)",
           fd < 0 ? absl::UnavailableError("connect") : absl::OkStatus());
     if (fd < 0) continue;
@@ -223,7 +201,7 @@ void Attacker::IdleSockets() {
     held.push_back(fd);
   }
   for (int i = 0; i < 12 && running(); ++i) {
-    const int fd = Connect(targets_.metrics_address);
+    const int fd = testing::DaemonProcess::ConnectTcp(targets_.metrics_address);
     Count("half-sent /metrics request",
           fd < 0 ? absl::UnavailableError("connect") : absl::OkStatus());
     if (fd < 0) continue;

@@ -25,8 +25,7 @@ struct AttackTargets {
   std::vector<std::string> only;
 };
 
-// The attacks by name: slow_compiles, past_deadline, silent_streams, memory, big_plans,
-// opt_lists, idle_sockets.
+// The attacks by name (AttackTargets::only, load_test's --attacks).
 inline constexpr const char* kAttacks[] = {"slow_compiles", "past_deadline", "silent_streams",
                                            "memory",        "big_plans",     "opt_lists",
                                            "idle_sockets"};

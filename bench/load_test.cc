@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -239,6 +240,13 @@ int main(int argc, char** argv) {
                  "[--max_ops N] [--label TEXT] [--daemon_flag --flag=value]... "
                  "[--attacker [--attacks a,b,...]]\n");
     return 2;
+  }
+  for (const std::string& name : attacks) {
+    if (std::find(std::begin(uopd::bench::kAttacks), std::end(uopd::bench::kAttacks), name) ==
+        std::end(uopd::bench::kAttacks)) {
+      std::fprintf(stderr, "unknown attack '%s'; bench/load_attacker.h names them\n", name.c_str());
+      return 2;
+    }
   }
   const std::string dir = uopd::testing::TempDir("load-test");
   std::vector<std::string> flags;

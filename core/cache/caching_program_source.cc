@@ -13,18 +13,13 @@ namespace {
 absl::StatusOr<ProgramSpec> Render(const CompilerPair& pair,
                                    const std::shared_ptr<const KernelAst>& ast,
                                    const RenderOptions& options) {
-  absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
-  RunOnLargeStack(kCompileStackBytes,
-                  [&] { spec = pair.renderer->Render(ast, ast->DefaultName(), options); });
-  return spec;
+  return OnCompileStack([&] { return pair.renderer->Render(ast, ast->DefaultName(), options); });
 }
 
 // OptimizeKernel on a compile thread (core/util/large_stack.h): its time grows with the AST.
 absl::StatusOr<OptimizedKernel> Optimize(const std::shared_ptr<const KernelAst>& ast,
                                          const OptTarget& target, const OptimizeRequest& request) {
-  absl::StatusOr<OptimizedKernel> optimized = absl::InternalError("not optimized");
-  RunOnLargeStack(kCompileStackBytes, [&] { optimized = OptimizeKernel(ast, target, request); });
-  return optimized;
+  return OnCompileStack([&] { return OptimizeKernel(ast, target, request); });
 }
 
 // The cache entry for `spec` compiled by `pair`, naming the key and AST it belongs to.

@@ -495,8 +495,8 @@ std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler,
   if (scheduler.target().has_local || Toposort(scheduler.root()).size() > kMaxRankedNodes) {
     return {};
   }
-  std::vector<RankedCandidate> ranked;
-  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler, as_written); });
+  const std::vector<RankedCandidate> ranked =
+      OnCompileStack([&] { return RankCpuCandidates(scheduler, as_written); });
   if (ranked.empty()) return {{}};  // nothing costed: the kernel as written
   std::vector<std::vector<Opt>> out = {ranked.front().opts};
   const double best = ranked.front().cycles;
@@ -526,9 +526,9 @@ void ApplyCpuHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> a
     FirstCpuHeuristic(scheduler).Run();
     return;
   }
-  std::vector<RankedCandidate> ranked;
   // The lowering recurses over expression chains as deep as the IR allows.
-  RunOnLargeStack(kCompileStackBytes, [&] { ranked = RankCpuCandidates(scheduler, as_written); });
+  const std::vector<RankedCandidate> ranked =
+      OnCompileStack([&] { return RankCpuCandidates(scheduler, as_written); });
   if (ranked.empty()) return;
   for (const Opt& opt : ranked.front().opts) {
     if (!scheduler.Apply(opt).ok()) return;  // cannot happen: the same opts on the same AST

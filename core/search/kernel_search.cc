@@ -280,11 +280,10 @@ class Searcher {
   absl::StatusOr<Built> Build(const std::shared_ptr<const KernelAst>& ast, std::vector<Opt> opts) {
     Built built;
     built.opts = std::move(opts);
-    absl::StatusOr<ProgramSpec> spec = absl::InternalError("not rendered");
-    RunOnLargeStack(kCompileStackBytes, [&] {
+    absl::StatusOr<ProgramSpec> spec = OnCompileStack([&] {
       // Named as the compile path names it (caching_program_source's Render), so a tournament's
       // winner is the very program a compile of its opts would produce.
-      spec = pair_.renderer->Render(ast, ast->DefaultName(), options_.render);
+      return pair_.renderer->Render(ast, ast->DefaultName(), options_.render);
     });
     UOPD_RETURN_IF_ERROR(spec.status());
     built.spec = *std::move(spec);

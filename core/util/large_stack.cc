@@ -4,10 +4,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdint>
+
+#include "core/util/priority.h"
 
 namespace uopd {
 namespace {
@@ -43,14 +43,7 @@ void RunOnLargeStack(size_t stack_bytes, const std::function<void()>& fn) {
 }
 
 void SetCompileThreadNice(int nice) {
-  if (nice <= 0) {
-    compile_thread_nice = INT32_MIN;
-    return;
-  }
-  errno = 0;
-  const int base = getpriority(PRIO_PROCESS, 0);
-  if (errno != 0) return;
-  compile_thread_nice = std::min(19, base + nice);
+  compile_thread_nice = NiceAboveThisProcess(nice).value_or(INT32_MIN);
 }
 
 }  // namespace uopd

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
+#include <type_traits>
 
 namespace uopd {
 
@@ -17,6 +19,15 @@ inline constexpr size_t kCompileStackBytes = size_t{512} << 20;
 // Runs `fn` on a new thread with a `stack_bytes` stack and returns when it has finished. Runs
 // `fn` on the calling thread if such a thread cannot be created.
 void RunOnLargeStack(size_t stack_bytes, const std::function<void()>& fn);
+
+// The same for compile work with a result, on a kCompileStackBytes stack: returns what `fn`
+// returned.
+template <typename Fn>
+std::invoke_result_t<Fn&> OnCompileStack(Fn&& fn) {
+  std::optional<std::invoke_result_t<Fn&>> result;
+  RunOnLargeStack(kCompileStackBytes, [&] { result.emplace(fn()); });
+  return *std::move(result);
+}
 
 // What runs on those threads is compilation (optimizing, ranking candidates, searching,
 // rendering): work whose time grows with what a client sends, that only its own caller waits

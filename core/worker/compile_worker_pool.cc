@@ -8,12 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/worker/compile_protocol.h"
 #include "core/worker/frame_io.h"
 
@@ -128,10 +128,8 @@ absl::StatusOr<std::string> CompileWorkerPool::SpawnWorker(Worker* worker) {
         absl::StrCat("posix_spawn ", options_.executable, ": ", std::strerror(rc)));
   }
   // Best effort: a worker at the daemon's own priority still works.
-  if (options_.nice > 0) {
-    errno = 0;
-    const int base = getpriority(PRIO_PROCESS, 0);
-    if (errno == 0) (void)setpriority(PRIO_PROCESS, pid, std::min(19, base + options_.nice));
+  if (std::optional<int> nice = NiceAboveThisProcess(options_.nice)) {
+    (void)setpriority(PRIO_PROCESS, pid, *nice);
   }
   const absl::Time deadline = absl::Now() + kReadyTimeout;
   auto frame = ReadFrame(fds[0], 1 << 16, [&]() -> absl::Status {
@@ -194,12 +192,7 @@ absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::
   if (stop != nullptr && stop->stopped()) {
     return absl::CancelledError("the call ended while waiting for a compile worker");
   }
-  if (waiters_.empty() && !idle_.empty() && MayTakeLocked(share)) {
-    Worker worker = idle_.front();
-    idle_.pop_front();
-    GrantLocked(share);
-    return worker;
-  }
+  if (waiters_.empty() && !idle_.empty() && MayTakeLocked(share)) return TakeIdleLocked(share);
   Waiter me{share, std::nullopt};
   const auto place = waiters_.insert(waiters_.end(), &me);
   while (!me.granted.has_value()) {
@@ -218,9 +211,7 @@ absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::
                          absl::Milliseconds(5));
     if (!me.granted.has_value() && !idle_.empty() && MayTakeLocked(share)) {
       waiters_.erase(place);
-      me.granted = idle_.front();
-      idle_.pop_front();
-      GrantLocked(share);
+      me.granted = TakeIdleLocked(share);
     }
   }
   if (stop != nullptr && stop->stopped()) {  // granted, but no longer wanted
@@ -243,7 +234,7 @@ void CompileWorkerPool::OfferLocked(Worker worker) {
   // 0 for a share never served (or forgotten): it goes first among equals.
   auto last_served = [&](const std::string& share) -> uint64_t {
     auto it = last_served_.find(share);
-    return it == last_served_.end() ? 0 : it->second;
+    return it == last_served_.end() ? 0 : it->second.grant;
   };
   auto chosen = waiters_.end();
   for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
@@ -278,8 +269,8 @@ bool CompileWorkerPool::MayTakeLocked(const std::string& share) const {
   for (const Waiter* waiter : waiters_) {
     if (waiter->share != share) return false;
   }
-  for (const auto& [other, when] : last_granted_at_) {
-    if (other != share && now - when < kReserveWindow) return false;
+  for (const auto& [other, served] : last_served_) {
+    if (other != share && now - served.at < kReserveWindow) return false;
   }
   return true;
 }
@@ -288,9 +279,14 @@ void CompileWorkerPool::GrantLocked(const std::string& share) {
   ++running_[share];
   // Bounded by forgetting: a forgotten share only counts as not served lately.
   if (last_served_.size() >= 4096) last_served_.clear();
-  last_served_[share] = ++grants_;
-  if (last_granted_at_.size() >= 4096) last_granted_at_.clear();
-  last_granted_at_[share] = absl::Now();
+  last_served_[share] = LastServed{++grants_, absl::Now()};
+}
+
+CompileWorkerPool::Worker CompileWorkerPool::TakeIdleLocked(const std::string& share) {
+  Worker worker = idle_.front();
+  idle_.pop_front();
+  GrantLocked(share);
+  return worker;
 }
 
 void CompileWorkerPool::EndJobLocked(const std::string& share) {

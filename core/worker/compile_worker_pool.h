@@ -115,6 +115,8 @@ class CompileWorkerPool {
   bool MayTakeLocked(const std::string& share) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a worker given to `share`.
   void GrantLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first idle worker, given to `share`; there must be one.
+  Worker TakeIdleLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJobLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CompileWorkerPoolOptions options_;
@@ -123,10 +125,14 @@ class CompileWorkerPool {
   std::deque<Worker> idle_ ABSL_GUARDED_BY(mu_);
   std::list<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);                     // in arrival order
   absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // jobs, by share
-  // When each share was last given a worker (grants_ counts them): among waiters with as few
-  // compiles running, the one served longest ago goes first (round robin with one worker).
-  absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::Time> last_granted_at_ ABSL_GUARDED_BY(mu_);
+  // When each share was last given a worker: its place among grants (grants_ counts them), so
+  // among waiters with as few compiles running the one served longest ago goes first (round
+  // robin with one worker), and the time, for the reserve (MayTakeLocked).
+  struct LastServed {
+    uint64_t grant = 0;
+    absl::Time at;
+  };
+  absl::flat_hash_map<std::string, LastServed> last_served_ ABSL_GUARDED_BY(mu_);
   uint64_t grants_ ABSL_GUARDED_BY(mu_) = 0;
   int alive_ ABSL_GUARDED_BY(mu_) = 0;  // started and not discarded
   std::string spawn_error_ ABSL_GUARDED_BY(mu_);

@@ -67,16 +67,19 @@ class DaemonProcess {
   }
 
   // A TCP connection to the Prometheus endpoint, -1 on failure; the caller closes it.
-  int ConnectMetrics() const {
-    std::vector<std::string> parts = absl::StrSplit(metrics_, ':');
+  int ConnectMetrics() const { return ConnectTcp(metrics_); }
+  // A TCP connection to an "IPV4:PORT" address, -1 on failure; the caller closes it.
+  static int ConnectTcp(const std::string& address) {
+    std::vector<std::string> parts = absl::StrSplit(address, ':');
     int port = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) return -1;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (inet_pton(AF_INET, parts[0].c_str(), &addr.sin_addr) != 1 ||
+        connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       close(fd);
       return -1;
     }
