@@ -93,11 +93,11 @@ void Attacker::SlowCompiles(int thread) {
 
 void Attacker::CompilesPastTheirDeadline(int thread) {
   Client client(targets_.address, WithToken(targets_.token));
-  for (int k = 0; running(); ++k) {
-    Count(
-        "175k-node compile, 0.3 s deadline",
-        client.Compile(CompileOf(HeavyKernel(64 + 100000 * thread + k, 35000)), absl::Seconds(0.3))
-            .status());
+  // Built once: the daemon's CPU is measured, not the attacker's (which shares the machine here).
+  const v1::CompileRequest request = CompileOf(HeavyKernel(64 + 100000 * thread, 35000));
+  while (running()) {
+    Count("175k-node compile, 0.3 s deadline",
+          client.Compile(request, absl::Seconds(0.3)).status());
   }
 }
 

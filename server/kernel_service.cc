@@ -103,6 +103,20 @@ RunOptions UntilStopped(const RunWatchdog::Watch& watch) {
   return options;
 }
 
+// Memory reserved per node of a large kernel while it is decoded, optimized and rendered.
+constexpr int64_t kFrontEndBytesPerNode = 8 << 10;
+
+// Nodes in the ASTs of `kernels` larger than `large` nodes, together: a plan of many real
+// kernels is not a large kernel.
+int64_t NodesOfLargeKernels(const google::protobuf::RepeatedPtrField<v1::KernelInvocation>& kernels,
+                            int64_t large) {
+  int64_t nodes = 0;
+  for (const v1::KernelInvocation& kernel : kernels) {
+    if (kernel.ast().nodes_size() > large) nodes += kernel.ast().nodes_size();
+  }
+  return nodes;
+}
+
 // Work done for a call that compiles acts for its caller: a search, or the timing of the
 // heuristics' close candidates, runs kernels on scratch buffers charged to the caller's quota
 // while held, as its buffers are (a SEARCH with a 64 MiB quota took 3 GB before); and the compile
@@ -188,6 +202,31 @@ grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext* context,
   });
 }
 
+absl::StatusOr<KernelServiceImpl::LargeKernelReservation> KernelServiceImpl::ReserveForLargeKernels(
+    const Identity& who, int64_t nodes, const StopFlag* stop) {
+  LargeKernelReservation reservation;
+  if (nodes <= ctx_.large_kernel_nodes) return reservation;
+  // Decoding, optimizing and rendering take memory in proportion to the nodes (~5 KiB each at
+  // the peak, measured on 175,000-node kernels): the caller's, like its buffers.
+  absl::StatusOr<std::shared_ptr<const void>> memory =
+      ctx_.resources.Charge(who, nodes * kFrontEndBytesPerNode);
+  if (!memory.ok()) {
+    return WithContext(memory.status(),
+                       absl::StrCat("working on kernels of ", nodes, " nodes (",
+                                    kFrontEndBytesPerNode, " bytes each while compiled)"));
+  }
+  reservation.memory = *std::move(memory);
+  if (ctx_.large_kernels == nullptr) return reservation;
+  reservation.turn = ctx_.large_kernels->Take(who.quota_key, [stop] { return stop->stopped(); });
+  if (!reservation.turn.has_value()) {
+    return absl::CancelledError(
+        absl::StrCat("the call ended while waiting for its turn: kernels of more than ",
+                     ctx_.large_kernel_nodes, " nodes (this request: ", nodes, ") are worked on ",
+                     ctx_.large_kernels->slots(), " at a time"));
+  }
+  return reservation;
+}
+
 absl::StatusOr<CompileResult> KernelServiceImpl::CompileForTarget(const v1::CompileRequest& request,
                                                                   const StopFlag* stop) {
   // No device needed: a CPU-only server compiles for GPUs it does not have.
@@ -258,6 +297,8 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
     // A compile whose call is over is abandoned (its worker killed), freeing the core.
     RunWatchdog::Watch watch(ctx_.watchdog, *context);
     ActForCaller(watch, ctx_.resources, who);
+    UOPD_ASSIGN_OR_RETURN(LargeKernelReservation reserved,
+                          ReserveForLargeKernels(who, request->ast().nodes_size(), watch.flag()));
     CompileResult result;
     if (!request->target().empty()) {
       UOPD_ASSIGN_OR_RETURN(result, CompileForTarget(*request, watch.flag()));
@@ -476,11 +517,15 @@ grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
 
 absl::Status KernelServiceImpl::DoExecute(const Identity& who, const v1::ExecuteRequest& request,
                                           const CallEnd& end, v1::ExecuteResponse* response) {
+  RunWatchdog::Watch watch(ctx_.watchdog, end);
+  ActForCaller(watch, ctx_.resources, who);
+  UOPD_ASSIGN_OR_RETURN(
+      LargeKernelReservation reserved,
+      ReserveForLargeKernels(who, NodesOfLargeKernels(request.kernels(), ctx_.large_kernel_nodes),
+                             watch.flag()));
   RequestContext rc{who, request.device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
   UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                         BuildBindings(rc, request.buffers(), request.kernels()));
-  RunWatchdog::Watch watch(ctx_.watchdog, end);
-  ActForCaller(watch, ctx_.resources, who);
   UOPD_ASSIGN_OR_RETURN(auto plan,
                         ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                              ctx_.programs, ctx_.pool, watch.flag()));
@@ -504,11 +549,15 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
     // Checked before compiling; AddPlan checks again, as the session may end meanwhile.
     const std::string session = SessionOf(*context);
     if (!session.empty()) UOPD_RETURN_IF_ERROR(ctx_.resources.CheckSession(who, session));
+    RunWatchdog::Watch watch(ctx_.watchdog, *context);
+    ActForCaller(watch, ctx_.resources, who);
+    UOPD_ASSIGN_OR_RETURN(
+        LargeKernelReservation reserved,
+        ReserveForLargeKernels(
+            who, NodesOfLargeKernels(request->kernels(), ctx_.large_kernel_nodes), watch.flag()));
     RequestContext rc{who, request->device(), ctx_.devices, ctx_.resources, ctx_.limits, ctx_.asts};
     UOPD_ASSIGN_OR_RETURN(BuiltBindings built,
                           BuildBindings(rc, request->buffers(), request->kernels()));
-    RunWatchdog::Watch watch(ctx_.watchdog, *context);
-    ActForCaller(watch, ctx_.resources, who);
     UOPD_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
                           ExecutionPlan::Build(std::move(built.buffers), std::move(built.kernels),
                                                ctx_.programs, ctx_.pool, watch.flag()));

@@ -10,6 +10,7 @@
 #include "core/ir/limits.h"
 #include "core/session/local_tickets.h"
 #include "core/session/resource_registry.h"
+#include "core/util/fair_share.h"
 #include "core/util/thread_pool.h"
 #include "server/authenticator.h"
 #include "server/metrics.h"
@@ -46,6 +47,12 @@ struct ServiceContext {
   CallLimiter* calls = nullptr;  // calls in flight per client (server/call_limiter.h); may be null
   // A WriteBuffer or ReadBuffer stream that moves no chunk this long is cancelled (0: never).
   absl::Duration stream_idle_timeout = absl::Seconds(60);
+  // Requests with kernel ASTs of more than `large_kernel_nodes` nodes have the
+  // memory their decode, optimize and render take charged to the caller's quota, and take a
+  // turn of `large_kernels` (fair_share.h; null: no bound) while worked on, so one identity's
+  // huge kernels take at most those cores, and others' turns come first while it has many.
+  FairShare* large_kernels = nullptr;
+  int64_t large_kernel_nodes = 4096;
 };
 
 // Safe for concurrent use (gRPC calls it from many threads). OpenSession is served through
@@ -123,6 +130,16 @@ class KernelServiceImpl final
                          v1::RunPlanResponse* response);
   absl::StatusOr<CompileResult> CompileForTarget(const v1::CompileRequest& request,
                                                  const StopFlag* stop);
+  // What a request of `who`'s whose ASTs hold `nodes` nodes holds while it is worked on: for a
+  // large one, the front end's memory charged to `who`'s quota (RESOURCE_EXHAUSTED when it does
+  // not fit) and a turn of ctx_.large_kernels (CANCELLED once `stop` is set while waiting);
+  // nothing for a small one.
+  struct LargeKernelReservation {
+    std::shared_ptr<const void> memory;
+    std::optional<FairShare::Slot> turn;
+  };
+  absl::StatusOr<LargeKernelReservation> ReserveForLargeKernels(const Identity& who, int64_t nodes,
+                                                                const StopFlag* stop);
   absl::StatusOr<CompileResult> CompileSource(const Identity& who, Device& device,
                                               const v1::RenderedSource& source,
                                               const StopFlag* stop);

@@ -36,6 +36,7 @@
 #include "core/cache/entry_signature.h"
 #include "core/cache/memory_tier.h"
 #include "core/cache/redis_tier.h"
+#include "core/util/fair_share.h"
 #include "core/util/large_stack.h"
 #include "core/util/log.h"
 #include "core/worker/compile_worker_pool.h"
@@ -114,6 +115,13 @@ ABSL_FLAG(int32_t, compile_nice, 0,
           "(optimize, search, render): compiles then take the CPU the daemon's short calls "
           "(Execute, cache hits, copies) leave, and wait longer on a busy daemon (0: the "
           "daemon's priority)");
+ABSL_FLAG(int64_t, large_kernel_nodes, 4096,
+          "requests whose kernel ASTs hold more nodes than this in all (real kernels hold tens "
+          "to hundreds) are decoded, optimized, rendered and compiled at most "
+          "--large_kernel_slots at a time, taken in turn by identity");
+ABSL_FLAG(int32_t, large_kernel_slots, 0,
+          "how many requests with large kernels are worked on at once (0 = half the cores, at "
+          "least 1)");
 ABSL_FLAG(int64_t, compile_memory_bytes, 0,
           "address space of a compile worker (0 = a quarter of the host's memory, 1-8 GiB)");
 ABSL_FLAG(int64_t, max_object_bytes, int64_t{64} << 20, "largest compiled kernel, bytes");
@@ -535,11 +543,30 @@ int Run() {
   const std::string local_socket_path = LocalSocketPath(absl::GetFlag(FLAGS_local_socket), listen);
   LocalTickets local_tickets;
   CallLimiter calls(absl::GetFlag(FLAGS_max_calls_per_client));
-  KernelServiceImpl kernel_service(
-      ServiceContext{devices, programs, resources, &pool, metrics.get(), ir_limits,
-                     target_compilers, &watchdog, &drain, absl::GetFlag(FLAGS_allow_client_source),
-                     auth->get(), &asts, local_socket_path.empty() ? nullptr : &local_tickets,
-                     local_socket_path, &calls, absl::GetFlag(FLAGS_stream_idle_timeout)});
+  int large_kernel_slots = absl::GetFlag(FLAGS_large_kernel_slots);
+  if (large_kernel_slots <= 0) {
+    large_kernel_slots = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+  }
+  FairShare large_kernels(large_kernel_slots);
+  ServiceContext service_context{devices,
+                                 programs,
+                                 resources,
+                                 &pool,
+                                 metrics.get(),
+                                 ir_limits,
+                                 target_compilers,
+                                 &watchdog,
+                                 &drain,
+                                 absl::GetFlag(FLAGS_allow_client_source),
+                                 auth->get(),
+                                 &asts,
+                                 local_socket_path.empty() ? nullptr : &local_tickets,
+                                 local_socket_path,
+                                 &calls,
+                                 absl::GetFlag(FLAGS_stream_idle_timeout)};
+  service_context.large_kernels = &large_kernels;
+  service_context.large_kernel_nodes = absl::GetFlag(FLAGS_large_kernel_nodes);
+  KernelServiceImpl kernel_service(service_context);
   CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get(), &calls},
                                  cluster_key);
 

@@ -37,8 +37,12 @@ Arg ReduceIdentity(Op op, const DType& dtype) {
 // Ranges opened together (by one END or REDUCE) run outermost-first in tinygrad's axis order:
 // by type (LOOP, GLOBAL, LOCAL, ..., REDUCE), then by axis id, the memory order the scheduler
 // numbers them in. A THREAD range goes outermost: it is the loop CPU threads split.
+// A range the rewrites folded to its one value (RANGE(1) -> CONST 0) is no loop: skipped.
 std::vector<const UOp*> SortedRanges(absl::Span<const UOp* const> ranges) {
-  std::vector<const UOp*> sorted(ranges.begin(), ranges.end());
+  std::vector<const UOp*> sorted;
+  for (const UOp* r : ranges) {
+    if (r->op() == Op::kRange) sorted.push_back(r);
+  }
   auto key = [](const UOp* r) {
     AxisType type = r->arg().axis_type;
     return std::make_pair(type == AxisType::kThread ? -10 : AxisPosition(type), &r->arg().axis);
@@ -170,7 +174,9 @@ class Lowerer {
     if (options_.min_parallel_work <= 0 || ast_.root->num_src() != 1) return;
     const UOp* end = ast_.root->src(0);
     if (end->op() != Op::kEnd) return;
-    const UOp* outer = SortedRanges(end->src().subspan(1)).front();
+    const std::vector<const UOp*> loops = SortedRanges(end->src().subspan(1));
+    if (loops.empty()) return;
+    const UOp* outer = loops.front();
     AxisType type = outer->arg().axis_type;
     if (type != AxisType::kLoop && type != AxisType::kGlobal && type != AxisType::kThread) return;
     // A THREAD range is the optimizer's choice of what threads split; otherwise the outermost

@@ -24,8 +24,6 @@ namespace {
 
 constexpr int kWorkerFd = 3;
 constexpr absl::Duration kReadyTimeout = absl::Seconds(30);
-// How long after a caller's last compile started it still counts as active for the reserve.
-constexpr absl::Duration kReserveWindow = absl::Seconds(5);
 // A worker gets this much CPU time beyond the wall-clock limit before it kills itself.
 constexpr int64_t kCpuMarginSeconds = 5;
 
@@ -181,131 +179,53 @@ void CompileWorkerPool::KeeperLoop() {
     spawn_error_.clear();
     backoff = absl::Milliseconds(100);
     ++stats_.started;
-    OfferLocked(worker);
+    idle_.push_back(worker);
   }
 }
 
 absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::string& share,
                                                                      const StopFlag* stop) {
-  absl::MutexLock lock(&mu_);
+  auto stopped = [stop] { return stop != nullptr && stop->stopped(); };
   // A call that is over starts no compile, even with a worker free.
-  if (stop != nullptr && stop->stopped()) {
+  if (!turns_.Acquire(share, stopped)) {
     return absl::CancelledError("the call ended while waiting for a compile worker");
   }
-  if (waiters_.empty() && !idle_.empty() && MayTakeLocked(share)) return TakeIdleLocked(share);
-  Waiter me{share, std::nullopt};
-  const auto place = waiters_.insert(waiters_.end(), &me);
-  while (!me.granted.has_value()) {
-    const bool stopped = stop != nullptr && stop->stopped();
+  // One turn per worker, so a worker is idle now or soon (one that died is being replaced).
+  absl::MutexLock lock(&mu_);
+  while (idle_.empty()) {
     const bool hopeless = alive_ == 0 && !spawn_error_.empty();
-    if (stopped || hopeless) {
-      waiters_.erase(place);
-      if (stopped) return absl::CancelledError("the call ended while waiting for a compile worker");
+    if (stopped() || hopeless) {
+      turns_.Release(share);
+      if (!hopeless)
+        return absl::CancelledError("the call ended while waiting for a compile worker");
       return absl::UnavailableError(
           absl::StrCat("no compile worker can be started: ", spawn_error_));
     }
-    // Stop flags are not under the mutex: look again every few milliseconds. A worker left
-    // idle for the reserve is taken once the reserve no longer applies.
     mu_.AwaitWithTimeout(absl::Condition(
-                             +[](Waiter* w) { return w->granted.has_value(); }, &me),
+                             +[](std::deque<Worker>* idle) { return !idle->empty(); }, &idle_),
                          absl::Milliseconds(5));
-    if (!me.granted.has_value() && !idle_.empty() && MayTakeLocked(share)) {
-      waiters_.erase(place);
-      me.granted = TakeIdleLocked(share);
-    }
   }
-  if (stop != nullptr && stop->stopped()) {  // granted, but no longer wanted
-    EndJobLocked(share);
-    OfferLocked(*me.granted);
-    return absl::CancelledError("the call ended while waiting for a compile worker");
-  }
-  return *me.granted;
-}
-
-void CompileWorkerPool::OfferLocked(Worker worker) {
-  if (waiters_.empty()) {
-    idle_.push_back(worker);
-    return;
-  }
-  auto running = [&](const std::string& share) {
-    auto it = running_.find(share);
-    return it == running_.end() ? 0 : it->second;
-  };
-  // 0 for a share never served (or forgotten): it goes first among equals.
-  auto last_served = [&](const std::string& share) -> uint64_t {
-    auto it = last_served_.find(share);
-    return it == last_served_.end() ? 0 : it->second.grant;
-  };
-  auto chosen = waiters_.end();
-  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
-    if (!MayTakeLocked((*it)->share)) continue;
-    if (chosen == waiters_.end()) {
-      chosen = it;
-      continue;
-    }
-    const int a = running((*it)->share), b = running((*chosen)->share);
-    if (a < b || (a == b && last_served((*it)->share) < last_served((*chosen)->share))) {
-      chosen = it;
-    }
-  }
-  if (chosen == waiters_.end()) {  // every waiter is at its share: the reserve stays idle
-    idle_.push_back(worker);
-    return;
-  }
-  Waiter* waiter = *chosen;
-  waiters_.erase(chosen);
-  GrantLocked(waiter->share);
-  waiter->granted = worker;
-}
-
-bool CompileWorkerPool::MayTakeLocked(const std::string& share) const {
-  if (options_.workers < 2) return true;
-  auto it = running_.find(share);
-  if (it == running_.end() || it->second < options_.workers - 1) return true;
-  const absl::Time now = absl::Now();
-  for (const auto& [other, count] : running_) {
-    if (other != share && count > 0) return false;
-  }
-  for (const Waiter* waiter : waiters_) {
-    if (waiter->share != share) return false;
-  }
-  for (const auto& [other, served] : last_served_) {
-    if (other != share && now - served.at < kReserveWindow) return false;
-  }
-  return true;
-}
-
-void CompileWorkerPool::GrantLocked(const std::string& share) {
-  ++running_[share];
-  // Bounded by forgetting: a forgotten share only counts as not served lately.
-  if (last_served_.size() >= 4096) last_served_.clear();
-  last_served_[share] = LastServed{++grants_, absl::Now()};
-}
-
-CompileWorkerPool::Worker CompileWorkerPool::TakeIdleLocked(const std::string& share) {
   Worker worker = idle_.front();
   idle_.pop_front();
-  GrantLocked(share);
   return worker;
 }
 
-void CompileWorkerPool::EndJobLocked(const std::string& share) {
-  auto it = running_.find(share);
-  if (it != running_.end() && --it->second <= 0) running_.erase(it);
-}
-
 void CompileWorkerPool::Release(Worker worker, const std::string& share) {
-  absl::MutexLock lock(&mu_);
-  EndJobLocked(share);
-  OfferLocked(worker);
+  {
+    absl::MutexLock lock(&mu_);
+    idle_.push_back(worker);
+  }
+  turns_.Release(share);
 }
 
 std::string CompileWorkerPool::Discard(Worker worker, const std::string& share) {
   close(worker.fd);
   std::string how = KillAndReap(worker.pid);
-  absl::MutexLock lock(&mu_);
-  EndJobLocked(share);
-  --alive_;  // the keeper starts a replacement
+  {
+    absl::MutexLock lock(&mu_);
+    --alive_;  // the keeper starts a replacement
+  }
+  turns_.Release(share);
   return how;
 }
 

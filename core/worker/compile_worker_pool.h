@@ -6,10 +6,9 @@
 // and the call gets a status that says what happened. The daemon itself never runs LLVM or
 // NVRTC on client input.
 //
-// Callers waiting for a worker are served by share (StopFlag::share, the caller's quota key):
-// a free worker goes to the waiting caller whose share has the fewest compiles running and,
-// among those, was served longest ago (then the earliest to wait), so a caller with many slow
-// compiles queued does not hold up another's.
+// Callers waiting for a worker are served by share (StopFlag::share, the caller's quota key),
+// fairly (fair_share.h): a caller with many slow compiles queued does not hold up another's, and
+// while others compile one worker stays free of it.
 //
 // Workers are started from one keeper thread that lives as long as the pool, so their
 // parent-death signal (they die with the daemon) is tied to the pool, not to a request thread.
@@ -19,9 +18,7 @@
 #include <sys/types.h>
 
 #include <deque>
-#include <list>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/device/compiler.h"
+#include "core/util/fair_share.h"
 
 namespace uopd {
 
@@ -87,13 +85,8 @@ class CompileWorkerPool {
     pid_t pid = -1;
     int fd = -1;
   };
-  explicit CompileWorkerPool(CompileWorkerPoolOptions options) : options_(std::move(options)) {}
-
-  // A caller waiting for a worker.
-  struct Waiter {
-    std::string share;
-    std::optional<Worker> granted;  // set (and the waiter dequeued) by whoever hands it one
-  };
+  explicit CompileWorkerPool(CompileWorkerPoolOptions options)
+      : options_(std::move(options)), turns_(options_.workers) {}
 
   void KeeperLoop();
   // Starts one worker and waits for its "ready"; the sandbox description on success.
@@ -105,35 +98,13 @@ class CompileWorkerPool {
   // Kills the worker `share` used (if alive) and has the keeper reap and replace it. Returns how
   // it ended if it had already died ("signal 11 (Segmentation fault)", "exit code 70"), else "".
   std::string Discard(Worker worker, const std::string& share);
-  // A free worker to the waiter whose share has the fewest running (among those that may take
-  // one), or to the idle list.
-  void OfferLocked(Worker worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `share` may take one more worker now: one worker stays for other callers while any
-  // has compiled lately (kReserveWindow), so a client that keeps every worker busy with slow
-  // compiles cannot make another's compile wait for one of them to end. Alone, a caller uses
-  // all of them.
-  bool MayTakeLocked(const std::string& share) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts a worker given to `share`.
-  void GrantLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The first idle worker, given to `share`; there must be one.
-  Worker TakeIdleLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EndJobLocked(const std::string& share) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CompileWorkerPoolOptions options_;
   std::string sandbox_;
+  // Whose turn a worker is: one turn per worker, shared fairly between callers (fair_share.h).
+  FairShare turns_;
   mutable absl::Mutex mu_;
   std::deque<Worker> idle_ ABSL_GUARDED_BY(mu_);
-  std::list<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);                     // in arrival order
-  absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // jobs, by share
-  // When each share was last given a worker: its place among grants (grants_ counts them), so
-  // among waiters with as few compiles running the one served longest ago goes first (round
-  // robin with one worker), and the time, for the reserve (MayTakeLocked).
-  struct LastServed {
-    uint64_t grant = 0;
-    absl::Time at;
-  };
-  absl::flat_hash_map<std::string, LastServed> last_served_ ABSL_GUARDED_BY(mu_);
-  uint64_t grants_ ABSL_GUARDED_BY(mu_) = 0;
   int alive_ ABSL_GUARDED_BY(mu_) = 0;  // started and not discarded
   std::string spawn_error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

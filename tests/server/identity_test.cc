@@ -241,6 +241,10 @@ TEST(Identity, APlansBookkeepingIsChargedToItsOwner) {
   UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, 240000));
 }
 
+// The compile worker tests give alice kernels large enough to take turns with, which would
+// keep her compiles from the workers side by side.
+constexpr const char* kNoTurnsForLargeKernels = "--large_kernel_nodes=1000000";
+
 // Alice's `count` slow compiles (seconds of LLVM work each; distinct kernels, so none shares
 // another's compile), each on a thread of its own from the moment this is made.
 class AliceCompiles {
@@ -280,8 +284,9 @@ class AliceCompiles {
 // review, three slow compiles of one client made another's tiny compile miss its deadline).
 TEST(Identity, CompileWorkersServeTheCallerWithTheFewestCompilesFirst) {
   const std::string dir = testing::TempDir("fair-compiles");
-  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache",
-                       {"--identities=" + IdentitiesFile(dir), "--compile_workers=1"});
+  DaemonProcess daemon(
+      UOPD_DAEMON_PATH, dir + "/cache",
+      {"--identities=" + IdentitiesFile(dir), "--compile_workers=1", kNoTurnsForLargeKernels});
   ASSERT_TRUE(daemon.running());
   AliceCompiles alice(daemon, 3, 4000);
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // one compiles, two wait
@@ -299,8 +304,9 @@ TEST(Identity, CompileWorkersServeTheCallerWithTheFewestCompilesFirst) {
 // test, honest compiles waited 3 s at the median behind an attacker's slow ones).
 TEST(Identity, ACallerKeepsOneWorkerFreeForOthersWhoCompiledLately) {
   const std::string dir = testing::TempDir("reserve-compiles");
-  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache",
-                       {"--identities=" + IdentitiesFile(dir), "--compile_workers=2"});
+  DaemonProcess daemon(
+      UOPD_DAEMON_PATH, dir + "/cache",
+      {"--identities=" + IdentitiesFile(dir), "--compile_workers=2", kNoTurnsForLargeKernels});
   ASSERT_TRUE(daemon.running());
   Client carol(daemon.address(), WithToken(kCarolToken));
   UOPD_ASSERT_OK(carol.Compile(CompileOf(ScaleKernel(4, 11.0))));  // carol is a recent caller
@@ -323,6 +329,31 @@ TEST(Identity, ACallerKeepsOneWorkerFreeForOthersWhoCompiledLately) {
   EXPECT_LT(carol_took, 1.0) << "carol's tiny compile waited for one of alice's: it took "
                              << carol_took << " s, alice's ended at " << alice_done[0] << " and "
                              << alice_done[1] << " s";
+}
+
+// Kernels of more nodes than --large_kernel_nodes take turns, by identity: with one turn, carol's
+// large kernel goes before alice's second (queued first), and carol's small one waits for
+// neither.
+TEST(Identity, LargeKernelsTakeTurnsByIdentityAndSmallOnesWaitForNone) {
+  const std::string dir = testing::TempDir("large-kernel-turns");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache",
+                       {"--identities=" + IdentitiesFile(dir), "--compile_workers=2",
+                        "--large_kernel_slots=1", "--large_kernel_nodes=2000"});
+  ASSERT_TRUE(daemon.running());
+  Client carol(daemon.address(), WithToken(kCarolToken));
+  AliceCompiles alice(daemon, 2, 5000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // alice's are both in
+  const double small_sent = alice.SinceStart();
+  UOPD_EXPECT_OK(carol.Compile(CompileOf(ScaleKernel(4, 13.0))));
+  const double small_took = alice.SinceStart() - small_sent;
+  UOPD_EXPECT_OK(carol.Compile(CompileOf(testing::HeavyKernel(64, 600))));
+  const double carol_large_done = alice.SinceStart();
+  const std::vector<double> alice_done = alice.Join();
+  ASSERT_GT(alice_done[0], small_sent + 1.0) << "alice's compiles were too quick for this machine";
+  EXPECT_LT(small_took, 1.0) << "carol's small kernel waited for a turn";
+  EXPECT_LT(carol_large_done, alice_done[1])
+      << "carol's large kernel waited for both of alice's: done at " << carol_large_done
+      << " s, alice's at " << alice_done[0] << " and " << alice_done[1] << " s";
 }
 
 TEST(Identity, ABufferAPlanKeepsUsingIsNotReclaimedAsIdle) {

@@ -243,6 +243,26 @@ TEST(Security, ACallThatEndsStopsItsDecodeOptimizeAndRender) {
   UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
 }
 
+TEST(Security, ALargeKernelsCompileMemoryIsChargedToItsCaller) {
+  // Decoding, optimizing and rendering a kernel takes memory in proportion to its nodes (a
+  // 175,000-node one took the daemon ~1 GB against a 256 MiB quota): charged to the caller
+  // before the work starts, for kernels over --large_kernel_nodes.
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("large-kernel-memory"),
+                       {"--max_client_bytes=4194304", "--large_kernel_nodes=1000"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  const v1::Graph large = HeavyKernel(64, 300);  // ~1,500 nodes: ~12 MiB while compiled
+  EXPECT_TRUE(StatusIs(client.Compile(CompileOf(large)), absl::StatusCode::kResourceExhausted,
+                       {"nodes", "over its limit of 4194304"}));
+  v1::ExecuteRequest execute;
+  *execute.add_kernels()->mutable_ast() = large;
+  EXPECT_TRUE(StatusIs(client.Execute(execute), absl::StatusCode::kResourceExhausted,
+                       {"nodes", "over its limit of 4194304"}));
+  // Nothing was left charged, and kernels under the bound are not charged at all.
+  UOPD_EXPECT_OK(client.CreateBuffer("CPU", DType::FLOAT32, 1 << 20));
+  UOPD_EXPECT_OK(client.Compile(CompileOf(HeavyKernel(64, 100))));
+}
+
 TEST(Security, ASearchsScratchMemoryIsChargedToItsCaller) {
   // A search runs candidates on scratch copies of the kernel's buffers: 2 x 16 MiB here, and a
   // pristine copy. With an 8 MiB quota that is the caller's memory it does not have (it ran
