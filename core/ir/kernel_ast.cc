@@ -5,6 +5,8 @@
 #include "core/ir/decode.h"
 #include "core/ir/flatten_reshapes.h"
 #include "core/ir/hash.h"
+#include "core/util/status_macros.h"
+#include "core/wire/tinygrad_0_14.h"
 
 namespace uopd {
 
@@ -21,6 +23,10 @@ std::string KernelAst::Label() const {
 
 absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,
                                                                  const IrLimits& limits) {
+  if (wire.dialect() == v1::TINYGRAD_0_14) {
+    UOPD_ASSIGN_OR_RETURN(v1::Graph spelled, TranslateTinygrad014(wire, limits.max_nodes));
+    return DecodeKernelAst(spelled, limits);
+  }
   auto ast = std::make_shared<KernelAst>();
   auto decoded = DecodeGraph(wire, ast->graph, limits);
   if (!decoded.ok()) return decoded.status();

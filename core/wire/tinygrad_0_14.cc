@@ -1,0 +1,403 @@
+#include "core/wire/tinygrad_0_14.h"
+
+#include <set>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+using Scalar = v1::DType::Scalar;
+using NodeOp = v1::Node::Op;
+
+bool IsWeak(Scalar s) { return s == v1::DType::WEAKINT || s == v1::DType::WEAKFLOAT; }
+
+bool IsFloat(Scalar s) {
+  switch (s) {
+    case v1::DType::FLOAT16:
+    case v1::DType::BFLOAT16:
+    case v1::DType::FLOAT32:
+    case v1::DType::FLOAT64:
+    case v1::DType::FP8E4M3:
+    case v1::DType::FP8E5M2:
+    case v1::DType::WEAKFLOAT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsUnsigned(Scalar s) {
+  return s == v1::DType::UINT8 || s == v1::DType::UINT16 || s == v1::DType::UINT32 ||
+         s == v1::DType::UINT64;
+}
+
+// The type a weak type commits to where no consumer decides (tinygrad: index arithmetic is
+// INDEX, a float literal is the default float).
+Scalar Committed(Scalar s) {
+  if (s == v1::DType::WEAKINT) return v1::DType::INDEX;
+  if (s == v1::DType::WEAKFLOAT) return v1::DType::FLOAT32;
+  return s;
+}
+
+// Which spelling of an INDEX a consumer needs.
+constexpr int kValue = 0;
+constexpr int kTarget = 1;
+
+class Translator {
+ public:
+  explicit Translator(const v1::Graph& in) : in_(in), n_(in.nodes_size()) {}
+
+  absl::StatusOr<v1::Graph> Run() {
+    if (n_ == 0) return absl::InvalidArgumentError("the graph has no nodes");
+    for (int i = 0; i < n_; ++i) UOPD_RETURN_IF_ERROR(Check(i));
+    // Which spellings of each node its consumers need, from the root down.
+    demanded_.assign(n_, {});
+    demanded_[n_ - 1].insert(0);
+    for (int i = n_ - 1; i >= 0; --i) {
+      if (demanded_[i].empty() || node(i).op() == v1::Node::PARAM) continue;  // shape: metadata
+      for (int pos = 0; pos < node(i).src_size(); ++pos) {
+        demanded_[node(i).src(pos)].insert(VariantOfSource(i, pos));
+      }
+    }
+    emitted_.assign(n_, {});
+    for (int i = 0; i < n_; ++i) {
+      for (int variant : demanded_[i]) {
+        absl::StatusOr<int> at = Emit(i, variant);
+        if (!at.ok()) return at.status();
+        emitted_[i][variant] = *at;
+      }
+    }
+    out_.set_dialect(v1::TINYGRAD_0_12);
+    return std::move(out_);
+  }
+
+ private:
+  const v1::Node& node(int i) const { return in_.nodes(i); }
+  Scalar scalar(int i) const { return node(i).dtype().scalar(); }
+
+  absl::Status Error(int i, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nodes[", i, "] (", v1::Node::Op_Name(node(i).op()), ", tinygrad 0.14): ", what));
+  }
+
+  absl::Status Check(int i) const {
+    const v1::Node& n = node(i);
+    for (int s : n.src()) {
+      if (s < 0 || s >= i) {
+        return Error(i, absl::StrCat("source ", s, " is not an earlier node"));
+      }
+    }
+    switch (n.op()) {
+      case v1::Node::DEFINE_GLOBAL:
+      case v1::Node::DEFINE_VAR:
+        return Error(i, "is 0.12's spelling: 0.14 names buffers and variables with PARAM");
+      case v1::Node::IDIV:
+      case v1::Node::MOD:
+        return Error(i, "is 0.12's spelling: 0.14 writes CDIV/CMOD or FLOORDIV/FLOORMOD");
+      case v1::Node::VECTORIZE:
+      case v1::Node::VCONST:
+        return Error(i, "is 0.12's spelling: 0.14 writes STACK");
+      default:
+        break;
+    }
+    if (n.dtype().scalar() == v1::DType::FP8E4M3FNUZ ||
+        n.dtype().scalar() == v1::DType::FP8E5M2FNUZ) {
+      return Error(i, "the fnuz fp8 types are not supported yet");
+    }
+    if (n.op() == v1::Node::RANGE && n.arg().range().type() == v1::RangeArg::DEVICE) {
+      return Error(i, "multi-device (DEVICE) ranges are not supported");
+    }
+    if (n.op() == v1::Node::PARAM && !n.arg().has_param()) return Error(i, "has no ParamArg");
+    return absl::OkStatus();
+  }
+
+  // A CONST whose type its consumer decides: a weak literal, or Invalid.
+  bool IsLiteral(int i) const {
+    return node(i).op() == v1::Node::CONST && (IsWeak(scalar(i)) || node(i).arg().invalid());
+  }
+  bool IsVariable(int i) const {
+    const v1::Node& n = node(i);
+    return n.op() == v1::Node::PARAM && (n.arg().param().is_value() || n.arg().param().slot() < 0);
+  }
+  Scalar Default(int literal) const {
+    return node(literal).arg().invalid() ? v1::DType::INDEX : Committed(scalar(literal));
+  }
+
+  // The type of the literal at `pos` of `consumer`, as tinygrad commits it there.
+  Scalar ContextScalar(int consumer, int pos) const {
+    const v1::Node& c = node(consumer);
+    const int literal = c.src(pos);
+    const Scalar own = Committed(c.dtype().scalar());
+    switch (c.op()) {
+      case v1::Node::CMPLT:
+      case v1::Node::CMPNE:
+      case v1::Node::CMPEQ: {
+        const int other = c.src(1 - pos);
+        return IsLiteral(other) ? Default(literal) : Committed(scalar(other));
+      }
+      case v1::Node::WHERE:
+        return pos == 0 ? v1::DType::BOOL : own;
+      case v1::Node::STORE:
+        return Committed(scalar(c.src(0)));
+      case v1::Node::INDEX:
+        return pos == 2 ? v1::DType::BOOL : v1::DType::INDEX;
+      case v1::Node::RANGE:
+        return v1::DType::INDEX;
+      case v1::Node::CAST:
+      case v1::Node::BITCAST:
+      case v1::Node::END:
+      case v1::Node::SINK:
+      case v1::Node::AFTER:
+      case v1::Node::GROUP:
+        return Default(literal);
+      case v1::Node::REDUCE:
+        return pos == 0 ? own : Default(literal);
+      default:  // arithmetic: the operation's own type
+        return own;
+    }
+  }
+
+  int VariantOfSource(int consumer, int pos) const {
+    const int s = node(consumer).src(pos);
+    if (IsLiteral(s)) return ContextScalar(consumer, pos);
+    if (node(s).op() == v1::Node::INDEX) {
+      return node(consumer).op() == v1::Node::STORE && pos == 0 ? kTarget : kValue;
+    }
+    return 0;
+  }
+
+  int Source(int consumer, int pos) const {
+    return emitted_[node(consumer).src(pos)].at(VariantOfSource(consumer, pos));
+  }
+
+  int Add(v1::Node n) {
+    *out_.add_nodes() = std::move(n);
+    return out_.nodes_size() - 1;
+  }
+
+  // The buffer PARAM an INDEX or AFTER addresses (through AFTERs), or -1.
+  int BufferOf(int i) const {
+    while (node(i).op() == v1::Node::AFTER && node(i).src_size() > 0) i = node(i).src(0);
+    return node(i).op() == v1::Node::PARAM && !IsVariable(i) ? i : -1;
+  }
+
+  absl::StatusOr<v1::DType> BufferDType(int param) const {
+    const v1::Node& p = node(param);
+    if (p.src_size() != 1) return Error(param, "a buffer needs one shape source");
+    const v1::Node& shape = node(p.src(0));
+    int64_t size = 1;
+    auto times = [&](const v1::Node& dim) -> absl::Status {
+      if (dim.op() != v1::Node::CONST || dim.arg().value_case() != v1::Arg::kI64 ||
+          dim.arg().i64() < 0) {
+        return Error(param, "a buffer's shape must be CONST sizes (symbolic sizes: not yet)");
+      }
+      if (dim.arg().i64() != 0 && size > (int64_t{1} << 40) / dim.arg().i64()) {
+        return Error(param, "the buffer's size overflows");
+      }
+      size *= dim.arg().i64();
+      return absl::OkStatus();
+    };
+    if (shape.op() == v1::Node::STACK) {
+      for (int d : shape.src()) UOPD_RETURN_IF_ERROR(times(node(d)));
+    } else {
+      UOPD_RETURN_IF_ERROR(times(shape));
+    }
+    v1::DType dtype;
+    dtype.set_scalar(Committed(p.dtype().scalar()));
+    if (p.dtype().count() > 1) dtype.set_count(p.dtype().count());
+    dtype.set_ptr(true);
+    dtype.set_size(size);
+    dtype.set_addrspace(p.arg().param().addrspace());
+    return dtype;
+  }
+
+  v1::Node Like(int i) const {
+    v1::Node n;
+    n.set_op(node(i).op());
+    *n.mutable_dtype() = node(i).dtype();
+    n.mutable_dtype()->set_scalar(Committed(scalar(i)));
+    *n.mutable_arg() = node(i).arg();
+    for (int pos = 0; pos < node(i).src_size(); ++pos) n.add_src(Source(i, pos));
+    return n;
+  }
+
+  v1::Node Make(NodeOp op, Scalar s, std::vector<int> src) const {
+    v1::Node n;
+    n.set_op(op);
+    n.mutable_dtype()->set_scalar(s);
+    for (int x : src) n.add_src(x);
+    return n;
+  }
+
+  int IntConst(Scalar s, int64_t v) {
+    v1::Node n = Make(v1::Node::CONST, s, {});
+    n.mutable_arg()->set_i64(v);
+    return Add(std::move(n));
+  }
+
+  absl::StatusOr<int> Literal(int i, Scalar s) {
+    const v1::Arg& arg = node(i).arg();
+    v1::Node n = Make(v1::Node::CONST, s, {});
+    if (node(i).dtype().count() > 1) n.mutable_dtype()->set_count(node(i).dtype().count());
+    if (arg.invalid()) {
+      n.mutable_arg()->set_invalid(true);
+    } else if (s == v1::DType::BOOL) {
+      n.mutable_arg()->set_b(arg.value_case() == v1::Arg::kF64 ? arg.f64() != 0
+                                                               : arg.i64() != 0 || arg.b());
+    } else if (IsFloat(s)) {
+      n.mutable_arg()->set_f64(arg.value_case() == v1::Arg::kF64 ? arg.f64()
+                                                                 : static_cast<double>(arg.i64()));
+    } else if (arg.value_case() == v1::Arg::kF64) {
+      const double v = arg.f64();
+      if (v != static_cast<double>(static_cast<int64_t>(v))) {
+        return Error(i, absl::StrCat("float literal ", v, " used as ", v1::DType::Scalar_Name(s)));
+      }
+      n.mutable_arg()->set_i64(static_cast<int64_t>(v));
+    } else {
+      *n.mutable_arg() = arg;
+    }
+    return Add(std::move(n));
+  }
+
+  // a // b and a % b rounded to negative infinity, from C's truncating ones: where the
+  // remainder is nonzero and its sign differs from the divisor's, the quotient is one less
+  // and the remainder one divisor more. Where bounds show that cannot happen (index
+  // arithmetic over ranges by positive constants), the rewrites fold the correction away.
+  int Floor(int i, Scalar t) {
+    const int a = Source(i, 0), b = Source(i, 1);
+    const bool div = node(i).op() == v1::Node::FLOORDIV;
+    const int q = Add(Make(v1::Node::IDIV, t, {a, b}));
+    const int r = Add(Make(v1::Node::MOD, t, {a, b}));
+    const int zero = IntConst(t, 0);
+    const int remainder = Add(Make(v1::Node::CMPNE, v1::DType::BOOL, {r, zero}));
+    const int r_negative = Add(Make(v1::Node::CMPLT, v1::DType::BOOL, {r, zero}));
+    const int b_negative = Add(Make(v1::Node::CMPLT, v1::DType::BOOL, {b, zero}));
+    const int signs_differ = Add(Make(v1::Node::CMPNE, v1::DType::BOOL, {r_negative, b_negative}));
+    const int adjust = Add(Make(v1::Node::AND, v1::DType::BOOL, {remainder, signs_differ}));
+    const int corrected = div ? Add(Make(v1::Node::ADD, t, {q, IntConst(t, -1)}))
+                              : Add(Make(v1::Node::ADD, t, {r, b}));
+    return Add(Make(v1::Node::WHERE, t, {adjust, corrected, div ? q : r}));
+  }
+
+  absl::StatusOr<int> Emit(int i, int variant) {
+    const v1::Node& n = node(i);
+    if (IsLiteral(i)) return Literal(i, static_cast<Scalar>(variant));
+    switch (n.op()) {
+      case v1::Node::PARAM: {
+        const v1::ParamArg& p = n.arg().param();
+        if (IsVariable(i)) {
+          if (!p.has_bounds()) return Error(i, "a variable needs bounds (vmin_vmax)");
+          v1::Node var = Make(v1::Node::DEFINE_VAR, Committed(scalar(i)), {});
+          v1::VarArg* arg = var.mutable_arg()->mutable_var();
+          arg->set_name(p.name());
+          arg->set_min(p.min());
+          arg->set_max(p.max());
+          return Add(std::move(var));
+        }
+        absl::StatusOr<v1::DType> dtype = BufferDType(i);
+        if (!dtype.ok()) return dtype.status();
+        v1::Node buffer = Make(v1::Node::DEFINE_GLOBAL, v1::DType::VOID, {});
+        *buffer.mutable_dtype() = *dtype;
+        buffer.mutable_arg()->set_i64(p.slot());
+        return Add(std::move(buffer));
+      }
+      case v1::Node::INDEX: {
+        v1::Node index = Like(i);
+        if (variant == kTarget) {
+          const int buffer = n.src_size() > 0 ? BufferOf(n.src(0)) : -1;
+          if (buffer < 0) return Error(i, "a stored-to INDEX must address a buffer PARAM");
+          absl::StatusOr<v1::DType> dtype = BufferDType(buffer);
+          if (!dtype.ok()) return dtype.status();
+          *index.mutable_dtype() = *dtype;
+        }
+        return Add(std::move(index));
+      }
+      case v1::Node::AFTER: {
+        v1::Node after = Like(i);
+        if (const int buffer = BufferOf(i); buffer >= 0) {
+          absl::StatusOr<v1::DType> dtype = BufferDType(buffer);
+          if (!dtype.ok()) return dtype.status();
+          *after.mutable_dtype() = *dtype;
+        }
+        return Add(std::move(after));
+      }
+      case v1::Node::CDIV:
+      case v1::Node::CMOD: {
+        v1::Node c = Like(i);
+        c.set_op(n.op() == v1::Node::CDIV ? v1::Node::IDIV : v1::Node::MOD);
+        return Add(std::move(c));
+      }
+      case v1::Node::FLOORDIV:
+      case v1::Node::FLOORMOD: {
+        const Scalar t = Committed(scalar(i));
+        if (IsFloat(t)) return Error(i, "floor division of floats is not an IR operation");
+        if (n.src_size() != 2) return Error(i, "needs two sources");
+        if (IsUnsigned(t) || t == v1::DType::BOOL) {
+          v1::Node c = Like(i);
+          c.set_op(n.op() == v1::Node::FLOORDIV ? v1::Node::IDIV : v1::Node::MOD);
+          return Add(std::move(c));
+        }
+        return Floor(i, t);
+      }
+      case v1::Node::STACK: {
+        if (n.src_size() == 0) return Error(i, "an empty STACK is only a scalar PARAM's shape");
+        v1::Node vec = Like(i);
+        vec.set_op(v1::Node::VECTORIZE);
+        vec.mutable_dtype()->set_count(n.src_size());
+        if (vec.dtype().scalar() == v1::DType::VOID) {
+          vec.mutable_dtype()->set_scalar(Committed(scalar(n.src(0))));
+        }
+        return Add(std::move(vec));
+      }
+      case v1::Node::REDUCE: {
+        if (n.arg().ints_size() > 1 || (n.arg().ints_size() == 1 && n.arg().ints(0) != 0)) {
+          return Error(i, "a kernel's REDUCE reduces over its RANGE sources: (op, 0)");
+        }
+        v1::Node reduce = Like(i);
+        reduce.mutable_arg()->clear_ints();
+        return Add(std::move(reduce));
+      }
+      case v1::Node::CAST:
+      case v1::Node::BITCAST: {
+        v1::Node cast = Like(i);
+        cast.clear_arg();  // the target type is the node's dtype
+        return Add(std::move(cast));
+      }
+      case v1::Node::RANGE: {
+        v1::Node range = Like(i);
+        v1::RangeArg* arg = range.mutable_arg()->mutable_range();
+        if (arg->type() == v1::RangeArg::WEAK) {
+          arg->set_type(v1::RangeArg::LOOP);
+        } else if (arg->type() == v1::RangeArg::LOOP) {
+          arg->set_type(v1::RangeArg::OUTER);
+        }
+        return Add(std::move(range));
+      }
+      default:
+        return Add(Like(i));
+    }
+  }
+
+  const v1::Graph& in_;
+  const int n_;
+  std::vector<std::set<int>> demanded_;
+  std::vector<absl::flat_hash_map<int, int>> emitted_;
+  v1::Graph out_;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::Graph> TranslateTinygrad014(const v1::Graph& graph, int64_t max_nodes) {
+  if (graph.nodes_size() > max_nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph has ", graph.nodes_size(), " nodes, over the limit of ", max_nodes));
+  }
+  return Translator(graph).Run();
+}
+
+}  // namespace uopd

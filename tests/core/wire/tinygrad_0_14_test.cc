@@ -1,0 +1,148 @@
+#include "core/wire/tinygrad_0_14.h"
+
+#include "core/ir/kernel_ast.h"
+#include "gtest/gtest.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::GraphBuilder;
+using testing::StatusIs;
+using S = v1::DType::Scalar;
+
+// tinygrad 0.14's spelling, built by hand as tinygrad 0.14 writes it (captured kernels:
+// tests/corpus14).
+class Graph014 {
+ public:
+  int WeakInt(int64_t v) { return g_.Int(v1::DType::WEAKINT, v); }
+  int WeakFloat(double v) { return g_.Float(v1::DType::WEAKFLOAT, v); }
+  int Param(int slot, S scalar, int shape) {
+    int n = g_.Node(v1::Node::PARAM, scalar, {shape});
+    g_.Mut(n)->mutable_arg()->mutable_param()->set_slot(slot);
+    return n;
+  }
+  int Range(int end, int axis) {
+    int n = g_.Range(end, axis, v1::RangeArg::WEAK);
+    g_.Mut(n)->mutable_dtype()->set_scalar(v1::DType::WEAKINT);
+    return n;
+  }
+  int Index(int buffer, int index, S scalar) {
+    return g_.Node(v1::Node::INDEX, scalar, {buffer, index});
+  }
+  GraphBuilder& g() { return g_; }
+  v1::Graph Sink(std::vector<int> stmts) {
+    v1::Graph graph = g_.Sink(std::move(stmts));
+    graph.set_dialect(v1::TINYGRAD_0_14);
+    return graph;
+  }
+
+ private:
+  GraphBuilder g_;
+};
+
+std::string HashOf(const v1::Graph& graph) {
+  auto ast = DecodeKernelAst(graph);
+  EXPECT_TRUE(ast.ok()) << ast.status();
+  return ast.ok() ? (*ast)->hash : "";
+}
+
+TEST(Tinygrad014, AKernelHashesAsIts012SpellingDoes) {
+  // out[i] = a[i] + 1.0, as 0.14 writes it (PARAM, WEAK range, weak literal)...
+  Graph014 k;
+  int four = k.WeakInt(4);
+  int out = k.Param(0, v1::DType::FLOAT32, four);
+  int r = k.Range(four, 0);
+  int target = k.Index(out, r, v1::DType::FLOAT32);
+  int in = k.Param(1, v1::DType::FLOAT32, four);
+  int sum = k.g().Node(v1::Node::ADD, v1::DType::FLOAT32,
+                       {k.Index(in, r, v1::DType::FLOAT32), k.WeakFloat(1.0)});
+  int store = k.g().Store(target, sum);
+  const v1::Graph v014 = k.Sink({k.g().End(store, {r})});
+  // ...and as 0.12 did.
+  GraphBuilder g;
+  int out12 = g.Buffer(0, v1::DType::FLOAT32, 4);
+  int r12 = g.Range(g.Index(4), 0);
+  int in12 = g.Buffer(1, v1::DType::FLOAT32, 4);
+  int sum12 = g.Node(v1::Node::ADD, v1::DType::FLOAT32,
+                     {g.Load(in12, r12), g.Float(v1::DType::FLOAT32, 1.0)});
+  const v1::Graph v012 = g.Sink({g.End(g.Store(g.Target(out12, r12), sum12), {r12})});
+  EXPECT_EQ(HashOf(v014), HashOf(v012));
+}
+
+TEST(Tinygrad014, OneIndexReadAndStoredThroughBecomesAValueAndATarget) {
+  // a.assign(a + 1): the same INDEX is read and written.
+  Graph014 k;
+  int four = k.WeakInt(4);
+  int a = k.Param(0, v1::DType::FLOAT32, four);
+  int r = k.Range(four, 0);
+  int at = k.Index(a, r, v1::DType::FLOAT32);
+  int plus = k.g().Node(v1::Node::ADD, v1::DType::FLOAT32, {at, k.WeakFloat(1.0)});
+  const v1::Graph v014 = k.Sink({k.g().End(k.g().Store(at, plus), {r})});
+  absl::StatusOr<v1::Graph> v012 = TranslateTinygrad014(v014, 1000);
+  ASSERT_TRUE(v012.ok()) << v012.status();
+  int targets = 0, values = 0;
+  for (const v1::Node& n : v012->nodes()) {
+    if (n.op() != v1::Node::INDEX) continue;
+    (n.dtype().ptr() ? targets : values) += 1;
+  }
+  EXPECT_EQ(targets, 1);
+  EXPECT_EQ(values, 1);
+  EXPECT_TRUE(DecodeKernelAst(v014).ok());
+}
+
+TEST(Tinygrad014, ALiteralTakesTheTypeItsConsumerGivesIt) {
+  // x >> 9 on uint32: the shift's 9 is a uint32; the range's 4 stays an index.
+  Graph014 k;
+  int four = k.WeakInt(4);
+  int out = k.Param(0, v1::DType::UINT32, four);
+  int r = k.Range(four, 0);
+  int shifted = k.g().Node(v1::Node::SHR, v1::DType::UINT32,
+                           {k.Index(out, r, v1::DType::UINT32), k.WeakInt(9)});
+  const v1::Graph v014 =
+      k.Sink({k.g().End(k.g().Store(k.Index(out, r, v1::DType::UINT32), shifted), {r})});
+  absl::StatusOr<v1::Graph> v012 = TranslateTinygrad014(v014, 1000);
+  ASSERT_TRUE(v012.ok()) << v012.status();
+  bool uint_nine = false, index_four = false;
+  for (const v1::Node& n : v012->nodes()) {
+    if (n.op() != v1::Node::CONST) continue;
+    uint_nine |= n.dtype().scalar() == v1::DType::UINT32 && n.arg().i64() == 9;
+    index_four |= n.dtype().scalar() == v1::DType::INDEX && n.arg().i64() == 4;
+    EXPECT_NE(n.dtype().scalar(), v1::DType::WEAKINT);
+  }
+  EXPECT_TRUE(uint_nine);
+  EXPECT_TRUE(index_four);
+}
+
+TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
+  // 0.12's words in a 0.14 graph.
+  GraphBuilder g;
+  g.Buffer(0, v1::DType::FLOAT32, 4);
+  v1::Graph spelled_012 = g.Sink({});
+  spelled_012.set_dialect(v1::TINYGRAD_0_14);
+  EXPECT_TRUE(StatusIs(DecodeKernelAst(spelled_012), absl::StatusCode::kInvalidArgument,
+                       {"nodes[0] (DEFINE_GLOBAL, tinygrad 0.14)", "PARAM"}));
+  // A source that is not an earlier node.
+  v1::Graph forward;
+  forward.set_dialect(v1::TINYGRAD_0_14);
+  forward.add_nodes()->set_op(v1::Node::SINK);
+  forward.mutable_nodes(0)->add_src(3);
+  EXPECT_TRUE(StatusIs(DecodeKernelAst(forward), absl::StatusCode::kInvalidArgument,
+                       {"nodes[0]", "source 3 is not an earlier node"}));
+  // Multi-device ranges.
+  Graph014 k;
+  int r = k.Range(k.WeakInt(2), 0);
+  k.g().Mut(r)->mutable_arg()->mutable_range()->set_type(v1::RangeArg::DEVICE);
+  EXPECT_TRUE(
+      StatusIs(DecodeKernelAst(k.Sink({})), absl::StatusCode::kInvalidArgument, {"DEVICE"}));
+  // And 0.14's words in a graph that says nothing (0.12).
+  Graph014 p;
+  p.Param(0, v1::DType::FLOAT32, p.WeakInt(4));
+  v1::Graph unmarked = p.Sink({});
+  unmarked.clear_dialect();
+  EXPECT_FALSE(DecodeKernelAst(unmarked).ok());
+}
+
+}  // namespace
+}  // namespace uopd
