@@ -451,9 +451,18 @@ class Lowerer {
       conditions.push_back(idx->src(0));
       idx = idx->src(1);
     }
-    for (const UOp* node : Toposort(idx)) {
+    // A load inside the index (a gather: src[idx[i]]) guards its own access: not searched.
+    std::vector<const UOp*> stack = {idx};
+    absl::flat_hash_set<const UOp*> seen = {idx};
+    while (!stack.empty()) {
+      const UOp* node = stack.back();
+      stack.pop_back();
       if (node->IsInvalid()) {
         return NodeError(*index_node, "Invalid appears outside a WHERE(valid, idx, Invalid) guard");
+      }
+      if (node->op() == Op::kIndex) continue;
+      for (const UOp* s : node->src()) {
+        if (seen.insert(s).second) stack.push_back(s);
       }
     }
     Access access{slot, 0};

@@ -290,11 +290,23 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
     mask_value = reduce->arg().reduce_op != Op::kAdd || !ZeroWhereMasked(reduce->src(0), range);
   }
   root_ = Substitute(root_, {{range, grown}});
-  // Every access whose index uses the range is masked to the old size.
+  // Every access whose index uses the range is masked to the old size. Sources first, so an
+  // access whose index is computed from another access (a gather: out[i] = src[idx[i]]) is
+  // built on that access masked, not on the unmasked one.
   const DType boolean = DType::Of(Scalar::kBool);
-  std::vector<std::pair<const UOp*, const UOp*>> masked;
+  absl::flat_hash_map<const UOp*, const UOp*> masked;
   const UOp* in_bounds = graph_->Make(Op::kCmplt, boolean, {grown, IndexConst(size)});
-  for (const UOp* n : Toposort(root_)) {
+  for (const UOp* old : Toposort(root_)) {
+    std::vector<const UOp*> src;
+    bool changed = false;
+    for (const UOp* s : old->src()) {
+      auto it = masked.find(s);
+      src.push_back(it == masked.end() ? s : it->second);
+      changed |= src.back() != s;
+    }
+    const UOp* n =
+        changed ? graph_->Make(old->op(), old->dtype(), std::move(src), old->arg()) : old;
+    if (n != old) masked[old] = n;
     if (n->op() != Op::kIndex || !DependsOn(n->src(1), grown)) continue;
     const UOp* idx = n->src(1);
     const UOp* valid = graph_->Make(Op::kConst, boolean, {}, Arg::Bool(true));
@@ -305,9 +317,9 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
     const UOp* guarded = graph_->Make(Op::kWhere, idx->dtype(),
                                       {graph_->Make(Op::kAnd, boolean, {in_bounds, valid}), idx,
                                        graph_->Make(Op::kConst, idx->dtype(), {}, Arg::Invalid())});
-    masked.push_back({n, graph_->Make(Op::kIndex, n->dtype(), {n->src(0), guarded}, n->arg())});
+    masked[old] = graph_->Make(Op::kIndex, n->dtype(), {n->src(0), guarded}, n->arg());
   }
-  if (!masked.empty()) root_ = Substitute(root_, masked);
+  if (auto it = masked.find(root_); it != masked.end()) root_ = it->second;
   if (mask_value) {
     const UOp* padded_reduce = nullptr;
     for (const UOp* n : Toposort(root_)) {

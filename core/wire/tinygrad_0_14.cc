@@ -1,6 +1,7 @@
 #include "core/wire/tinygrad_0_14.h"
 
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -59,14 +60,17 @@ class Translator {
     demanded_.assign(n_, {});
     demanded_[n_ - 1].insert(0);
     for (int i = n_ - 1; i >= 0; --i) {
-      if (demanded_[i].empty() || node(i).op() == v1::Node::PARAM) continue;  // shape: metadata
-      for (int pos = 0; pos < node(i).src_size(); ++pos) {
-        demanded_[node(i).src(pos)].insert(VariantOfSource(i, pos));
+      if (demanded_[i].empty()) continue;
+      for (auto [src, variant] : Edges(i)) {
+        demanded_[src].insert(variant);
+        // A weak value another type is wanted of is a CAST of it as committed.
+        if (IsWeakValue(src)) demanded_[src].insert(Committed(scalar(src)));
       }
     }
     emitted_.assign(n_, {});
     for (int i = 0; i < n_; ++i) {
       for (int variant : demanded_[i]) {
+        if (emitted_[i].contains(variant)) continue;  // a CAST's base, made first
         absl::StatusOr<int> at = Emit(i, variant);
         if (!at.ok()) return at.status();
         emitted_[i][variant] = *at;
@@ -162,9 +166,48 @@ class Translator {
     }
   }
 
+  // A value of a weak type that is not a literal (index arithmetic, a RANGE): tinygrad converts
+  // it where a consumer wants another type (a RANGE stored into an int32 buffer).
+  bool IsWeakValue(int i) const {
+    return IsWeak(scalar(i)) && !IsLiteral(i) && node(i).op() != v1::Node::INDEX;
+  }
+
+  // STORE(INDEX(buf, idx), WHERE(c, v, Invalid)): 0.14 gates a store by its value; 0.12 (and
+  // the IR) by its index: STORE(INDEX(buf, WHERE(c, idx, Invalid)), v). The nodes, or false.
+  struct GatedStore {
+    int target, buffer, index, where, cond, value;
+  };
+  bool AsGatedStore(int i, GatedStore* g) const {
+    const v1::Node& n = node(i);
+    if (n.op() != v1::Node::STORE || n.src_size() != 2) return false;
+    const int t = n.src(0), w = n.src(1);
+    if (node(t).op() != v1::Node::INDEX || node(t).src_size() != 2) return false;
+    if (node(w).op() != v1::Node::WHERE || node(w).src_size() != 3) return false;
+    const int invalid = node(w).src(2);
+    if (node(invalid).op() != v1::Node::CONST || !node(invalid).arg().invalid()) return false;
+    *g = {t, node(t).src(0), node(t).src(1), w, node(w).src(0), node(w).src(1)};
+    return true;
+  }
+
+  // The (source, variant) pairs node `i` is made of.
+  std::vector<std::pair<int, int>> Edges(int i) const {
+    std::vector<std::pair<int, int>> edges;
+    if (node(i).op() == v1::Node::PARAM) return edges;  // its shape is metadata
+    if (GatedStore g; AsGatedStore(i, &g)) {
+      return {{g.buffer, VariantOfSource(g.target, 0)},
+              {g.index, VariantOfSource(g.target, 1)},
+              {g.cond, VariantOfSource(g.where, 0)},
+              {g.value, VariantOfSource(g.where, 1)}};
+    }
+    for (int pos = 0; pos < node(i).src_size(); ++pos) {
+      edges.emplace_back(node(i).src(pos), VariantOfSource(i, pos));
+    }
+    return edges;
+  }
+
   int VariantOfSource(int consumer, int pos) const {
     const int s = node(consumer).src(pos);
-    if (IsLiteral(s)) return ContextScalar(consumer, pos);
+    if (IsLiteral(s) || IsWeakValue(s)) return ContextScalar(consumer, pos);
     if (node(s).op() == v1::Node::INDEX) {
       return node(consumer).op() == v1::Node::STORE && pos == 0 ? kTarget : kValue;
     }
@@ -174,6 +217,7 @@ class Translator {
   int Source(int consumer, int pos) const {
     return emitted_[node(consumer).src(pos)].at(VariantOfSource(consumer, pos));
   }
+  int Emitted(int src, int variant) const { return emitted_[src].at(variant); }
 
   int Add(v1::Node n) {
     *out_.add_nodes() = std::move(n);
@@ -287,6 +331,30 @@ class Translator {
   absl::StatusOr<int> Emit(int i, int variant) {
     const v1::Node& n = node(i);
     if (IsLiteral(i)) return Literal(i, static_cast<Scalar>(variant));
+    if (IsWeakValue(i) && variant != Committed(scalar(i))) {
+      const int committed = Committed(scalar(i));
+      if (!emitted_[i].contains(committed)) {
+        UOPD_ASSIGN_OR_RETURN(emitted_[i][committed], Emit(i, committed));
+      }
+      return Add(Make(v1::Node::CAST, static_cast<Scalar>(variant), {emitted_[i][committed]}));
+    }
+    if (GatedStore g; AsGatedStore(i, &g)) {
+      const int buffer = BufferOf(g.buffer);
+      if (buffer < 0) return Error(i, "a stored-to INDEX must address a buffer PARAM");
+      UOPD_ASSIGN_OR_RETURN(v1::DType pointer, BufferDType(buffer));
+      v1::Node invalid = Make(v1::Node::CONST, v1::DType::INDEX, {});
+      invalid.mutable_arg()->set_invalid(true);
+      const int gated_index =
+          Add(Make(v1::Node::WHERE, v1::DType::INDEX,
+                   {Emitted(g.cond, VariantOfSource(g.where, 0)),
+                    Emitted(g.index, VariantOfSource(g.target, 1)), Add(std::move(invalid))}));
+      v1::Node target = Make(v1::Node::INDEX, v1::DType::VOID,
+                             {Emitted(g.buffer, VariantOfSource(g.target, 0)), gated_index});
+      *target.mutable_dtype() = pointer;
+      const int target_at = Add(std::move(target));
+      return Add(Make(v1::Node::STORE, v1::DType::VOID,
+                      {target_at, Emitted(g.value, VariantOfSource(g.where, 1))}));
+    }
     switch (n.op()) {
       case v1::Node::PARAM: {
         const v1::ParamArg& p = n.arg().param();

@@ -16,6 +16,8 @@
 //   REDUCE (op, 0)                         REDUCE op
 //   one INDEX read and stored through      a value INDEX and a pointer-typed target INDEX
 //   Invalid (a BOOL CONST)                 Invalid of its consumer's type
+//   STORE(idx, WHERE(c, v, Invalid))       STORE(INDEX(buf, WHERE(c, idx, Invalid)), v)
+//   a weak value where a type is wanted    CAST to that type (a RANGE stored into int32)
 //   RANGE WEAK / LOOP                      RANGE LOOP / OUTER (stays serial)
 #ifndef UOPD_CORE_WIRE_TINYGRAD_0_14_H_
 #define UOPD_CORE_WIRE_TINYGRAD_0_14_H_

@@ -214,7 +214,7 @@ def test_the_package_type_checks(tmp_path: pathlib.Path) -> None:
 
 def _fake_tinygrad(root: pathlib.Path, version: str) -> pathlib.Path:
     """A package named tinygrad with `version` in its metadata and none of 0.12's modules: what
-    uopd.tinygrad meets next to tinygrad 0.14 (whose tinygrad.dtype has no PtrDType)."""
+    uopd.tinygrad meets next to a tinygrad it does not speak."""
     site = root / f"site-{version}"
     (site / "tinygrad" / "runtime").mkdir(parents=True)
     (site / "tinygrad" / "__init__.py").write_text(
@@ -237,25 +237,25 @@ def _python(site: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedP
 
 def test_an_unsupported_tinygrad_still_imports_and_refuses_uopd_in_one_sentence(
         tmp_path: pathlib.Path) -> None:
-    site = _fake_tinygrad(tmp_path, "0.14.0")
+    site = _fake_tinygrad(tmp_path, "0.13.0")
     # Importing uopd.tinygrad used to hook tinygrad's own import with a module that needs 0.12:
     # `import tinygrad` failed with an ImportError from inside it.
     plain = _python(site, "-c", "import uopd.tinygrad, tinygrad, sys; print(tinygrad.VALUE, "
                     "'tinygrad.runtime.ops_uopd' in sys.modules)")
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout.split() == ["14", "False"]
+    assert plain.stdout.split() == ["14", "False"]  # the fake package's VALUE
 
     asked = _python(site, "-c", "import uopd.tinygrad, tinygrad\ntry:\n    tinygrad.device('UOPD')\n"
                     "except ImportError as e:\n    print(type(e).__name__, '|', e)")
     assert asked.returncode == 0, asked.stderr
     assert asked.stdout.startswith("UnsupportedTinygradError | ")
-    assert "tinygrad 0.14.0" in asked.stdout and "0.12.x" in asked.stdout
+    assert "tinygrad 0.13.0" in asked.stdout and "0.12.x and 0.14.x" in asked.stdout
 
     (site / "prog.py").write_text("print('ran')\n")
     run = _python(site, "-m", "uopd.tinygrad", "prog.py")
     assert run.returncode == 2 and run.stdout == ""
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
-    assert "tinygrad 0.14.0" in run.stderr
+    assert "tinygrad 0.13.0" in run.stderr
 
     # The .pth hook runs in every process of the environment: it says why and lets it run.
     hook = _python(site, "-c", "import uopd.tinygrad as h, os; h._pth_hook(); "
@@ -264,12 +264,16 @@ def test_an_unsupported_tinygrad_still_imports_and_refuses_uopd_in_one_sentence(
     assert hook.stdout.strip() == "-" and "UOPD is ignored" in hook.stderr
 
 
-def test_tinygrad_012_is_the_one_spoken(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tinygrad_012_and_014_are_spoken_each_by_its_device_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import uopd.tinygrad as hook
 
-    assert hook.SUPPORTED == ("0.12",)
-    for version, supported in (("0.12.0", True), ("0.12.3", True), ("0.120.0", False),
-                               ("0.13.0", False), ("0.14.0", False)):
+    assert hook.SUPPORTED == ("0.12", "0.14")
+    for version, module in (("0.12.0", "uopd.tinygrad.device"), ("0.12.3", "uopd.tinygrad.device"),
+                            ("0.120.0", None), ("0.13.0", None),
+                            ("0.14.0", "uopd.tinygrad.device14"), ("0.15.0", None)):
         monkeypatch.setattr(hook, "tinygrad_version", lambda: version)
         reason = hook.unsupported_reason()
-        assert (reason is None) == supported, (version, reason)
+        assert (reason is None) == (module is not None), (version, reason)
+        if module is not None:
+            assert hook._impl() == module

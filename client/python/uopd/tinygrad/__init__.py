@@ -1,4 +1,4 @@
-"""uopd as a tinygrad (0.12) device: ``Device["UOPD"]`` runs every kernel tinygrad schedules on a
+"""uopd as a tinygrad (0.12 or 0.14) device: ``Device["UOPD"]`` runs every kernel tinygrad schedules on a
 uopd server.
 
     import uopd.tinygrad                      # makes tinygrad.runtime.ops_uopd importable
@@ -18,7 +18,8 @@ AST hash). Importing this module does not import tinygrad: it installs an import
 provides ``tinygrad.runtime.ops_uopd`` (``uopd.tinygrad.device``) when tinygrad asks for it, and
 imports that module at once when tinygrad is already imported.
 
-It speaks tinygrad 0.12 (``SUPPORTED``). With another tinygrad installed it stays out of the way:
+It speaks tinygrad 0.12 and 0.14 (``SUPPORTED``; ``uopd.tinygrad.device`` and
+``uopd.tinygrad.device14``). With another tinygrad installed it stays out of the way:
 ``import tinygrad`` works as without uopd, and only asking for the UOPD device (``Device["UOPD"]``,
 ``DEV=UOPD``, ``UOPD=...``, ``python -m uopd.tinygrad``) fails, with one sentence that names both
 versions (``unsupported_reason()``).
@@ -36,12 +37,18 @@ from types import ModuleType
 from typing import Any, Optional, Sequence
 
 MODULE = "tinygrad.runtime.ops_uopd"
-IMPL = "uopd.tinygrad.device"
+IMPLS = {"0.12": "uopd.tinygrad.device", "0.14": "uopd.tinygrad.device14"}
 
 __all__ = ["install", "select_from_env", "unsupported_reason", "MODULE", "SUPPORTED"]
 
 # The tinygrad releases whose device interface and kernel ASTs this module speaks.
-SUPPORTED = ("0.12",)
+SUPPORTED = ("0.12", "0.14")
+
+
+def _impl() -> str:
+    """The device module for the installed tinygrad (0.12's when it has no metadata)."""
+    found = tinygrad_version() or "0.12"
+    return next((m for v, m in IMPLS.items() if found == v or found.startswith(v + ".")), IMPLS["0.12"])
 
 
 class UnsupportedTinygradError(ImportError):
@@ -68,7 +75,7 @@ def unsupported_reason() -> Optional[str]:
     wanted = " and ".join(f"{v}.x" for v in SUPPORTED)
     return (f"uopd.tinygrad {_package_version()} runs on tinygrad {wanted}, and this Python has "
             f"tinygrad {found}: install a supported tinygrad "
-            f"(pip install 'tinygrad>={SUPPORTED[0]},<{_next_minor(SUPPORTED[-1])}') "
+            f"(pip install 'tinygrad>={SUPPORTED[-1]},<{_next_minor(SUPPORTED[-1])}') "
             f"to use the UOPD device.")
 
 
@@ -87,7 +94,7 @@ class _Loader(importlib.abc.Loader):
         reason = unsupported_reason()
         if reason is not None:
             raise UnsupportedTinygradError(reason)
-        return importlib.import_module(IMPL)
+        return importlib.import_module(_impl())
 
     def exec_module(self, module: ModuleType) -> None:
         pass  # uopd.tinygrad.device ran when it was imported
@@ -105,7 +112,7 @@ class _AfterTinygrad(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self.loader.exec_module(module)
-        sys.modules[MODULE] = importlib.import_module(IMPL)
+        sys.modules[MODULE] = importlib.import_module(_impl())
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -135,7 +142,7 @@ def install() -> None:
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
     if "tinygrad" in sys.modules and MODULE not in sys.modules and unsupported_reason() is None:
-        sys.modules[MODULE] = importlib.import_module(IMPL)
+        sys.modules[MODULE] = importlib.import_module(_impl())
 
 
 def select_from_env() -> bool:
@@ -167,5 +174,5 @@ install()
 
 def __getattr__(name: str) -> Any:  # uopd.tinygrad.UopdDevice etc. without importing tinygrad early
     if name in ("UopdDevice", "UopdRunner", "UopdAllocator", "client_for"):
-        return getattr(importlib.import_module(IMPL), name)
+        return getattr(importlib.import_module(_impl()), name)
     raise AttributeError(name)

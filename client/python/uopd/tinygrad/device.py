@@ -47,10 +47,11 @@ from google.protobuf import json_format
 import uopd
 from uopd._opts import optimization_of
 from uopd.tinygrad import ir
+from uopd.tinygrad._common import UopdAllocator, UopdBuf, client_for, remote_device, server_address
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
-from tinygrad.device import Compiled, Compiler, CompilerPair, CompilerSet, LRUAllocator, BufferSpec, Buffer
+from tinygrad.device import Compiled, Compiler, CompilerPair, CompilerSet, Buffer
 from tinygrad.dtype import PtrDType, DType
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphRunner, GraphException
@@ -59,81 +60,7 @@ from tinygrad.helpers import DEBUG
 from tinygrad.renderer import Estimates, ProgramSpec, Renderer
 from tinygrad.uop.ops import Ops, UOp, KernelInfo, PatternMatcher, UPat
 
-DEFAULT_ADDRESS = "127.0.0.1:50051"
-
 __all__ = ["UopdDevice", "UopdAllocator", "UopdRunner", "UopdGraph", "client_for", "server_address"]
-
-
-def server_address() -> str:
-    env = os.environ.get("UOPD", "")
-    if env and env not in ("0", "1"):
-        return env
-    return os.environ.get("UOPD_ADDRESS", DEFAULT_ADDRESS)
-
-
-_clients: dict[str, uopd.Client] = {}
-_clients_lock = threading.Lock()
-
-
-def client_for(address: Optional[str] = None) -> uopd.Client:
-    """The process's client of the server at ``address`` (default: server_address()), made once."""
-    address = address or server_address()
-    with _clients_lock:
-        client = _clients.get(address)
-        if client is None:
-            timeout = os.environ.get("UOPD_TIMEOUT")
-            # In a session: the daemon frees this process's buffers and plans when it ends,
-            # however it ends, rather than keeping them until they are idle past --idle_ttl.
-            client = uopd.Client(address, session=True, token=os.environ.get("UOPD_TOKEN") or None,
-                                 token_file=os.environ.get("UOPD_TOKEN_FILE") or None,
-                                 timeout=float(timeout) if timeout else None,
-                                 local_socket=False if os.environ.get("UOPD_LOCAL_SOCKET") == "0" else None)
-            _clients[address] = client
-        return client
-
-
-def remote_device(device: str) -> str:
-    """The server's device for a tinygrad device name: UOPD -> $UOPD_DEVICE or CPU, UOPD:X -> X."""
-    _, _, rest = device.partition(":")
-    return (rest or os.environ.get("UOPD_DEVICE", "") or "CPU").upper()
-
-
-# ---------------------------------------------------------------------------------------------
-# Buffers
-
-
-@dataclass(frozen=True)
-class UopdBuf:
-    """tinygrad's opaque buffer: a daemon UINT8 buffer (handle) and a byte window of it."""
-    handle: str
-    nbytes: int
-    offset: int = 0
-
-
-class UopdAllocator(LRUAllocator["UopdDevice"]):
-    def __init__(self, dev: UopdDevice):
-        super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
-
-    def _alloc(self, size: int, options: BufferSpec) -> UopdBuf:
-        buf = self.dev.client.create_buffer("UINT8", size, device=self.dev.remote)
-        return UopdBuf(buf.handle, size)
-
-    def _free(self, opaque: UopdBuf, options: BufferSpec) -> None:
-        try:
-            self.dev.client.free_buffer(opaque.handle)
-        except Exception:  # at interpreter exit the channel may be gone; the server frees on disconnect
-            pass
-
-    def _copyin(self, dest: UopdBuf, src: memoryview) -> None:
-        self.dev.client.write_buffer(dest.handle, bytes(src.cast("B") if src.ndim != 1 or src.format != "B"
-                                                        else src), offset=dest.offset)
-
-    def _copyout(self, dest: memoryview, src: UopdBuf) -> None:
-        data = self.dev.client.read_buffer(src.handle, src.offset, src.nbytes)
-        dest.cast("B")[:] = data
-
-    def _offset(self, buf: UopdBuf, size: int, offset: int) -> UopdBuf:
-        return UopdBuf(buf.handle, size, buf.offset + offset)
 
 
 # ---------------------------------------------------------------------------------------------

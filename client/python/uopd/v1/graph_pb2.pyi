@@ -6,6 +6,15 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Dialect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DIALECT_UNSPECIFIED: _ClassVar[Dialect]
+    TINYGRAD_0_12: _ClassVar[Dialect]
+    TINYGRAD_0_14: _ClassVar[Dialect]
+DIALECT_UNSPECIFIED: Dialect
+TINYGRAD_0_12: Dialect
+TINYGRAD_0_14: Dialect
+
 class DType(_message.Message):
     __slots__ = ("scalar", "count", "ptr", "size", "addrspace")
     class Scalar(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -28,6 +37,10 @@ class DType(_message.Message):
         BFLOAT16: _ClassVar[DType.Scalar]
         FLOAT32: _ClassVar[DType.Scalar]
         FLOAT64: _ClassVar[DType.Scalar]
+        WEAKINT: _ClassVar[DType.Scalar]
+        WEAKFLOAT: _ClassVar[DType.Scalar]
+        FP8E4M3FNUZ: _ClassVar[DType.Scalar]
+        FP8E5M2FNUZ: _ClassVar[DType.Scalar]
     SCALAR_UNSPECIFIED: DType.Scalar
     VOID: DType.Scalar
     INDEX: DType.Scalar
@@ -46,6 +59,10 @@ class DType(_message.Message):
     BFLOAT16: DType.Scalar
     FLOAT32: DType.Scalar
     FLOAT64: DType.Scalar
+    WEAKINT: DType.Scalar
+    WEAKFLOAT: DType.Scalar
+    FP8E4M3FNUZ: DType.Scalar
+    FP8E5M2FNUZ: DType.Scalar
     class AddrSpace(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         GLOBAL: _ClassVar[DType.AddrSpace]
@@ -82,6 +99,8 @@ class RangeArg(_message.Message):
         THREAD: _ClassVar[RangeArg.AxisType]
         OUTER: _ClassVar[RangeArg.AxisType]
         PLACEHOLDER: _ClassVar[RangeArg.AxisType]
+        WEAK: _ClassVar[RangeArg.AxisType]
+        DEVICE: _ClassVar[RangeArg.AxisType]
     AXIS_TYPE_UNSPECIFIED: RangeArg.AxisType
     GLOBAL: RangeArg.AxisType
     WARP: RangeArg.AxisType
@@ -94,6 +113,8 @@ class RangeArg(_message.Message):
     THREAD: RangeArg.AxisType
     OUTER: RangeArg.AxisType
     PLACEHOLDER: RangeArg.AxisType
+    WEAK: RangeArg.AxisType
+    DEVICE: RangeArg.AxisType
     AXIS_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     axis: _containers.RepeatedScalarFieldContainer[int]
@@ -199,6 +220,12 @@ class Node(_message.Message):
         UNROLL: _ClassVar[Node.Op]
         CONTRACT: _ClassVar[Node.Op]
         CUSTOM: _ClassVar[Node.Op]
+        PARAM: _ClassVar[Node.Op]
+        CDIV: _ClassVar[Node.Op]
+        CMOD: _ClassVar[Node.Op]
+        FLOORDIV: _ClassVar[Node.Op]
+        FLOORMOD: _ClassVar[Node.Op]
+        STACK: _ClassVar[Node.Op]
     OP_UNSPECIFIED: Node.Op
     SINK: Node.Op
     DEFINE_GLOBAL: Node.Op
@@ -254,6 +281,12 @@ class Node(_message.Message):
     UNROLL: Node.Op
     CONTRACT: Node.Op
     CUSTOM: Node.Op
+    PARAM: Node.Op
+    CDIV: Node.Op
+    CMOD: Node.Op
+    FLOORDIV: Node.Op
+    FLOORMOD: Node.Op
+    STACK: Node.Op
     OP_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SRC_FIELD_NUMBER: _ClassVar[int]
@@ -265,7 +298,7 @@ class Node(_message.Message):
     def __init__(self, op: _Optional[_Union[Node.Op, str]] = ..., dtype: _Optional[_Union[DType, _Mapping]] = ..., src: _Optional[_Iterable[int]] = ..., arg: _Optional[_Union[Arg, _Mapping]] = ...) -> None: ...
 
 class Arg(_message.Message):
-    __slots__ = ("i64", "u64", "f64", "b", "invalid", "range", "var", "op", "kernel", "str", "ints")
+    __slots__ = ("i64", "u64", "f64", "b", "invalid", "range", "var", "op", "kernel", "str", "param", "ints")
     I64_FIELD_NUMBER: _ClassVar[int]
     U64_FIELD_NUMBER: _ClassVar[int]
     F64_FIELD_NUMBER: _ClassVar[int]
@@ -276,6 +309,7 @@ class Arg(_message.Message):
     OP_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     STR_FIELD_NUMBER: _ClassVar[int]
+    PARAM_FIELD_NUMBER: _ClassVar[int]
     INTS_FIELD_NUMBER: _ClassVar[int]
     i64: int
     u64: int
@@ -287,11 +321,34 @@ class Arg(_message.Message):
     op: Node.Op
     kernel: KernelInfo
     str: str
+    param: ParamArg
     ints: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, i64: _Optional[int] = ..., u64: _Optional[int] = ..., f64: _Optional[float] = ..., b: bool = ..., invalid: bool = ..., range: _Optional[_Union[RangeArg, _Mapping]] = ..., var: _Optional[_Union[VarArg, _Mapping]] = ..., op: _Optional[_Union[Node.Op, str]] = ..., kernel: _Optional[_Union[KernelInfo, _Mapping]] = ..., str: _Optional[str] = ..., ints: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, i64: _Optional[int] = ..., u64: _Optional[int] = ..., f64: _Optional[float] = ..., b: bool = ..., invalid: bool = ..., range: _Optional[_Union[RangeArg, _Mapping]] = ..., var: _Optional[_Union[VarArg, _Mapping]] = ..., op: _Optional[_Union[Node.Op, str]] = ..., kernel: _Optional[_Union[KernelInfo, _Mapping]] = ..., str: _Optional[str] = ..., param: _Optional[_Union[ParamArg, _Mapping]] = ..., ints: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ParamArg(_message.Message):
+    __slots__ = ("slot", "name", "has_bounds", "min", "max", "multiple_of", "addrspace", "is_value")
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HAS_BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLE_OF_FIELD_NUMBER: _ClassVar[int]
+    ADDRSPACE_FIELD_NUMBER: _ClassVar[int]
+    IS_VALUE_FIELD_NUMBER: _ClassVar[int]
+    slot: int
+    name: str
+    has_bounds: bool
+    min: int
+    max: int
+    multiple_of: int
+    addrspace: DType.AddrSpace
+    is_value: bool
+    def __init__(self, slot: _Optional[int] = ..., name: _Optional[str] = ..., has_bounds: bool = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., multiple_of: _Optional[int] = ..., addrspace: _Optional[_Union[DType.AddrSpace, str]] = ..., is_value: bool = ...) -> None: ...
 
 class Graph(_message.Message):
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "dialect")
     NODES_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+    dialect: Dialect
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., dialect: _Optional[_Union[Dialect, str]] = ...) -> None: ...

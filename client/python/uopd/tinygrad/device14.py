@@ -1,0 +1,206 @@
+# mypy: ignore-errors
+# (tinygrad is an optional dependency without type information that mypy --strict accepts; the
+# package's type check covers the rest of uopd, and tests/tinygrad runs these modules.)
+"""tinygrad.runtime.ops_uopd: the UOPD device of tinygrad 0.14 (see uopd/tinygrad/__init__.py).
+
+Device names, the server and its credentials are as on tinygrad 0.12 (uopd/tinygrad/device.py);
+buffers are daemon buffers the same way (uopd/tinygrad/_common.py).
+
+How tinygrad 0.14's pieces map onto uopd: tinygrad compiles a schedule (a LINEAR of CALLs) with
+``lower_and_compile``, which leaves alone every kernel that is already a PROGRAM with a
+ProgramInfo and a BINARY. It is wrapped so that each UOPD kernel's SINK becomes such a PROGRAM
+without any local lowering: its BINARY names the kernel here, its ProgramInfo says which PARAM
+slots it reads and writes and which variables it takes, and every new kernel is sent to the
+daemon to compile at once, from background threads. The device's runtime (``UopdProgram``) runs
+it with Execute: the AST encoded once in the TINYGRAD_0_14 dialect (``uopd.tinygrad.ir14``),
+each PARAM slot bound to a ViewRef of its daemon buffer, the variables' values as vars. The
+daemon rewrites the 0.14 spelling into its IR and compiles each AST once (its cache is keyed by
+the AST hash, shared with 0.12 clients). TinyJit replays kernels one call each (no graph yet).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from google.protobuf import json_format
+
+import uopd
+from uopd._opts import optimization_of
+from uopd.tinygrad import ir14
+from uopd.tinygrad._common import UopdAllocator, UopdBuf, client_for, remote_device, server_address
+from uopd.v1 import graph_pb2
+from uopd.v1 import kernel_service_pb2 as ks
+
+from tinygrad.device import Compiled, Program, TinyELF
+from tinygrad.dtype import AddrSpace
+from tinygrad.engine import realize
+from tinygrad.helpers import DEBUG
+from tinygrad.renderer import Renderer
+from tinygrad.uop.ops import Ops, UOp, KernelInfo, ProgramInfo
+
+__all__ = ["UopdDevice", "UopdAllocator", "UopdProgram", "client_for", "server_address"]
+
+MAGIC = b"uopd-kernel:"
+
+
+class UopdRenderer(Renderer):
+    """Never renders: kernels go to the daemon as ASTs. It only tells the scheduler what the device
+    is like."""
+    has_local = False
+    has_shared = False
+    supports_float4 = False
+
+    def render(self, uops: list[UOp]) -> str:
+        raise RuntimeError("the UOPD device sends kernel ASTs to the daemon; nothing is rendered locally")
+
+
+@dataclass(frozen=True)
+class Slot:
+    index: int      # the PARAM slot
+    scalar: str     # wire dtype name of the element
+    size: int       # elements
+
+
+def _optimization(opts: Any) -> Optional[ks.Optimization]:
+    """As on 0.12: the kernel's opts_to_apply (else the daemon's default), with fused multiply-adds
+    where tinygrad's own devices have them (``$UOPD_FMA=0``: every operation rounded)."""
+    allow_fma = os.environ.get("UOPD_FMA", "1") != "0"
+    if opts is None:
+        return ks.Optimization(allow_fma=True) if allow_fma else None
+    optimization = optimization_of(opts)
+    optimization.allow_fma = allow_fma
+    return optimization
+
+
+class UopdKernel:
+    """One kernel AST of a UOPD device: encoded once, with what binding it needs."""
+
+    def __init__(self, device: str, ast: UOp):
+        info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+        opts = list(info.opts_to_apply) if info.opts_to_apply is not None else None
+        sent = ast.replace(arg=KernelInfo(name=info.name))
+        self.name = info.name if info.name != "test" else f"uopd_{ast.key.hex()[:10]}"
+        self.graph = json_format.ParseDict(ir14.encode_graph(sent), graph_pb2.Graph())
+        self.optimization = _optimization(opts)
+        self.remote = remote_device(device)
+        nodes = sent.toposort()
+        params = {u.arg.slot: u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}
+        self.slots = []
+        for slot, p in sorted(params.items()):
+            shape = p.src[0].src if p.src[0].op is Ops.STACK else (p.src[0],)
+            size = 1
+            for d in shape:
+                size *= int(d.arg)
+            self.slots.append(Slot(slot, ir14.encode_dtype(p.dtype)["scalar"], size))
+        targets = {u.src[0] for u in nodes if u.op is Ops.STORE}
+        read = {s for u in nodes for i, s in enumerate(u.src) if not (u.op is Ops.STORE and i == 0)}
+        self.outs = sorted({t.src[0].arg.slot for t in targets if t.op is Ops.INDEX and t.src[0].op is Ops.PARAM})
+        self.ins = sorted({u.src[0].arg.slot for u in nodes
+                           if u.op is Ops.INDEX and u in read and u.src[0].op is Ops.PARAM})
+        self.vars = tuple(sorted({u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.ALU},
+                                 key=lambda v: v.arg.name))
+        self.key = MAGIC + ast.key
+
+    def program(self, ast: UOp) -> UOp:
+        """The PROGRAM tinygrad takes as compiled: BINARY names this kernel; nothing was lowered."""
+        info = ProgramInfo(self.name, (1, 1, 1), None, self.vars, tuple(s.index for s in self.slots),
+                           tuple(self.outs), tuple(self.ins))
+        params = tuple(u for u in ast.toposort() if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU)
+        return UOp(Ops.PROGRAM, src=(ast, UOp(Ops.LINEAR, src=params), UOp(Ops.SOURCE, arg=f"// uopd kernel {self.name}"),
+                                     UOp(Ops.BINARY, arg=self.key)), arg=info)
+
+    def views(self, bufs: tuple[UopdBuf, ...]) -> list[uopd.ViewRef]:
+        return [uopd.ViewRef(b.handle, b.offset, s.scalar, s.size) for s, b in zip(self.slots, bufs)]
+
+
+_kernels: dict[bytes, UopdKernel] = {}
+_kernels_lock = threading.Lock()
+
+
+class UopdProgram(Program["UopdDevice"]):
+    def __init__(self, dev: UopdDevice, obj: TinyELF):
+        self.dev, self.name = dev, obj.name
+        self.kernel = _kernels.get(obj.lib)
+        if self.kernel is None:
+            raise RuntimeError(f"kernel {obj.name} was not made for the UOPD device in this process")
+
+    def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple = (), wait=False, **kw) -> Optional[float]:
+        k = self.kernel
+        st = time.perf_counter()
+        variables = {v.arg.name: int(x) for v, x in zip(k.vars, vals) if x is not None}
+        result = self.dev.client.execute([uopd.Kernel(k.graph, k.views(bufs), optimization=k.optimization)],
+                                         vars=variables, device=k.remote)
+        if not wait:
+            return None
+        if result.timings:
+            t = result.timings[0]
+            return (t.end_ns - t.start_ns) * 1e-9
+        return time.perf_counter() - st
+
+
+class UopdDevice(Compiled):
+    def __init__(self, device: str):
+        self.client = client_for()
+        self.remote = remote_device(device)
+        super().__init__(device, UopdAllocator(self), [UopdRenderer], UopdProgram, None)
+        if DEBUG >= 1:
+            print(f"UOPD: {device} is {self.remote} on {self.client.address}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The hook: UOPD kernels become compiled PROGRAMs without local lowering
+
+
+def _is_uopd(device: Any) -> bool:
+    first = device if isinstance(device, str) else (device[0] if device else "")
+    return isinstance(first, str) and first.split(":", 1)[0].upper() == "UOPD"
+
+
+_precompile_pool: Optional[ThreadPoolExecutor] = None
+
+
+def _compile_quietly(kernel: UopdKernel, client: uopd.Client) -> None:
+    try:
+        client.compile(kernel.graph, device=kernel.remote, optimization=kernel.optimization)
+    except Exception:  # the Execute that needs the kernel reports what went wrong
+        pass
+
+
+def _kernel_for(device: str, ast: UOp) -> UopdKernel:
+    """The kernel of `ast` on `device`, made once per process; a new one starts compiling in the
+    daemon at once (``$UOPD_PRECOMPILE=0``: when first run)."""
+    global _precompile_pool
+    key = MAGIC + ast.key
+    with _kernels_lock:
+        kernel = _kernels.get(key)
+        if kernel is not None:
+            return kernel
+        kernel = _kernels[key] = UopdKernel(device, ast)
+        if os.environ.get("UOPD_PRECOMPILE") != "0":
+            if _precompile_pool is None:
+                _precompile_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uopd-precompile")
+            _precompile_pool.submit(_compile_quietly, kernel, client_for())
+    return kernel
+
+
+_lower_and_compile = realize.lower_and_compile
+
+
+@functools.wraps(_lower_and_compile)
+def lower_and_compile(linear: UOp) -> UOp:
+    swaps = {}
+    for c in linear.toposort():
+        if c.op is Ops.CALL and c.src and c.src[0].op is Ops.SINK and _is_uopd(c.device):
+            device = c.device if isinstance(c.device, str) else c.device[0]
+            swaps[c] = c.replace(src=(_kernel_for(device, c.src[0]).program(c.src[0]), *c.src[1:]))
+    if swaps:
+        linear = linear.substitute(swaps, name="uopd kernels")
+    return _lower_and_compile(linear)
+
+
+realize.lower_and_compile = lower_and_compile
