@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tinygrad 0.12's own tests (and tests/tinygrad/test_uopd_backend.py) on tinygrad's CPU device
+# Runs tinygrad's own tests (0.12 or 0.14; and, on 0.12, tests/tinygrad/test_uopd_backend.py) on tinygrad's CPU device
 # and on the UOPD device (a real daemon on a free loopback port, through the `uopd` package's
 # tinygrad backend), and fails when a test that passes on CPU does not pass on UOPD, unless
 # tests/tinygrad/exceptions.txt lists it with a reason. CTest runs it as `tinygrad_backend`.
@@ -7,6 +7,10 @@
 #   run.sh SOURCE_DIR BUILD_DIR DAEMON_PATH
 #
 # Environment:
+#   TINYGRAD_VERSION 0.12.0 (default) or 0.14.0. tinygrad 0.14's sdist holds only test/test_tiny.py:
+#                    its other suites come from TINYGRAD_TESTS (a checkout of tinygrad's test tree
+#                    at 0.14; default SOURCE_DIR/../shared/tinygrad-tests when it exists), and
+#                    without one only test_tiny runs, said so in the output
 #   TINYGRAD_SUITES  tinygrad test files to compare, relative to the sdist (default: test_tiny.py and
 #                    the sdist's other suites that need neither torch nor files the sdist lacks,
 #                    listed below); "-" for none
@@ -26,10 +30,17 @@
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) daemon=$3
 here=$src/tests/tinygrad
-TINYGRAD_VERSION=0.12.0
+TINYGRAD_VERSION=${TINYGRAD_VERSION:-0.12.0}
 pip_install() { "$@" -q --disable-pip-version-check; }
 
-venv=${TINYGRAD_VENV:-$build/tinygrad-test-venv}
+if [ "$TINYGRAD_VERSION" = 0.12.0 ]; then
+  venv=${TINYGRAD_VENV:-$build/tinygrad-test-venv}
+  exceptions=$here/exceptions.txt
+else
+  venv=${TINYGRAD_VENV:-$build/tinygrad-$TINYGRAD_VERSION-test-venv}
+  minor=${TINYGRAD_VERSION%.*}
+  exceptions=$here/exceptions_${minor//./}.txt  # 0.14.0 -> exceptions_014.txt
+fi
 deps="tinygrad==$TINYGRAD_VERSION pytest hypothesis numpy setuptools>=61 wheel"
 stamp="$(sha256sum "$src/client/python/pyproject.toml" | cut -c1-64) $deps"
 copy=$build/pyclient-tinygrad
@@ -53,7 +64,10 @@ rm -rf "$copy/build"
 py=$venv/bin/python
 
 tgsrc=${TINYGRAD_SRC:-$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION}
-if [ ! -f "$tgsrc/test/test_tiny.py" ]; then
+tgtests=${TINYGRAD_TESTS:-$src/../shared/tinygrad-tests}
+if [ "$TINYGRAD_VERSION" != 0.12.0 ] && [ -f "$tgtests/test/test_tiny.py" ]; then
+  tgsrc=$(cd "$tgtests" && pwd)
+elif [ ! -f "$tgsrc/test/test_tiny.py" ]; then
   rm -rf "$build/tinygrad-src" && mkdir -p "$build/tinygrad-src"
   pip_install "$py" -m pip download --no-deps --no-binary :all: "tinygrad==$TINYGRAD_VERSION" \
     -d "$build/tinygrad-src"
@@ -111,14 +125,27 @@ default_suites="test/test_tiny.py test/test_custom_kernel.py test/test_assign.py
   test/test_outerworld.py test/test_outerworld_range.py test/test_memory_planner.py test/test_zero_copy.py
   test/test_kernel_cache.py test/test_compile_failures.py test/test_stunning.py test/test_rangeify.py
   test/test_uops_stats.py test/test_dtype_alu.py"
+if [ "$TINYGRAD_VERSION" != 0.12.0 ]; then
+  if [ -f "$tgsrc/test/unit/test_assign.py" ]; then
+    default_suites="test/test_tiny.py test/backend/test_setitem.py test/backend/test_tensor_variable.py
+      test/backend/test_arange.py test/backend/test_softmax_fusion.py test/unit/test_assign.py
+      test/unit/test_jit_cases.py test/unit/test_jit_footguns.py test/unit/test_conv.py
+      test/unit/test_dtype_weak.py test/unit/test_masked_tensor.py test/unit/test_indexing.py
+      test/unit/test_getitem_ops.py test/unit/test_symbolic_tensor.py"
+  else
+    echo "tinygrad $TINYGRAD_VERSION: no test tree (TINYGRAD_TESTS); its sdist has test/test_tiny.py only, so only that runs"
+    default_suites="test/test_tiny.py"
+  fi
+fi
 suites=${TINYGRAD_SUITES:-$default_suites}
 if [ "$suites" != "-" ]; then
   # shellcheck disable=SC2086
   for f in $suites; do run_suite "tinygrad:$(basename "$f" .py)" "$tgsrc" "$f" ${TINYGRAD_PYTEST_ARGS:-}; done
 fi
-run_suite "uopd:test_uopd_backend" "$here" test_uopd_backend.py
+# uopd's own backend tests speak 0.12's interfaces (ExecItem, get_runner).
+[ "$TINYGRAD_VERSION" = 0.12.0 ] && run_suite "uopd:test_uopd_backend" "$here" test_uopd_backend.py
 status=0
-"$py" "$here/compare.py" --exceptions "$here/exceptions.txt" "${reports[@]}" || status=1
+"$py" "$here/compare.py" --exceptions "$exceptions" "${reports[@]}" || status=1
 
 # Selection without code changes: the .pth hook (installed into this virtualenv for the check).
 program='from tinygrad import Device, Tensor; assert Device.DEFAULT == "UOPD", Device.DEFAULT; print((Tensor([1, 2]) + 1).tolist())'
