@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import uopd
+from uopd._opts import optimization_of
+from uopd.v1 import kernel_service_pb2 as ks
 
 from tinygrad.device import LRUAllocator, BufferSpec
 
@@ -85,3 +87,16 @@ class UopdAllocator(LRUAllocator["UopdDevice"]):
 
     def _offset(self, buf: UopdBuf, size: int, offset: int) -> UopdBuf:
         return UopdBuf(buf.handle, size, buf.offset + offset)
+
+
+def optimization_for(opts: Any) -> Optional[ks.Optimization]:
+    """What the daemon optimizes a kernel with: its opts_to_apply (else the daemon's default), and
+    fused multiply-adds where tinygrad's own devices have them: its clang and NVRTC contract a
+    multiply and an add into one FMA, so kernels run at their speed and round as they do.
+    ``$UOPD_FMA=0`` asks for every operation rounded (the same bits on every device)."""
+    allow_fma = os.environ.get("UOPD_FMA", "1") != "0"
+    if opts is None:
+        return ks.Optimization(allow_fma=True) if allow_fma else None
+    optimization = optimization_of(opts)
+    optimization.allow_fma = allow_fma
+    return optimization

@@ -45,9 +45,9 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd._opts import optimization_of
 from uopd.tinygrad import ir
-from uopd.tinygrad._common import UopdAllocator, UopdBuf, client_for, remote_device, server_address
+from uopd.tinygrad._common import (UopdAllocator, UopdBuf, client_for, optimization_for, remote_device,
+                                   server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -114,19 +114,6 @@ def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
     return ast, opts, name
 
 
-def _optimization(opts: Any) -> Optional[ks.Optimization]:
-    """What the daemon optimizes a kernel with: its opts_to_apply (else the daemon's default), and
-    fused multiply-adds where tinygrad's own devices have them: its clang and NVRTC contract a
-    multiply and an add into one FMA, so kernels run at their speed and round as they do.
-    ``$UOPD_FMA=0`` asks for every operation rounded (the same bits on every device)."""
-    allow_fma = os.environ.get("UOPD_FMA", "1") != "0"
-    if opts is None:
-        return ks.Optimization(allow_fma=True) if allow_fma else None
-    optimization = optimization_of(opts)
-    optimization.allow_fma = allow_fma
-    return optimization
-
-
 class UopdRunner(CompiledRunner):
     """A kernel AST on a UOPD device: encoded once, run by the daemon with Execute."""
 
@@ -135,7 +122,7 @@ class UopdRunner(CompiledRunner):
             raise NotImplementedError(f"the UOPD device runs kernel ASTs (SINK), not {ast.op}")
         sent, opts, name = _kernel_parts(ast)
         self.graph: graph_pb2.Graph = json_format.ParseDict(ir.encode_graph(sent, kernel_ast_only=False), graph_pb2.Graph())
-        self.optimization = _optimization(opts)
+        self.optimization = optimization_for(opts)
         nodes = sent.toposort()
         globs = sorted({u.arg: u for u in nodes if u.op is Ops.DEFINE_GLOBAL}.items())
         outs: set[int] = set()

@@ -30,9 +30,9 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd._opts import optimization_of
 from uopd.tinygrad import ir14
-from uopd.tinygrad._common import UopdAllocator, UopdBuf, client_for, remote_device, server_address
+from uopd.tinygrad._common import (UopdAllocator, UopdBuf, client_for, optimization_for, remote_device,
+                                   server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -66,17 +66,6 @@ class Slot:
     size: int       # elements
 
 
-def _optimization(opts: Any) -> Optional[ks.Optimization]:
-    """As on 0.12: the kernel's opts_to_apply (else the daemon's default), with fused multiply-adds
-    where tinygrad's own devices have them (``$UOPD_FMA=0``: every operation rounded)."""
-    allow_fma = os.environ.get("UOPD_FMA", "1") != "0"
-    if opts is None:
-        return ks.Optimization(allow_fma=True) if allow_fma else None
-    optimization = optimization_of(opts)
-    optimization.allow_fma = allow_fma
-    return optimization
-
-
 class UopdKernel:
     """One kernel AST of a UOPD device: encoded once, with what binding it needs."""
 
@@ -86,7 +75,7 @@ class UopdKernel:
         sent = ast.replace(arg=KernelInfo(name=info.name))
         self.name = info.name if info.name != "test" else f"uopd_{ast.key.hex()[:10]}"
         self.graph = json_format.ParseDict(ir14.encode_graph(sent), graph_pb2.Graph())
-        self.optimization = _optimization(opts)
+        self.optimization = optimization_for(opts)
         self.remote = remote_device(device)
         nodes = sent.toposort()
         params = {u.arg.slot: u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}

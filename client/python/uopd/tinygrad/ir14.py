@@ -54,7 +54,9 @@ def encode_dtype(dt: DType) -> dict[str, Any]:
     return {"scalar": name}
 
 
-def _int(v: int, dt: DType) -> dict[str, Any]:
+# _int and _float spell values as ir.py's _i64 and _f64 do: each encoder stays one file that
+# needs only tinygrad (bench scripts and capture_014.py load it by path, without grpc).
+def _int(v: int) -> dict[str, Any]:
     v = int(v)
     if v > INT64_MAX:
         if v >= 2**64:
@@ -90,7 +92,7 @@ def _const_arg(u: UOp) -> dict[str, Any]:
         if not -2**63 <= a < 2**64:  # unbounded Python ints mean their value modulo 2**64
             v = a % 2**64
             a = v - 2**64 if v > INT64_MAX and not dtypes.is_unsigned(u.dtype) else v
-        return _int(a, u.dtype)
+        return _int(a)
     raise IRError(f"CONST arg {a!r} ({type(a).__name__}) has no IR spelling")
 
 
