@@ -47,6 +47,7 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "server/accept_guard.h"
 #include "server/authenticator.h"
 #include "server/cache_service.h"
 #include "server/call_limiter.h"
@@ -299,9 +300,9 @@ void LogProtobufMessage(google::protobuf::LogLevel level, const char* file, int 
       {{"message", message}, {"at", absl::StrCat(file, ":", line)}});
 }
 
-// Raises the soft limit on open files to the hard one. gRPC's listener stops accepting for good
-// the first time accept() fails with EMFILE (gRPC 1.51), so every descriptor the process may
-// have is headroom against a flood of connections; the systemd unit sets the hard limit.
+// Raises the soft limit on open files to the hard one (the systemd unit sets the hard limit),
+// then arms the accept guard below it: connections past it are refused, not fatal to gRPC's
+// listener (server/accept_guard.h).
 void RaiseOpenFileLimit() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
@@ -310,9 +311,11 @@ void RaiseOpenFileLimit() {
     limit.rlim_cur = limit.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = soft;
   }
+  const int refuse_from = ArmAcceptGuard();
   Log(LogLevel::kInfo, "open files",
       {{"limit", absl::StrCat(static_cast<uint64_t>(limit.rlim_cur))},
-       {"was", absl::StrCat(static_cast<uint64_t>(soft))}});
+       {"was", absl::StrCat(static_cast<uint64_t>(soft))},
+       {"connections refused from descriptor", absl::StrCat(refuse_from)}});
 }
 
 int Run() {

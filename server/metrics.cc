@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
+#include "server/accept_guard.h"
+#include "server/accept_guard.h"
 
 namespace uopd {
 namespace {
@@ -174,9 +176,15 @@ class LiveCollector : public prometheus::Collectable {
         "Buffers and plans freed because the session they were created in ended.",
         MetricType::Counter,
         {Sample(r.session_freed, {}, true)}};
+    prometheus::MetricFamily refused{
+        "uopd_connections_refused_total",
+        "Connections closed as they were accepted because file descriptors ran short.",
+        MetricType::Counter,
+        {Sample(static_cast<double>(ConnectionsRefusedForDescriptors()), {}, true)}};
     std::vector<prometheus::MetricFamily> families = {
-        requests,     evictions,    bytes,   entries, errors,   compilations,   compile_seconds,
-        device_bytes, buffer_bytes, buffers, plans,   sessions, sessions_ended, session_freed};
+        requests,     evictions,       bytes,          entries,       errors,
+        compilations, compile_seconds, device_bytes,   buffer_bytes,  buffers,
+        plans,        sessions,        sessions_ended, session_freed, refused};
     for (auto* family : {&read_bytes, &written_bytes, &breaker, &publish, &publish_queue}) {
       if (!family->metric.empty()) families.push_back(*family);
     }

@@ -2,6 +2,8 @@
 // bounded (past the bound it is refused at once, and other clients are served), a stream that
 // goes silent is cancelled, and the threads all streams together hold are bounded.
 #include <dirent.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -148,6 +150,43 @@ TEST(CallLimits, IdleStreamsPastTheThreadBoundAreRefusedNotGivenAThreadEach) {
     if (!devices.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(devices.ok()) << devices.status();
+}
+
+// ListDevices on a fresh connection with a short deadline.
+grpc::Status ListDevicesOnANewConnection(const DaemonProcess& daemon) {
+  auto stub = StubFor(daemon);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::ListDevicesRequest request;
+  v1::ListDevicesResponse response;
+  return stub->ListDevices(&context, request, &response);
+}
+
+TEST(CallLimits, ConnectionsPastTheDescriptorLimitAreRefusedAndTheListenerLives) {
+  // A daemon allowed 256 descriptors, and 400 connections that send nothing: the ones past
+  // what the daemon can hold are closed at once (gRPC 1.51's listener, left alone, stops
+  // accepting for good at its first EMFILE). Once they go, a new client is served.
+  constexpr int kLimit = 256;
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("descriptors"), {}, kLimit);
+  ASSERT_TRUE(daemon.running());
+  ASSERT_TRUE(ListDevicesOnANewConnection(daemon).ok());
+  std::vector<int> held;
+  for (int i = 0; i < 400; ++i) {
+    const int fd = DaemonProcess::ConnectTcp(daemon.address());
+    if (fd >= 0) held.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  int refused = 0;  // connections the daemon closed
+  for (int fd : held) {
+    char byte;
+    if (recv(fd, &byte, 1, MSG_DONTWAIT) == 0) ++refused;
+  }
+  EXPECT_GT(refused, 400 - kLimit) << "the daemon never closed a connection it could not hold";
+  for (int fd : held) close(fd);
+  grpc::Status after = grpc::Status(grpc::StatusCode::UNKNOWN, "not tried");
+  for (int i = 0; i < 10 && !after.ok(); ++i) after = ListDevicesOnANewConnection(daemon);
+  EXPECT_TRUE(after.ok()) << after.error_message();
+  EXPECT_GE(daemon.Metric("uopd_connections_refused_total"), refused);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,11 +25,14 @@ namespace uopd::testing {
 class DaemonProcess {
  public:
   // Starts the daemon binary at `daemon` with `extra_flags`; waits until it serves (or 20 s).
+  // `open_file_limit` > 0 caps the daemon's descriptors (soft and hard limit, so the daemon
+  // cannot raise it), as a small container or a systemd unit would.
   DaemonProcess(std::string daemon, std::string cache_dir,
-                std::vector<std::string> extra_flags = {})
+                std::vector<std::string> extra_flags = {}, int open_file_limit = 0)
       : daemon_(std::move(daemon)),
         cache_dir_(std::move(cache_dir)),
-        flags_(std::move(extra_flags)) {
+        flags_(std::move(extra_flags)),
+        open_file_limit_(open_file_limit) {
     Start();
   }
   ~DaemonProcess() { Stop(); }
@@ -125,6 +129,11 @@ class DaemonProcess {
     args.insert(args.end(), flags_.begin(), flags_.end());
     pid_ = fork();
     if (pid_ == 0) {
+      if (open_file_limit_ > 0) {
+        const rlimit limit{static_cast<rlim_t>(open_file_limit_),
+                           static_cast<rlim_t>(open_file_limit_)};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -147,6 +156,7 @@ class DaemonProcess {
   std::string daemon_;
   std::string cache_dir_;
   std::vector<std::string> flags_;
+  int open_file_limit_ = 0;
   pid_t pid_ = -1;
   std::string address_, metrics_;
 };
