@@ -1,5 +1,6 @@
 #include "client/local_channel.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -162,6 +163,16 @@ absl::StatusOr<v1::LocalReply> LocalChannel::Exchange(const std::string& payload
     if (broken_) {
       return absl::UnavailableError(
           "the local channel was closed after an earlier call on it failed: open a new one");
+    }
+    // With no call on the connection, anything to read is the daemon's hang-up (it closes
+    // connections idle past --local_socket_idle_timeout): say so before sending, so the caller
+    // knows the call never left and may send it on a new channel.
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) {
+      broken_ = true;
+      return absl::UnavailableError(
+          "the daemon closed the local channel (idle, or stopping); the call was not sent: "
+          "open a new channel");
     }
     busy_ = true;
   }

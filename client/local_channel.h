@@ -18,7 +18,9 @@ namespace uopd {
 
 // Safe for concurrent use: calls take turns on the one connection, within their deadlines. A
 // call that fails mid-way (no reply by its deadline, the daemon gone) leaves the channel broken:
-// later calls fail UNAVAILABLE at once, and the caller opens a new one.
+// later calls fail UNAVAILABLE at once, and the caller opens a new one. The daemon closes a
+// channel idle past its --local_socket_idle_timeout (10 minutes): the next call finds it so
+// before sending and fails UNAVAILABLE, the call not sent.
 class LocalChannel {
  public:
   // Asks `client`'s daemon for its local socket and a ticket, connects and presents it: the

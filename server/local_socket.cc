@@ -7,8 +7,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <system_error>
@@ -260,13 +262,38 @@ void LocalSocket::SpinForNextCall(int fd) {
   spinning_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+namespace {
+
+// Waits up to `idle` (zero: for ever) for the next call to start; false if none did.
+bool NextCallStarts(int fd, absl::Duration idle) {
+  const int64_t ms = idle > absl::ZeroDuration()
+                         ? std::min<int64_t>(absl::ToInt64Milliseconds(idle), INT32_MAX)
+                         : -1;
+  pollfd p{fd, POLLIN, 0};
+  while (true) {
+    const int ready = poll(&p, 1, static_cast<int>(ms));
+    if (ready < 0 && errno == EINTR) continue;  // a signal only: the wait starts again
+    return ready != 0;  // readable, hung up or an error: ReadFrame says which
+  }
+}
+
+}  // namespace
+
 void LocalSocket::ServeCalls(int fd, const Identity& who) {
+  // Within a frame, the rest must come within the send timeout (a slow sender is a slow
+  // reader's twin); between frames, within the idle timeout.
+  const timeval frame_timeout = absl::ToTimeval(options_.send_timeout);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &frame_timeout, sizeof(frame_timeout));
   if (!Send(fd, v1::LocalReply())) return;
   const bool may_spin = options_.spin > absl::ZeroDuration() && options_.max_spinning > 0;
   bool back_to_back = false;  // the last call came within options_.spin of the reply before it
   while (true) {
     const auto replied = std::chrono::steady_clock::now();
     if (may_spin && back_to_back) SpinForNextCall(fd);
+    if (!NextCallStarts(fd, options_.idle_timeout)) {
+      idle_closed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     absl::StatusOr<std::vector<std::string>> frame = ReadFrame(fd, options_.max_frame_bytes);
     back_to_back =
         std::chrono::steady_clock::now() - replied <= absl::ToChronoNanoseconds(options_.spin);

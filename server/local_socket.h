@@ -46,8 +46,13 @@ struct LocalSocketOptions {
   int64_t max_frame_bytes = 4 << 20;                // gRPC's message limit
   absl::Duration hello_timeout = absl::Seconds(5);  // a connection that says nothing is closed
   // A client that stops reading its replies is hung up on once a reply has waited this long to
-  // be taken, rather than holding a thread.
+  // be taken, rather than holding a thread; one that stops in the middle of a frame, once the
+  // frame's rest has not come for this long.
   absl::Duration send_timeout = absl::Seconds(30);
+  // A connection with no call for this long is closed (its thread and slot go back): without
+  // it, connections that said hello and nothing since hold their slots for good. Clients
+  // notice at their next call and open a new connection before sending it. Zero: never.
+  absl::Duration idle_timeout = absl::Minutes(10);
   // After answering a client that calls back to back (its last call came within this long of
   // the reply before), the connection's thread polls for the next call this long before it
   // sleeps: on a small machine a sleeping thread's wake-up costs more than a tiny call. At most
@@ -79,6 +84,8 @@ class LocalSocket {
 
   const std::string& path() const { return options_.path; }
   int connections() const;
+  // Connections closed because they had no call for the idle timeout, since start.
+  int64_t idle_closed() const { return idle_closed_.load(std::memory_order_relaxed); }
 
  private:
   LocalSocket(LocalSocketOptions options, LocalTickets* tickets, LocalSocketHandler handler)
@@ -107,6 +114,7 @@ class LocalSocket {
   absl::flat_hash_set<int> open_ ABSL_GUARDED_BY(mu_);  // connections being served
   int awaiting_hello_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> spinning_{0};
+  std::atomic<int64_t> idle_closed_{0};
   absl::flat_hash_map<std::string, int> per_quota_key_ ABSL_GUARDED_BY(mu_);  // admitted ones
   // One thread per connection; an ending one lists its id in finished_ to be joined.
   absl::flat_hash_map<int64_t, std::thread> threads_ ABSL_GUARDED_BY(mu_);

@@ -85,6 +85,9 @@ ABSL_FLAG(int64_t, local_socket_spin_us, 200,
           "after answering a local-socket client that calls back to back, poll this many "
           "microseconds for its next call before sleeping (at most half the cores poll at once; "
           "0: never)");
+ABSL_FLAG(absl::Duration, local_socket_idle_timeout, absl::Minutes(10),
+          "a local-socket connection with no call for this long is closed (clients open a new "
+          "one at their next call); 0: never");
 ABSL_FLAG(std::string, unix_socket_mode, "0600",
           "permissions of a unix:/path socket (octal): who on this machine may connect; 0660 "
           "lets the socket's group in");
@@ -632,6 +635,8 @@ int Run() {
         LocalSocketOptions{
             .path = local_socket_path,
             .mode = socket_mode,
+            .idle_timeout =
+                std::max(absl::ZeroDuration(), absl::GetFlag(FLAGS_local_socket_idle_timeout)),
             .spin =
                 absl::Microseconds(std::max<int64_t>(0, absl::GetFlag(FLAGS_local_socket_spin_us))),
             .max_spinning = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2))},

@@ -4,7 +4,6 @@
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
 #include "server/accept_guard.h"
-#include "server/accept_guard.h"
 
 namespace uopd {
 namespace {

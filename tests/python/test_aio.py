@@ -232,6 +232,27 @@ def test_local_calls_keep_their_deadlines_when_the_daemon_stalls(tmp_path: Any) 
         d.stop()
 
 
+def test_a_local_channel_the_daemon_closed_while_idle_is_replaced_unseen(tmp_path: Any) -> None:
+    socket = f"unix:{tmp_path}/uopd.sock"
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run",
+                     "--local_socket_idle_timeout=1s", listen=socket)
+
+    async def main() -> None:
+        async with uopd.aio.AsyncClient(socket, timeout=30) as client:
+            buffer = await client.create_buffer("float32", 4,
+                                                data=np.arange(4, dtype=np.float32))
+            first = client._local.channel
+            assert first is not None
+            await asyncio.sleep(2.5)  # the daemon hangs up on the idle channel
+            assert await buffer.read() == np.arange(4, dtype=np.float32).tobytes()
+            assert first.broken and client._local.channel is not first
+
+    try:
+        run(main())
+    finally:
+        d.stop()
+
+
 def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: Any) -> None:
     socket = f"unix:{tmp_path}/uopd.sock"
     d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", listen=socket)

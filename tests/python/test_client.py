@@ -535,6 +535,23 @@ def test_hot_calls_go_over_a_local_daemons_local_socket(tmp_path: pathlib.Path,
             client.create_buffer("uint8", 4)
 
 
+def test_a_local_channel_the_daemon_closed_while_idle_is_replaced_unseen(
+        tmp_path: pathlib.Path) -> None:
+    socket = f"unix:{tmp_path}/uopd.sock"
+    d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run",
+                     "--local_socket_idle_timeout=1s", listen=socket)
+    try:
+        with uopd.Client(socket, timeout=30) as client:
+            with client.from_numpy(np.arange(4, dtype=np.float32)) as buffer:
+                first = client._local.channel
+                assert first is not None
+                time.sleep(2.5)  # the daemon hangs up on the idle channel
+                assert np.array_equal(buffer.numpy(), np.arange(4, dtype=np.float32))
+                assert first.broken and client._local.channel is not first
+    finally:
+        d.stop()
+
+
 def test_a_loopback_daemon_has_a_private_local_socket(tmp_path: pathlib.Path) -> None:
     # As `make serve` starts it: loopback TCP, --local_socket=auto (the default).
     d = start_daemon(tmp_path / "daemon", "--anonymous_rights=compile,run", "--local_socket=auto")

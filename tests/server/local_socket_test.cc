@@ -381,5 +381,28 @@ TEST(LocalSocket, ADaemonWithoutOneSaysSoAndOneWithIdleChannelsStopsCleanly) {
   EXPECT_TRUE(StatusIs((*channel)->RunPlan(RunOf("plan-x")), absl::StatusCode::kUnavailable));
 }
 
+TEST(LocalSocket, AConnectionIdlePastItsTimeoutIsClosedAndItsSlotGoesBack) {
+  UnixDaemon d("local-socket-idle", {"--local_socket_idle_timeout=1s"});
+  ASSERT_TRUE(d.daemon->running());
+  Client client(d.address());
+  auto channel = LocalChannel::Open(client);
+  UOPD_ASSERT_OK(channel);
+  const std::string plan = PrepareScale(client, 16);
+  UOPD_EXPECT_OK((*channel)->RunPlan(RunOf(plan)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // Found closed before the call went out: the caller may send it again on a new channel.
+  EXPECT_TRUE(
+      StatusIs((*channel)->RunPlan(RunOf(plan)), absl::StatusCode::kUnavailable, {"not sent"}));
+  EXPECT_TRUE((*channel)->broken());
+  auto fresh = LocalChannel::Open(client);
+  UOPD_ASSERT_OK(fresh);
+  UOPD_EXPECT_OK((*fresh)->RunPlan(RunOf(plan)));
+  // A connection that calls within the timeout keeps going.
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    UOPD_EXPECT_OK((*fresh)->RunPlan(RunOf(plan)));
+  }
+}
+
 }  // namespace
 }  // namespace uopd

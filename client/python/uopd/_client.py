@@ -16,7 +16,7 @@ from uopd._core import (AstLike, BufferArg, BufferBase, CacheEntry, Call, Kernel
                         RunResult)
 from uopd._dtypes import DTypeLike, Scalar
 from uopd._errors import NotFound, UopdError, error_from_rpc
-from uopd._local_channel import LOCAL_METHODS, LocalChannel, LocalState
+from uopd._local_channel import LOCAL_METHODS, ClosedBeforeSending, LocalChannel, LocalState
 from uopd._opts import OptimizationLike
 from uopd._session import SESSION_METHODS, SessionState, go_on_without, metadata_with
 from uopd.v1 import kernel_service_pb2 as ks, program_pb2
@@ -188,7 +188,14 @@ class Client:
             if call.method in LOCAL_METHODS and call.service == "kernels":
                 channel = self._local_channel()
                 if channel is not None:
-                    return channel.call(call.method, call.request, remaining(deadline), session)
+                    try:
+                        return channel.call(call.method, call.request, remaining(deadline),
+                                            session)
+                    except ClosedBeforeSending:  # idle too long: it goes on a new channel
+                        channel = self._local_channel()
+                        if channel is not None:
+                            return channel.call(call.method, call.request, remaining(deadline),
+                                                session)
             method = getattr(self._stubs[call.service], call.method)
             metadata = metadata_with(self._settings.metadata, session)
             try:

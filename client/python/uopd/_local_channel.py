@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import grpc
 
-from uopd._errors import UopdError
+from uopd._errors import Unavailable, UopdError
 from uopd.v1 import kernel_service_pb2 as ks
 
 #: KernelService methods the local socket serves, by their field in ``LocalCall``/``LocalReply``.
@@ -100,6 +100,19 @@ def _reply_spin_seconds() -> float:
 _REPLY_SPIN_SECONDS = _reply_spin_seconds()
 _WAITING_FOR_TURN = "the deadline passed while this client's other calls held the channel"
 _BROKEN = "the connection was closed after an earlier call on it failed"
+_CLOSED_BY_DAEMON = ("the daemon closed the connection (idle past --local_socket_idle_timeout, "
+                     "or stopping); the call was not sent")
+
+
+class ClosedBeforeSending(Unavailable):
+    """The channel was found closed by the daemon before the call was sent on it (the daemon
+    closes connections idle past ``--local_socket_idle_timeout``): the call may go again on a
+    new channel, and ``Client`` sends it so itself."""
+
+
+def _closed_before_sending(path: str) -> ClosedBeforeSending:
+    return ClosedBeforeSending(grpc.StatusCode.UNAVAILABLE,
+                               f"the local socket {path}: {_CLOSED_BY_DAEMON}")
 
 
 class LocalChannel:
@@ -149,6 +162,10 @@ class LocalChannel:
         try:
             if self.broken:
                 raise _unavailable(self.path, _BROKEN)
+            if self._poller.poll(0):
+                # Nothing is owed to us between calls: what can be read is the daemon's hang-up.
+                self.close()
+                raise _closed_before_sending(self.path)
             wait = None if limit is None else limit + _SLACK_SECONDS
             if wait != self._socket_timeout:
                 self._socket.settimeout(wait)
@@ -238,6 +255,10 @@ class AsyncLocalChannel:
         try:
             if self.broken:
                 raise _unavailable(self.path, _BROKEN)
+            if self._reader.at_eof():
+                # Nothing is owed to us between calls: the daemon hung up while we were idle.
+                self._break()
+                raise _closed_before_sending(self.path)
             wait = None if limit is None else limit + _SLACK_SECONDS
             try:
                 payload = await asyncio.wait_for(self._round_trip(frame), wait)
