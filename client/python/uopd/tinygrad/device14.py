@@ -15,7 +15,8 @@ daemon to compile at once, from background threads. The device's runtime (``Uopd
 it with Execute: the AST encoded once in the TINYGRAD_0_14 dialect (``uopd.tinygrad.ir14``),
 each PARAM slot bound to a ViewRef of its daemon buffer, the variables' values as vars. The
 daemon rewrites the 0.14 spelling into its IR and compiles each AST once (its cache is keyed by
-the AST hash, shared with 0.12 clients). TinyJit replays kernels one call each (no graph yet).
+the AST hash, shared with 0.12 clients). TinyJit replays a batch of kernels as one Execute, then
+one RunPlan (``UopdGraph``; ``$UOPD_GRAPH=0``: one Execute per kernel).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import functools
 import os
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -36,9 +38,10 @@ from uopd.tinygrad._common import (UopdAllocator, UopdBuf, client_for, optimizat
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
-from tinygrad.device import Compiled, Program, TinyELF
+from tinygrad.device import Compiled, Device, Program, TinyELF
 from tinygrad.dtype import AddrSpace
 from tinygrad.engine import realize
+from tinygrad.engine.jit import GraphException, GraphRunner
 from tinygrad.helpers import DEBUG
 from tinygrad.renderer import Renderer
 from tinygrad.uop.ops import Ops, UOp, KernelInfo, ProgramInfo
@@ -132,11 +135,78 @@ class UopdProgram(Program["UopdDevice"]):
         return time.perf_counter() - st
 
 
+class UopdGraph(GraphRunner):
+    """TinyJit's batch of UOPD kernels, replayed as one call per run, as on tinygrad 0.12
+    (uopd/tinygrad/device.py's UopdGraph): the first run with a set of buffers is one Execute of
+    the whole batch; when the same buffers come again (the JIT's memory plan keeps intermediates
+    in place, and inputs are often the same buffers), the batch is prepared once as a plan and
+    every later run is a RunPlan carrying only the variables' values. At most PLANS plans are
+    kept per graph (least recently used released first)."""
+
+    PLANS = 4
+
+    def __init__(self, linear: UOp, input_uops: tuple[UOp, ...] = ()):
+        super().__init__(linear, input_uops)
+        if not all(isinstance(rt, UopdProgram) for rt in self.runtimes):
+            raise GraphException("UopdGraph runs UOPD kernels only")
+        self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
+        self.seen: set[tuple] = set()
+
+    def _buffers(self, j: int, input_uops: tuple[UOp, ...]) -> list[Any]:
+        _, program, bufs, _ = self.calls[j]
+        if self.uop_replace[j]:
+            bufs = list(bufs)
+            for pos, slot in self.uop_replace[j]:
+                bufs[pos] = input_uops[slot].buffer
+        return [bufs[i].ensure_allocated()._buf for i in program.arg.globals]
+
+    def __call__(self, input_uops: tuple[UOp, ...], var_vals: dict[str, int], wait: bool = False) -> Optional[float]:
+        kernels, variables = [], {}
+        for j, ((_, program, _, device_vars), runtime) in enumerate(zip(self.calls, self.runtimes)):
+            k: UopdKernel = runtime.kernel
+            kernels.append(uopd.Kernel(k.graph, k.views(tuple(self._buffers(j, input_uops))),
+                                       optimization=k.optimization))
+            values = {**var_vals, **device_vars}
+            variables.update({v.arg.name: int(values[v.arg.name]) for v in k.vars if v.arg.name in values})
+        dev: UopdDevice = Device[self.calls[0][2][0].device]
+        key = tuple((v.base, v.offset, v.size) for kernel in kernels for v in kernel.buffers)
+        st = time.perf_counter()
+        plan = self.plans.get(key)
+        if plan is None and key in self.seen:
+            plan = self.plans[key] = dev.client.prepare(kernels, device=dev.remote)
+            while len(self.plans) > self.PLANS:
+                _, old = self.plans.popitem(last=False)
+                _release(old)
+        if plan is not None:
+            self.plans.move_to_end(key)
+            result = plan.run(vars=variables)
+        else:
+            self.seen.add(key)
+            result = dev.client.execute(kernels, vars=variables, device=dev.remote)
+        if not wait:
+            return None
+        if result.timings:
+            return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
+        return time.perf_counter() - st
+
+    def __del__(self) -> None:
+        for plan in getattr(self, "plans", {}).values():
+            _release(plan)
+
+
+def _release(plan: uopd.Plan) -> None:
+    try:
+        plan.release()
+    except Exception:  # at interpreter exit the channel may be gone; the session frees it with the client
+        pass
+
+
 class UopdDevice(Compiled):
     def __init__(self, device: str):
         self.client = client_for()
         self.remote = remote_device(device)
-        super().__init__(device, UopdAllocator(self), [UopdRenderer], UopdProgram, None)
+        graph = None if os.environ.get("UOPD_GRAPH") == "0" else UopdGraph
+        super().__init__(device, UopdAllocator(self), [UopdRenderer], UopdProgram, graph)
         if DEBUG >= 1:
             print(f"UOPD: {device} is {self.remote} on {self.client.address}")
 
