@@ -19,20 +19,9 @@ constexpr int kMaxDepth = 512;
 // node of the kernel (plus a floor) the passes give up and the caller keeps the AST as it was.
 constexpr int64_t kStepsPerNode = 100, kMinSteps = 1'000'000;
 constexpr int64_t kNodesPerNode = 20, kMinNodes = 100'000;
-// tinygrad's INDEX is 800 bits wide; these stand in for its limits, and bounds saturate beyond
-// them so products of two never overflow 128 bits.
+// tinygrad's INDEX is 800 bits wide; this stands in for its limits (bounds saturate beyond it,
+// at kSaturatedMax).
 constexpr Int128 kIndexMax = (Int128{1} << 120) - 1;
-constexpr Int128 kHuge = Int128{1} << 125;
-
-Int128 Sat(Int128 v) { return std::clamp(v, -kHuge, kHuge); }
-Int128 SatAdd(Int128 a, Int128 b) { return Sat(Sat(a) + Sat(b)); }
-Int128 SatMul(Int128 a, Int128 b) {
-  a = Sat(a);
-  b = Sat(b);
-  Int128 aa = a < 0 ? -a : a, ab = b < 0 ? -b : b;
-  if (aa != 0 && ab > kHuge / aa) return ((a < 0) != (b < 0)) ? -kHuge : kHuge;
-  return a * b;
-}
 Int128 Abs(Int128 v) { return v < 0 ? -v : v; }
 Int128 Gcd(Int128 a, Int128 b) {
   a = Abs(a);
@@ -726,8 +715,8 @@ SymBounds SymbolicRewriter::ComputeBounds(const UOp* n) {
       b.flo = -std::numeric_limits<double>::infinity();
       b.fhi = std::numeric_limits<double>::infinity();
     } else if (s == Scalar::kVoid || n->dtype().ptr) {
-      b.lo = -kHuge;
-      b.hi = kHuge;
+      b.lo = -kSaturatedMax;
+      b.hi = kSaturatedMax;
     } else {
       Interval r = RangeOf(s);
       b.lo = r.min;
@@ -767,9 +756,9 @@ SymBounds SymbolicRewriter::ComputeBounds(const UOp* n) {
     const Int128 l0 = a.lo, h0 = a.hi, l1 = b.lo, h1 = b.hi;
     switch (op) {
       case Op::kAdd:
-        return ints(SatAdd(l0, l1), SatAdd(h0, h1));
+        return ints(SaturatingAdd(l0, l1), SaturatingAdd(h0, h1));
       case Op::kSub:
-        return ints(SatAdd(l0, -h1), SatAdd(h0, -l1));
+        return ints(SaturatingAdd(l0, -h1), SaturatingAdd(h0, -l1));
       case Op::kAnd:
         if (IsInt(s) && l1 == h1 && l1 >= 0 && l0 >= 0) {
           return ints(std::min<Int128>(0, l0), std::min(h0, h1));
@@ -777,15 +766,17 @@ SymBounds SymbolicRewriter::ComputeBounds(const UOp* n) {
         if (s == Scalar::kBool) return ints(l0 && l1, h0 && h1);
         break;
       case Op::kMul: {
-        Int128 v[4] = {SatMul(l0, l1), SatMul(l0, h1), SatMul(h0, l1), SatMul(h0, h1)};
+        Int128 v[4] = {SaturatingMul(l0, l1), SaturatingMul(l0, h1), SaturatingMul(h0, l1),
+                       SaturatingMul(h0, h1)};
         return ints(*std::min_element(v, v + 4), *std::max_element(v, v + 4));
       }
       // Shift amounts wrap at the operand's width (IR.md; tinygrad assumes Python shifts):
       // only amounts below it shift by themselves.
       case Op::kShl:
-        if (l1 == h1 && l1 >= 0 && l1 < ShiftWidth(s) && Abs(l0) < kHuge && Abs(h0) < kHuge) {
-          return ints(Sat(l0 * (Int128{1} << static_cast<int>(l1))),
-                      Sat(h0 * (Int128{1} << static_cast<int>(l1))));
+        if (l1 == h1 && l1 >= 0 && l1 < ShiftWidth(s) && Abs(l0) < kSaturatedMax &&
+            Abs(h0) < kSaturatedMax) {
+          return ints(Saturate(l0 * (Int128{1} << static_cast<int>(l1))),
+                      Saturate(h0 * (Int128{1} << static_cast<int>(l1))));
         }
         break;
       case Op::kShr:
@@ -844,7 +835,7 @@ SymBounds SymbolicRewriter::ComputeBounds(const UOp* n) {
   if (op == Op::kRange || op == Op::kSpecial) {
     SymBounds e = Bounds(n->src(0));
     if (e.is_float) return whole();
-    return ints(0, SatAdd(e.hi, -1));
+    return ints(0, SaturatingAdd(e.hi, -1));
   }
   if (op == Op::kConst && !n->IsInvalid()) {
     if (n->arg().kind == ArgKind::kF64) {
@@ -1746,8 +1737,8 @@ const UOp* SymbolicRewriter::LtFolding(const UOp* x, Int128 c) {
   if (np.empty() || d <= 1) return nullptr;
   Int128 lo = 0, hi = 0;
   for (const UOp* u : p) {
-    lo = SatAdd(lo, VMin(u));
-    hi = SatAdd(hi, VMax(u));
+    lo = SaturatingAdd(lo, VMin(u));
+    hi = SaturatingAdd(hi, VMax(u));
   }
   if (!(0 <= lo && hi < d)) return nullptr;
   const UOp* divided = Divides(Sum(np), d);

@@ -9,20 +9,6 @@ namespace {
 
 constexpr Int128 kI64Min = std::numeric_limits<int64_t>::min();
 constexpr Int128 kI64Max = std::numeric_limits<int64_t>::max();
-// Far beyond any dtype, yet products of two such values still fit in 128 bits.
-constexpr Int128 kHuge = Int128{1} << 100;
-
-Int128 Saturate(Int128 v) { return std::clamp(v, -kHuge, kHuge); }
-
-Int128 SatMul(Int128 a, Int128 b) {
-  a = Saturate(a);
-  b = Saturate(b);
-  // |a|,|b| <= 2^100: check before multiplying so nothing overflows 128 bits.
-  Int128 abs_a = a < 0 ? -a : a, abs_b = b < 0 ? -b : b;
-  if (abs_a != 0 && abs_b > kHuge / abs_a) return ((a < 0) != (b < 0)) ? -kHuge : kHuge;
-  return a * b;
-}
-
 Int128 TruncDiv(Int128 a, Int128 b) { return a / b; }  // C++ division truncates toward zero
 
 Interval Hull(std::initializer_list<Int128> values) {
@@ -41,7 +27,7 @@ Int128 PowerOfTwoCeilMinus1(Int128 v) {
 Interval DTypeRange(Scalar scalar) {
   if (scalar == Scalar::kBool) return {0, 1};
   if (scalar == Scalar::kIndex) return {kI64Min, kI64Max};
-  if (!IsInt(scalar)) return {-kHuge, kHuge};
+  if (!IsInt(scalar)) return {-kSaturatedMax, kSaturatedMax};
   int bits = IntBits(scalar);
   if (IsUnsigned(scalar)) return {0, (Int128{1} << bits) - 1};
   return {-(Int128{1} << (bits - 1)), (Int128{1} << (bits - 1)) - 1};
@@ -140,14 +126,14 @@ Interval ValueRanges::Compute(const UOp& node) {
     case Op::kMul: {
       if (scalar == Scalar::kBool) return {0, 1};
       Interval a = src(0), b = src(1);
-      r = Hull(
-          {SatMul(a.min, b.min), SatMul(a.min, b.max), SatMul(a.max, b.min), SatMul(a.max, b.max)});
+      r = Hull({SaturatingMul(a.min, b.min), SaturatingMul(a.min, b.max),
+                SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)});
       break;
     }
     case Op::kMulacc: {
       Interval a = src(0), b = src(1), c = src(2);
-      Interval p = Hull(
-          {SatMul(a.min, b.min), SatMul(a.min, b.max), SatMul(a.max, b.min), SatMul(a.max, b.max)});
+      Interval p = Hull({SaturatingMul(a.min, b.min), SaturatingMul(a.min, b.max),
+                         SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)});
       r = {Saturate(p.min + c.min), Saturate(p.max + c.max)};
       break;
     }
@@ -201,7 +187,7 @@ Interval ValueRanges::Compute(const UOp& node) {
       Interval a = src(0), b = src(1);
       if (b.IsConst() && b.min >= 0 && b.min < 64) {
         Int128 f = Int128{1} << static_cast<int>(b.min);
-        r = {SatMul(a.min, f), SatMul(a.max, f)};
+        r = {SaturatingMul(a.min, f), SaturatingMul(a.max, f)};
       }
       break;
     }

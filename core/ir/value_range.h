@@ -14,6 +14,24 @@ namespace uopd {
 
 using Int128 = __int128;
 
+// Bounds are computed in 128 bits and saturate at +-2^125: far beyond any dtype (tinygrad's
+// INDEX is wider than 64 bits), yet the sum of two saturated values still fits, and a product
+// is checked before it is formed.
+inline constexpr Int128 kSaturatedMax = Int128{1} << 125;
+inline Int128 Saturate(Int128 v) {
+  return v < -kSaturatedMax ? -kSaturatedMax : (v > kSaturatedMax ? kSaturatedMax : v);
+}
+inline Int128 SaturatingAdd(Int128 a, Int128 b) { return Saturate(Saturate(a) + Saturate(b)); }
+inline Int128 SaturatingMul(Int128 a, Int128 b) {
+  a = Saturate(a);
+  b = Saturate(b);
+  const Int128 abs_a = a < 0 ? -a : a, abs_b = b < 0 ? -b : b;
+  if (abs_a != 0 && abs_b > kSaturatedMax / abs_a) {
+    return (a < 0) != (b < 0) ? -kSaturatedMax : kSaturatedMax;
+  }
+  return a * b;
+}
+
 struct Interval {
   Int128 min = 0;
   Int128 max = 0;
