@@ -554,24 +554,25 @@ int Run() {
     large_kernel_slots = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
   }
   FairShare large_kernels(large_kernel_slots);
-  ServiceContext service_context{devices,
-                                 programs,
-                                 resources,
-                                 &pool,
-                                 metrics.get(),
-                                 ir_limits,
-                                 target_compilers,
-                                 &watchdog,
-                                 &drain,
-                                 absl::GetFlag(FLAGS_allow_client_source),
-                                 auth->get(),
-                                 &asts,
-                                 local_socket_path.empty() ? nullptr : &local_tickets,
-                                 local_socket_path,
-                                 &calls,
-                                 absl::GetFlag(FLAGS_stream_idle_timeout)};
-  service_context.large_kernels = &large_kernels;
-  service_context.large_kernel_nodes = absl::GetFlag(FLAGS_large_kernel_nodes);
+  ServiceContext service_context{
+      .devices = devices,
+      .programs = programs,
+      .resources = resources,
+      .pool = &pool,
+      .metrics = metrics.get(),
+      .limits = ir_limits,
+      .target_compilers = target_compilers,
+      .watchdog = &watchdog,
+      .drain = &drain,
+      .allow_client_source = absl::GetFlag(FLAGS_allow_client_source),
+      .auth = auth->get(),
+      .asts = &asts,
+      .local_tickets = local_socket_path.empty() ? nullptr : &local_tickets,
+      .local_socket_path = local_socket_path,
+      .calls = &calls,
+      .stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout),
+      .large_kernels = &large_kernels,
+      .large_kernel_nodes = absl::GetFlag(FLAGS_large_kernel_nodes)};
   KernelServiceImpl kernel_service(service_context);
   CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get(), &calls},
                                  cluster_key);
