@@ -321,78 +321,33 @@ void RaiseOpenFileLimit() {
        {"connections refused from descriptor", absl::StrCat(refuse_from)}});
 }
 
-int Run() {
-  google::protobuf::SetLogHandler(LogProtobufMessage);
-  LogLevel level;
-  OptMode default_optimization = OptMode::kHeuristic;
+// --optimization and --log_level; false (said on stderr) if either is not one of its words.
+bool ParseModeFlags(OptMode* optimization, LogLevel* level) {
   if (const std::string mode = absl::GetFlag(FLAGS_optimization); mode == "search") {
-    default_optimization = OptMode::kSearch;
+    *optimization = OptMode::kSearch;
   } else if (mode == "none") {
-    default_optimization = OptMode::kNone;
+    *optimization = OptMode::kNone;
   } else if (mode != "heuristic") {
     std::fprintf(stderr, "uopd: --optimization must be heuristic, search or none\n");
-    return 2;
+    return false;
   }
-  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
+  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), level)) {
     std::fprintf(stderr, "uopd: --log_level must be debug, info, warning or error\n");
-    return 2;
+    return false;
   }
-  SetLogLevel(level);
-  RaiseOpenFileLimit();
+  return true;
+}
 
-  // Signals go to one thread that starts the drain; every other thread has them blocked.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  int threads = absl::GetFlag(FLAGS_threads);
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ThreadPool pool(threads - 1);
-
-  // Compilers run in sandboxed worker processes: what a compile does to its process (crash,
-  // exhaust memory, loop, read files it is told to) never reaches the daemon.
-  SetCompileThreadNice(absl::GetFlag(FLAGS_compile_nice));
-  std::unique_ptr<CompileWorkerPool> compile_workers;
-  CompilerWrapper wrap_compiler;
-  if (!absl::GetFlag(FLAGS_compile_in_process)) {
-    CompileWorkerPoolOptions options;
-    int64_t memory = absl::GetFlag(FLAGS_compile_memory_bytes);
-    if (memory <= 0) memory = DefaultCompileMemory();
-    options.executable = kCompileWorkerExecutable;
-    options.argv = CompileWorkerArgv(memory, absl::GetFlag(FLAGS_max_object_bytes));
-    options.workers = absl::GetFlag(FLAGS_compile_workers);
-    if (options.workers <= 0) {
-      options.workers = std::min(8, static_cast<int>(std::thread::hardware_concurrency()));
-    }
-    options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
-    options.nice = absl::GetFlag(FLAGS_compile_nice);
-    options.max_reply_bytes = 2 * absl::GetFlag(FLAGS_max_object_bytes) + (1 << 20);
-    auto started = CompileWorkerPool::Start(options);
-    if (!started.ok()) {
-      Log(LogLevel::kError, "cannot start the compile workers",
-          {{"error", started.status().ToString()},
-           {"hint", "--compile_in_process runs compilers in the daemon, without isolation"}});
-      return 1;
-    }
-    compile_workers = std::move(*started);
-    wrap_compiler = SandboxIn(compile_workers.get());
-    Log(LogLevel::kInfo, "compile workers",
-        {{"workers", absl::StrCat(options.workers)},
-         {"sandbox", compile_workers->sandbox()},
-         {"memory_limit_mib", absl::StrCat(memory >> 20)}});
-  } else {
-    Log(LogLevel::kWarning, "compiling in the daemon's process: a compiler crash ends the daemon");
-  }
-
-  DeviceRegistry devices;
+// The CPU device and, when the CUDA driver is there, one device per GPU, compiling through
+// `wrap_compiler`. A failure is logged.
+absl::Status AddDevices(DeviceRegistry& devices, ThreadPool* pool,
+                        const CompilerWrapper& wrap_compiler) {
   CpuDeviceOptions cpu_options;
   cpu_options.wrap_compiler = wrap_compiler;
-  auto cpu = CreateCpuDevice(&pool, cpu_options);
+  auto cpu = CreateCpuDevice(pool, cpu_options);
   if (!cpu.ok()) {
     Log(LogLevel::kError, "cannot create the CPU device", {{"error", cpu.status().ToString()}});
-    return 1;
+    return cpu.status();
   }
   devices.Add(std::move(*cpu));
 #ifdef UOPD_WITH_CUDA
@@ -409,15 +364,45 @@ int Run() {
         {{"device", device->name()}, {"target", device->compiler().Target()}});
   }
 
-  std::string cluster_key;
-  if (!absl::GetFlag(FLAGS_cluster_key_file).empty()) {
-    auto key = ReadClusterKey(absl::GetFlag(FLAGS_cluster_key_file));
-    if (!key.ok()) {
-      Log(LogLevel::kError, "cannot use the cluster key", {{"error", key.status().ToString()}});
-      return 2;
-    }
-    cluster_key = *std::move(key);
+  return absl::OkStatus();
+}
+
+// Starts the sandboxed compile workers; null with --compile_in_process. A failure is logged.
+absl::StatusOr<std::unique_ptr<CompileWorkerPool>> StartCompileWorkers() {
+  if (absl::GetFlag(FLAGS_compile_in_process)) {
+    Log(LogLevel::kWarning, "compiling in the daemon's process: a compiler crash ends the daemon");
+    return nullptr;
   }
+  CompileWorkerPoolOptions options;
+  int64_t memory = absl::GetFlag(FLAGS_compile_memory_bytes);
+  if (memory <= 0) memory = DefaultCompileMemory();
+  options.executable = kCompileWorkerExecutable;
+  options.argv = CompileWorkerArgv(memory, absl::GetFlag(FLAGS_max_object_bytes));
+  options.workers = absl::GetFlag(FLAGS_compile_workers);
+  if (options.workers <= 0) {
+    options.workers = std::min(8, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
+  options.nice = absl::GetFlag(FLAGS_compile_nice);
+  options.max_reply_bytes = 2 * absl::GetFlag(FLAGS_max_object_bytes) + (1 << 20);
+  auto started = CompileWorkerPool::Start(options);
+  if (!started.ok()) {
+    Log(LogLevel::kError, "cannot start the compile workers",
+        {{"error", started.status().ToString()},
+         {"hint", "--compile_in_process runs compilers in the daemon, without isolation"}});
+    return started.status();
+  }
+  Log(LogLevel::kInfo, "compile workers",
+      {{"workers", absl::StrCat(options.workers)},
+       {"sandbox", (*started)->sandbox()},
+       {"memory_limit_mib", absl::StrCat(memory >> 20)}});
+  return started;
+}
+
+// The cache tiers the flags ask for: memory; disk, left out with a warning when its folder
+// cannot be used (a cache is an optimization); Redis. A configuration error is logged.
+absl::StatusOr<std::vector<std::unique_ptr<CacheTier>>> CacheTiersFromFlags(
+    const std::string& cluster_key) {
   std::vector<std::unique_ptr<CacheTier>> tiers;
   tiers.push_back(std::make_unique<MemoryTier>(absl::GetFlag(FLAGS_memory_cache_bytes)));
   if (absl::GetFlag(FLAGS_disk_cache_bytes) > 0) {
@@ -429,7 +414,7 @@ int Run() {
       // nothing: the operator must fix it, as for the cluster key.
       Log(LogLevel::kError, "cannot use the disk cache secret",
           {{"error", secrets.status().ToString()}});
-      return 2;
+      return absl::InvalidArgumentError("bad cache configuration");
     }
     absl::StatusOr<std::unique_ptr<DiskTier>> disk =
         secrets.ok() ? DiskTier::Open(dir, absl::GetFlag(FLAGS_disk_cache_bytes), *secrets)
@@ -447,19 +432,19 @@ int Run() {
     auto address = ParseRedisUrl(url);
     if (!address.ok()) {
       Log(LogLevel::kError, "bad --redis_url", {{"error", address.status().ToString()}});
-      return 2;
+      return absl::InvalidArgumentError("bad cache configuration");
     }
     if (cluster_key.empty()) {
       // Entries in a shared store are code every worker runs: never without signatures.
       Log(LogLevel::kError, "--redis_url needs --cluster_key_file (entries are signed with it)");
-      return 2;
+      return absl::InvalidArgumentError("bad cache configuration");
     }
     if (const std::string file = absl::GetFlag(FLAGS_redis_password_file); !file.empty()) {
       auto password = ReadSecretFile(file, "the Redis password");
       if (!password.ok()) {
         Log(LogLevel::kError, "bad --redis_password_file",
             {{"error", password.status().ToString()}});
-        return 2;
+        return absl::InvalidArgumentError("bad cache configuration");
       }
       address->password = *std::move(password);
     }
@@ -478,37 +463,232 @@ int Run() {
          {"prefix", redis.prefix}});
     tiers.push_back(std::make_unique<RedisTier>(std::move(redis)));
   }
-  KernelCache cache(std::move(tiers));
-  SearchOptions search;
-  search.budget = absl::GetFlag(FLAGS_search_budget);
-  search.max_scratch_bytes = absl::GetFlag(FLAGS_search_scratch_bytes);
-  CachingProgramSource programs(cache, 4096, default_optimization, search);
+  return tiers;
+}
 
-  // Quotas from the host's memory unless given: no set of clients can take all of it.
-  RegistryLimits limits = RegistryLimits::ForHostMemory(devices.devices().front()->memory_bytes());
+// Quotas from the host's memory unless the flags give them: no set of clients can take all of
+// it.
+RegistryLimits RegistryLimitsFromFlags(int64_t host_memory) {
+  RegistryLimits limits = RegistryLimits::ForHostMemory(host_memory);
   limits.idle_ttl = absl::GetFlag(FLAGS_idle_ttl);
   if (int64_t v = absl::GetFlag(FLAGS_max_buffer_bytes); v > 0) limits.max_buffer_bytes = v;
   if (int64_t v = absl::GetFlag(FLAGS_max_client_bytes); v > 0) limits.max_identity_bytes = v;
   if (int64_t v = absl::GetFlag(FLAGS_max_total_bytes); v > 0) limits.max_total_bytes = v;
   limits.max_identity_sessions = std::max<int64_t>(0, absl::GetFlag(FLAGS_max_sessions_per_client));
   limits.max_sessions = std::max<int64_t>(0, absl::GetFlag(FLAGS_max_sessions));
-  ResourceRegistry resources(limits);
+  return limits;
+}
 
+// Identities and anonymous rights from the flags. A configuration error is logged.
+absl::StatusOr<std::unique_ptr<Authenticator>> AuthenticatorFromFlags() {
   AuthConfig auth_config;
   auth_config.identities_file = absl::GetFlag(FLAGS_identities);
   std::string anonymous = absl::GetFlag(FLAGS_anonymous_rights);
   if (anonymous.empty()) anonymous = auth_config.identities_file.empty() ? "compile,run" : "none";
-  if (auto rights = ParseRights(anonymous); rights.ok()) {
-    auth_config.anonymous_rights = *rights;
-  } else {
+  absl::StatusOr<uint32_t> rights = ParseRights(anonymous);
+  if (!rights.ok()) {
     Log(LogLevel::kError, "bad --anonymous_rights", {{"error", rights.status().ToString()}});
-    return 2;
+    return rights.status();
   }
+  auth_config.anonymous_rights = *rights;
   auto auth = Authenticator::Create(auth_config);
   if (!auth.ok()) {
     Log(LogLevel::kError, "cannot load identities", {{"error", auth.status().ToString()}});
-    return 2;
   }
+  return auth;
+}
+
+// Builds and starts the gRPC server on `listen` with `services`; `port` gets the TCP port bound.
+// A unix socket is created owner-only, with no moment where others could connect, then given
+// `socket_mode`: the file's permissions are who may call. A failure is logged.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(
+    const std::string& listen, const std::shared_ptr<grpc::ServerCredentials>& credentials,
+    int socket_mode, const std::vector<grpc::Service*>& services, int* port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, credentials, port);
+  // Idle request threads poll with this timeout; the default (10 s) is how long a drain can
+  // wait on them.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 250);
+  // Every synchronous call holds a thread while it lives: past this many gRPC refuses the call
+  // (RESOURCE_EXHAUSTED) instead of starting a thread per stream a client opens. One client's
+  // share is bounded further by --max_calls_per_client.
+  grpc::ResourceQuota thread_quota("uopd-rpc-threads");
+  thread_quota.SetMaxThreads(std::max(8, absl::GetFlag(FLAGS_max_rpc_threads)));
+  builder.SetResourceQuota(thread_quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             std::max(1, absl::GetFlag(FLAGS_max_streams_per_connection)));
+  // A client whose machine vanished (no FIN, no RST) leaves a connection gRPC believes open,
+  // and with it the client's sessions and their memory: ping such connections, and close those
+  // that do not answer. Pings go out without data in between (a session sends nothing after
+  // its first message), so neither the count nor the interval of those may stop them.
+  if (const absl::Duration keepalive = absl::GetFlag(FLAGS_keepalive);
+      keepalive > absl::ZeroDuration()) {
+    const int ms = static_cast<int>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(keepalive), std::numeric_limits<int>::max()));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, ms);
+  }
+  builder.experimental().SetInterceptorCreators(MalformedRequestInterceptors());
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  const bool unix_socket = absl::StartsWith(listen, "unix:");
+  const mode_t old_umask = unix_socket ? umask(0177) : 0;
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (unix_socket) umask(old_umask);
+  if (server == nullptr || (*port == 0 && !unix_socket)) {
+    Log(LogLevel::kError, "cannot listen", {{"address", listen}});
+    return absl::UnavailableError("cannot listen");
+  }
+  if (unix_socket && chmod(UnixSocketPath(listen).c_str(), socket_mode) != 0) {
+    Log(LogLevel::kError, "cannot set the unix socket's mode", {{"path", UnixSocketPath(listen)}});
+    return absl::PermissionDeniedError("cannot set the unix socket's mode");
+  }
+  return server;
+}
+
+// Until `stopping`: reclaims resources idle past `idle_ttl`, and hands the memory glibc keeps
+// after a burst back to the system. Sleeps in short steps so a drain is not held up.
+void ReapIdleUntil(const std::atomic<bool>& stopping, ResourceRegistry& resources,
+                   absl::Duration idle_ttl) {
+  const absl::Duration period = std::min(absl::Seconds(10), idle_ttl / 4);
+  absl::Time next = absl::Now() + period;
+  while (!stopping.load()) {
+    absl::SleepFor(std::min(period, absl::Milliseconds(200)));
+    if (absl::Now() < next) continue;
+    next = absl::Now() + period;
+    if (int reaped = resources.ReapIdle(absl::Now()); reaped > 0) {
+      Log(LogLevel::kInfo, "reclaimed idle resources", {{"count", absl::StrCat(reaped)}});
+    }
+    // glibc keeps what a burst of large compiles freed in its arenas, resident, for good.
+    malloc_trim(0);
+  }
+}
+
+// The local socket at `path` (none when empty), serving `kernels`' hot calls. A failure is
+// logged.
+absl::StatusOr<std::unique_ptr<LocalSocket>> StartLocalSocket(const std::string& path, int mode,
+                                                              LocalTickets* tickets,
+                                                              KernelServiceImpl& kernels) {
+  if (path.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<LocalSocket>> started = LocalSocket::Start(
+      LocalSocketOptions{
+          .path = path,
+          .mode = mode,
+          .idle_timeout =
+              std::max(absl::ZeroDuration(), absl::GetFlag(FLAGS_local_socket_idle_timeout)),
+          .spin =
+              absl::Microseconds(std::max<int64_t>(0, absl::GetFlag(FLAGS_local_socket_spin_us))),
+          .max_spinning = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2))},
+      tickets,
+      [&kernels](const Identity& who, const v1::LocalCall& call, std::function<bool()> gone) {
+        return kernels.ServeLocal(who, call, std::move(gone));
+      });
+  if (!started.ok()) {
+    Log(LogLevel::kError, "cannot open the local socket",
+        {{"error", std::string(started.status().message())}});
+  }
+  return started;
+}
+
+// Logs where the daemon serves (warning when anonymous callers beyond this machine have
+// rights) and writes --port_file: the gRPC address, then the metrics one.
+void AnnounceServing(const std::string& bound, const std::string& metrics_bound,
+                     const std::string& local_socket_path, const Authenticator& auth) {
+  Log(LogLevel::kInfo, "serving",
+      {{"grpc", bound},
+       {"metrics", metrics_bound},
+       {"local_socket", local_socket_path},
+       {"tls", absl::GetFlag(FLAGS_tls_cert).empty() ? "off" : "on"},
+       {"identities", absl::StrCat(auth.identities())},
+       {"anonymous_rights", RightsToString(auth.anonymous_rights())}});
+  if (!IsLocalAddress(absl::GetFlag(FLAGS_listen)) && auth.anonymous_rights() != 0) {
+    Log(LogLevel::kWarning,
+        "listening beyond this machine with anonymous access: anyone who reaches this port may "
+        "use the anonymous rights; give --identities (and TLS) or --anonymous_rights=none",
+        {{"grpc", bound}, {"anonymous_rights", RightsToString(auth.anonymous_rights())}});
+  }
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    // Written then renamed, so a reader never sees half of it.
+    std::string temp = absl::GetFlag(FLAGS_port_file) + ".tmp";
+    std::ofstream(temp) << bound << "\n" << metrics_bound << "\n";
+    std::rename(temp.c_str(), absl::GetFlag(FLAGS_port_file).c_str());
+  }
+}
+
+// Waits for SIGTERM or SIGINT, then drains: new calls are refused, those in flight get up to
+// 30 s, then gRPC stops at once (its own drain would also wait for idle connections to close).
+void DrainOnSignal(const sigset_t& signals, grpc::Server& server, ServerDrain& drain,
+                   LocalSocket* local_socket) {
+  int received = 0;
+  sigwait(&signals, &received);
+  Log(LogLevel::kInfo, "draining", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) {
+    health->SetServingStatus(false);  // load balancers stop sending calls here
+  }
+  drain.Start();
+  if (!drain.WaitIdle(absl::Seconds(30))) {
+    Log(LogLevel::kWarning, "calls still running after 30 s are cancelled");
+  }
+  if (local_socket != nullptr) local_socket->Stop();
+  server.Shutdown(std::chrono::system_clock::now());
+}
+
+int Run() {
+  google::protobuf::SetLogHandler(LogProtobufMessage);
+  OptMode default_optimization = OptMode::kHeuristic;
+  LogLevel level;
+  if (!ParseModeFlags(&default_optimization, &level)) return 2;
+  SetLogLevel(level);
+  RaiseOpenFileLimit();
+
+  // Signals go to one thread that starts the drain; every other thread has them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads - 1);
+
+  // Compilers run in sandboxed worker processes: what a compile does to its process (crash,
+  // exhaust memory, loop, read files it is told to) never reaches the daemon.
+  SetCompileThreadNice(absl::GetFlag(FLAGS_compile_nice));
+  absl::StatusOr<std::unique_ptr<CompileWorkerPool>> started_workers = StartCompileWorkers();
+  if (!started_workers.ok()) return 1;
+  std::unique_ptr<CompileWorkerPool> compile_workers = *std::move(started_workers);
+  CompilerWrapper wrap_compiler;
+  if (compile_workers != nullptr) wrap_compiler = SandboxIn(compile_workers.get());
+
+  DeviceRegistry devices;
+  if (!AddDevices(devices, &pool, wrap_compiler).ok()) return 1;
+
+  std::string cluster_key;
+  if (!absl::GetFlag(FLAGS_cluster_key_file).empty()) {
+    auto key = ReadClusterKey(absl::GetFlag(FLAGS_cluster_key_file));
+    if (!key.ok()) {
+      Log(LogLevel::kError, "cannot use the cluster key", {{"error", key.status().ToString()}});
+      return 2;
+    }
+    cluster_key = *std::move(key);
+  }
+  absl::StatusOr<std::vector<std::unique_ptr<CacheTier>>> tiers = CacheTiersFromFlags(cluster_key);
+  if (!tiers.ok()) return 2;
+  KernelCache cache(*std::move(tiers));
+  SearchOptions search;
+  search.budget = absl::GetFlag(FLAGS_search_budget);
+  search.max_scratch_bytes = absl::GetFlag(FLAGS_search_scratch_bytes);
+  CachingProgramSource programs(cache, 4096, default_optimization, search);
+
+  const RegistryLimits limits = RegistryLimitsFromFlags(devices.devices().front()->memory_bytes());
+  ResourceRegistry resources(limits);
+
+  absl::StatusOr<std::unique_ptr<Authenticator>> auth = AuthenticatorFromFlags();
+  if (!auth.ok()) return 2;
   auto credentials =
       ServerCredentialsFor(TlsFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                                     absl::GetFlag(FLAGS_tls_client_ca)});
@@ -577,38 +757,6 @@ int Run() {
   CacheServiceImpl cache_service(cache, RpcEnv{metrics.get(), &drain, auth->get(), &calls},
                                  cluster_key);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, *credentials, &port);
-  // Idle request threads poll with this timeout; the default (10 s) is how long a drain can
-  // wait on them.
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 250);
-  // Every synchronous call holds a thread while it lives: past this many gRPC refuses the call
-  // (RESOURCE_EXHAUSTED) instead of starting a thread per stream a client opens. One client's
-  // share is bounded further by --max_calls_per_client.
-  grpc::ResourceQuota thread_quota("uopd-rpc-threads");
-  thread_quota.SetMaxThreads(std::max(8, absl::GetFlag(FLAGS_max_rpc_threads)));
-  builder.SetResourceQuota(thread_quota);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             std::max(1, absl::GetFlag(FLAGS_max_streams_per_connection)));
-  // A client whose machine vanished (no FIN, no RST) leaves a connection gRPC believes open,
-  // and with it the client's sessions and their memory: ping such connections, and close those
-  // that do not answer. Pings go out without data in between (a session sends nothing after
-  // its first message), so neither the count nor the interval of those may stop them.
-  if (const absl::Duration keepalive = absl::GetFlag(FLAGS_keepalive);
-      keepalive > absl::ZeroDuration()) {
-    const int ms = static_cast<int>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(keepalive), std::numeric_limits<int>::max()));
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, ms);
-  }
-  builder.experimental().SetInterceptorCreators(MalformedRequestInterceptors());
-  builder.RegisterService(&kernel_service);
-  builder.RegisterService(&cache_service);
   const bool unix_socket = absl::StartsWith(listen, "unix:");
   int socket_mode = 0600;
   if ((unix_socket || !local_socket_path.empty()) &&
@@ -617,98 +765,21 @@ int Run() {
         {{"value", absl::GetFlag(FLAGS_unix_socket_mode)}});
     return 2;
   }
-  // A unix socket is created owner-only, with no moment where others could connect, then given
-  // the mode asked for: the file's permissions are who may call.
-  const mode_t old_umask = unix_socket ? umask(0177) : 0;
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (unix_socket) umask(old_umask);
-  if (server == nullptr || (port == 0 && !unix_socket)) {
-    Log(LogLevel::kError, "cannot listen", {{"address", listen}});
-    return 1;
-  }
-  if (unix_socket && chmod(UnixSocketPath(listen).c_str(), socket_mode) != 0) {
-    Log(LogLevel::kError, "cannot set the unix socket's mode", {{"path", UnixSocketPath(listen)}});
-    return 1;
-  }
-  std::unique_ptr<LocalSocket> local_socket;
-  if (!local_socket_path.empty()) {
-    absl::StatusOr<std::unique_ptr<LocalSocket>> started = LocalSocket::Start(
-        LocalSocketOptions{
-            .path = local_socket_path,
-            .mode = socket_mode,
-            .idle_timeout =
-                std::max(absl::ZeroDuration(), absl::GetFlag(FLAGS_local_socket_idle_timeout)),
-            .spin =
-                absl::Microseconds(std::max<int64_t>(0, absl::GetFlag(FLAGS_local_socket_spin_us))),
-            .max_spinning = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2))},
-        &local_tickets,
-        [&kernel_service](const Identity& who, const v1::LocalCall& call,
-                          std::function<bool()> gone) {
-          return kernel_service.ServeLocal(who, call, std::move(gone));
-        });
-    if (!started.ok()) {
-      Log(LogLevel::kError, "cannot open the local socket",
-          {{"error", std::string(started.status().message())}});
-      return 1;
-    }
-    local_socket = std::move(*started);
-  }
-  const std::string bound = WithPort(listen, port);
-  const std::string metrics_bound =
-      metrics ? WithPort(absl::GetFlag(FLAGS_metrics), metrics->port()) : "";
-  Log(LogLevel::kInfo, "serving",
-      {{"grpc", bound},
-       {"metrics", metrics_bound},
-       {"local_socket", local_socket_path},
-       {"tls", absl::GetFlag(FLAGS_tls_cert).empty() ? "off" : "on"},
-       {"identities", absl::StrCat((*auth)->identities())},
-       {"anonymous_rights", RightsToString((*auth)->anonymous_rights())}});
-  if (!IsLocalAddress(listen) && (*auth)->anonymous_rights() != 0) {
-    Log(LogLevel::kWarning,
-        "listening beyond this machine with anonymous access: anyone who reaches this port may "
-        "use the anonymous rights; give --identities (and TLS) or --anonymous_rights=none",
-        {{"grpc", bound}, {"anonymous_rights", RightsToString((*auth)->anonymous_rights())}});
-  }
-  if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    // Written then renamed, so a reader never sees half of it.
-    std::string temp = absl::GetFlag(FLAGS_port_file) + ".tmp";
-    std::ofstream(temp) << bound << "\n" << metrics_bound << "\n";
-    std::rename(temp.c_str(), absl::GetFlag(FLAGS_port_file).c_str());
-  }
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> started_server =
+      StartGrpcServer(listen, *credentials, socket_mode, {&kernel_service, &cache_service}, &port);
+  if (!started_server.ok()) return 1;
+  std::unique_ptr<grpc::Server> server = *std::move(started_server);
+  absl::StatusOr<std::unique_ptr<LocalSocket>> local_socket =
+      StartLocalSocket(local_socket_path, socket_mode, &local_tickets, kernel_service);
+  if (!local_socket.ok()) return 1;
+  AnnounceServing(WithPort(listen, port),
+                  metrics ? WithPort(absl::GetFlag(FLAGS_metrics), metrics->port()) : "",
+                  local_socket_path, **auth);
 
-  std::thread signal_thread([&] {
-    int received = 0;
-    sigwait(&signals, &received);
-    Log(LogLevel::kInfo, "draining", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
-    // New calls are refused; those in flight get up to 30 s, then gRPC stops at once (its own
-    // drain would also wait for idle connections to close).
-    if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
-      health->SetServingStatus(false);  // load balancers stop sending calls here
-    }
-    drain.Start();
-    if (!drain.WaitIdle(absl::Seconds(30))) {
-      Log(LogLevel::kWarning, "calls still running after 30 s are cancelled");
-    }
-    if (local_socket != nullptr) local_socket->Stop();
-    server->Shutdown(std::chrono::system_clock::now());
-  });
+  std::thread signal_thread([&] { DrainOnSignal(signals, *server, drain, local_socket->get()); });
   std::atomic<bool> stopping{false};
-  std::thread reaper([&] {
-    // Sleeps in short steps so a drain is not held up; reaps every `period`.
-    const absl::Duration period = std::min(absl::Seconds(10), limits.idle_ttl / 4);
-    absl::Time next = absl::Now() + period;
-    while (!stopping.load()) {
-      absl::SleepFor(std::min(period, absl::Milliseconds(200)));
-      if (absl::Now() < next) continue;
-      next = absl::Now() + period;
-      if (int reaped = resources.ReapIdle(absl::Now()); reaped > 0) {
-        Log(LogLevel::kInfo, "reclaimed idle resources", {{"count", absl::StrCat(reaped)}});
-      }
-      // glibc keeps what a burst of large compiles freed in its arenas, resident, for good:
-      // hand it back to the system.
-      malloc_trim(0);
-    }
-  });
+  std::thread reaper([&] { ReapIdleUntil(stopping, resources, limits.idle_ttl); });
   server->Wait();
   stopping.store(true);
   reaper.join();

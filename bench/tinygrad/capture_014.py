@@ -155,6 +155,11 @@ def programs() -> dict:
         "rand": lambda: Tensor.rand(3, 4),
         "sigmoid_exp": lambda: a.sigmoid() + a.exp(),
         "sqrt_log": lambda: (a + 1).sqrt() * (a + 1).log(),
+        "truediv_int": lambda: ints / divs,
+        "cummax_grad": lambda: a.cummax(1)[0].sum().gradient(a)[0],
+        "max_pool2d_grad": lambda: (lambda x: x.max_pool2d().sum().gradient(x)[0])(Tensor.rand(1, 2, 6, 6).realize()),
+        "strided_conv2d_grad": lambda: (lambda x: x.conv2d(Tensor.ones(1, 2, 3, 3), stride=2).sum().gradient(x)[0])(
+            Tensor.rand(1, 2, 7, 7).realize()),
     }
 
 

@@ -1,5 +1,6 @@
 #include "core/wire/tinygrad_0_14.h"
 
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
@@ -189,6 +190,17 @@ class Translator {
     return true;
   }
 
+  // REDUCE(op, WHERE(c, v, Invalid), ranges...): 0.14 leaves the elements where c is false out
+  // of the reduction; the IR reduces the operation's identity there instead. The WHERE, or -1.
+  int MaskedReduceWhere(int i) const {
+    const v1::Node& n = node(i);
+    if (n.op() != v1::Node::REDUCE || n.src_size() < 1) return -1;
+    const int w = n.src(0);
+    if (node(w).op() != v1::Node::WHERE || node(w).src_size() != 3) return -1;
+    const v1::Node& invalid = node(node(w).src(2));
+    return invalid.op() == v1::Node::CONST && invalid.arg().invalid() ? w : -1;
+  }
+
   // The (source, variant) pairs node `i` is made of.
   std::vector<std::pair<int, int>> Edges(int i) const {
     std::vector<std::pair<int, int>> edges;
@@ -198,6 +210,13 @@ class Translator {
               {g.index, VariantOfSource(g.target, 1)},
               {g.cond, VariantOfSource(g.where, 0)},
               {g.value, VariantOfSource(g.where, 1)}};
+    }
+    if (const int w = MaskedReduceWhere(i); w >= 0) {
+      edges = {{node(w).src(0), VariantOfSource(w, 0)}, {node(w).src(1), VariantOfSource(w, 1)}};
+      for (int pos = 1; pos < node(i).src_size(); ++pos) {
+        edges.emplace_back(node(i).src(pos), VariantOfSource(i, pos));
+      }
+      return edges;
     }
     for (int pos = 0; pos < node(i).src_size(); ++pos) {
       edges.emplace_back(node(i).src(pos), VariantOfSource(i, pos));
@@ -306,6 +325,47 @@ class Translator {
       *n.mutable_arg() = arg;
     }
     return Add(std::move(n));
+  }
+
+  // The identity of REDUCE `i`'s operation in its type: what a left-out element contributes.
+  absl::StatusOr<int> ReduceIdentity(int i) {
+    const Scalar t = Committed(scalar(i));
+    v1::Node c = Make(v1::Node::CONST, t, {});
+    c.mutable_dtype()->set_count(node(i).dtype().count());
+    v1::Arg* arg = c.mutable_arg();
+    switch (node(i).arg().op()) {
+      case v1::Node::ADD:
+      case v1::Node::MUL: {
+        const int one = node(i).arg().op() == v1::Node::MUL ? 1 : 0;
+        if (IsFloat(t)) {
+          arg->set_f64(one);
+        } else if (t == v1::DType::BOOL) {
+          arg->set_b(one != 0);
+        } else {
+          arg->set_i64(one);
+        }
+        break;
+      }
+      case v1::Node::MAX:
+        if (IsFloat(t)) {
+          arg->set_f64(-std::numeric_limits<double>::infinity());
+        } else if (t == v1::DType::BOOL) {
+          arg->set_b(false);
+        } else if (IsUnsigned(t)) {
+          arg->set_i64(0);
+        } else {
+          const int bits = t == v1::DType::INT8    ? 8
+                           : t == v1::DType::INT16 ? 16
+                           : t == v1::DType::INT32 ? 32
+                                                   : 64;
+          arg->set_i64(bits == 64 ? std::numeric_limits<int64_t>::min()
+                                  : -(int64_t{1} << (bits - 1)));
+        }
+        break;
+      default:
+        return Error(i, "a masked reduction needs ADD, MUL or MAX");
+    }
+    return Add(std::move(c));
   }
 
   // a // b and a % b rounded to negative infinity, from C's truncating ones: where the
@@ -426,9 +486,41 @@ class Translator {
         if (n.arg().ints_size() > 1 || (n.arg().ints_size() == 1 && n.arg().ints(0) != 0)) {
           return Error(i, "a kernel's REDUCE reduces over its RANGE sources: (op, 0)");
         }
-        v1::Node reduce = Like(i);
+        const int masked = MaskedReduceWhere(i);
+        int identity_where = -1;
+        if (masked >= 0) {
+          UOPD_ASSIGN_OR_RETURN(const int identity, ReduceIdentity(i));
+          v1::Node where =
+              Make(v1::Node::WHERE, Committed(scalar(i)),
+                   {Emitted(node(masked).src(0), VariantOfSource(masked, 0)),
+                    Emitted(node(masked).src(1), VariantOfSource(masked, 1)), identity});
+          where.mutable_dtype()->set_count(node(i).dtype().count());
+          identity_where = Add(std::move(where));
+        }
+        v1::Node reduce = Make(v1::Node::REDUCE, Committed(scalar(i)), {});
+        *reduce.mutable_dtype() = node(i).dtype();
+        reduce.mutable_dtype()->set_scalar(Committed(scalar(i)));
+        *reduce.mutable_arg() = n.arg();
         reduce.mutable_arg()->clear_ints();
+        reduce.add_src(masked >= 0 ? identity_where : Source(i, 0));
+        for (int pos = 1; pos < n.src_size(); ++pos) reduce.add_src(Source(i, pos));
         return Add(std::move(reduce));
+      }
+      case v1::Node::RECIPROCAL:
+      case v1::Node::SQRT:
+      case v1::Node::EXP2:
+      case v1::Node::LOG2:
+      case v1::Node::SIN: {
+        // 0.14 applies these to an integer operand and types the result float (an int's
+        // reciprocal, for `a / b`): the operand converted to the result's type first.
+        v1::Node op = Like(i);
+        if (n.src_size() == 1 && IsFloat(Committed(scalar(i))) &&
+            !IsFloat(Committed(scalar(n.src(0))))) {
+          v1::Node cast = Make(v1::Node::CAST, Committed(scalar(i)), {Source(i, 0)});
+          cast.mutable_dtype()->set_count(node(i).dtype().count());
+          op.set_src(0, Add(std::move(cast)));
+        }
+        return Add(std::move(op));
       }
       case v1::Node::CAST:
       case v1::Node::BITCAST: {
