@@ -49,6 +49,21 @@ inline std::vector<std::pair<std::string, v1::Graph>> CorpusAsts() {
   return asts;
 }
 
+// Every kernel AST of tests/corpus14 (tinygrad 0.14's dialect), labelled "corpus14/x.json".
+inline std::vector<std::pair<std::string, v1::Graph>> Corpus14Asts() {
+  std::vector<std::pair<std::string, v1::Graph>> asts;
+  auto files = ListCorpusFiles({CorpusDir() + "/../corpus14/cases"});
+  EXPECT_TRUE(files.ok()) << files.status();
+  if (!files.ok()) return asts;
+  for (const std::string& file : *files) {
+    auto entry = LoadCorpusFile(file);
+    EXPECT_TRUE(entry.ok()) << entry.status();
+    if (entry.ok())
+      asts.emplace_back("corpus14/" + file.substr(file.rfind('/') + 1), entry->kase.ast());
+  }
+  return asts;
+}
+
 inline v1::Graph GraphFromJson(const std::string& json) {
   v1::Graph graph;
   auto status = google::protobuf::util::JsonStringToMessage(json, &graph);

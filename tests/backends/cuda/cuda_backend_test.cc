@@ -46,6 +46,9 @@ int EntryParams(const std::string& ptx, const std::string& name) {
 TEST(CudaBackend, EveryCorpusKernelCompilesForSm90AndSm80WithoutAGpu) {
   auto asts = testing::CorpusAsts();
   ASSERT_GT(asts.size(), 300u);
+  auto asts14 = testing::Corpus14Asts();  // tinygrad 0.14's kernels, in their own dialect
+  ASSERT_GT(asts14.size(), 50u);
+  asts.insert(asts.end(), asts14.begin(), asts14.end());
   CudaRenderer renderer;
   std::vector<std::unique_ptr<NvrtcCompiler>> compilers;
   for (const char* arch : {"sm_90", "sm_80"}) {
