@@ -23,6 +23,16 @@ class TestDevice(unittest.TestCase):
         self.assertEqual(Device.DEFAULT.split(":")[0], os.environ.get("EXPECT_DEVICE", Device.DEFAULT).split(":")[0])
 
 
+class TestDevices(unittest.TestCase):
+    def test_second_device_of_the_kind(self):
+        # tinygrad's multi-device code names a kind's second device DEFAULT:1.
+        second = f"{Device.DEFAULT.split(':')[0]}:1"
+        a = Tensor([1.0, 2.0, 3.0]).to(second)
+        self.assertEqual(a.device, second)
+        np.testing.assert_equal((a * 2).numpy(), [2.0, 4.0, 6.0])
+        np.testing.assert_equal((a.to(Device.DEFAULT) + 1).numpy(), [2.0, 3.0, 4.0])
+
+
 class TestJit(unittest.TestCase):
     def test_jit_replay(self):
         w = Tensor(np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)).realize()

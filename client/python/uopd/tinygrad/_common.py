@@ -46,9 +46,15 @@ def client_for(address: Optional[str] = None) -> uopd.Client:
 
 
 def remote_device(device: str) -> str:
-    """The server's device for a tinygrad device name: UOPD -> $UOPD_DEVICE or CPU, UOPD:X -> X."""
+    """The server's device for a tinygrad device name: UOPD -> $UOPD_DEVICE or CPU, UOPD:X -> X,
+    and UOPD:n (tinygrad's second, third... device of a kind, as its multi-device code names
+    them) -> device n of the default's kind (CUDA:n; the one CPU for CPU)."""
     _, _, rest = device.partition(":")
-    return (rest or os.environ.get("UOPD_DEVICE", "") or "CPU").upper()
+    default = (os.environ.get("UOPD_DEVICE", "") or "CPU").upper()
+    if rest.isdigit():
+        kind = default.split(":")[0]
+        return kind if kind == "CPU" else f"{kind}:{rest}"
+    return (rest or default).upper()
 
 
 # ---------------------------------------------------------------------------------------------
