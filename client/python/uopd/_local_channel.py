@@ -100,6 +100,9 @@ def _reply_spin_seconds() -> float:
 _REPLY_SPIN_SECONDS = _reply_spin_seconds()
 _WAITING_FOR_TURN = "the deadline passed while this client's other calls held the channel"
 _BROKEN = "the connection was closed after an earlier call on it failed"
+# A channel is looked at for the daemon's hang-up before a call only after this long without
+# one: the daemon closes only connections idle for minutes, and back-to-back calls skip a poll.
+_IDLE_CHECK_SECONDS = 1.0
 _CLOSED_BY_DAEMON = ("the daemon closed the connection (idle past --local_socket_idle_timeout, "
                      "or stopping); the call was not sent")
 
@@ -127,6 +130,7 @@ class LocalChannel:
         self._lock = threading.Lock()
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket_timeout: Optional[float] = None
+        self._last_reply = time.monotonic()
         self._poller = select.poll()
         self._poller.register(self._socket.fileno(), select.POLLIN)
         try:
@@ -162,7 +166,7 @@ class LocalChannel:
         try:
             if self.broken:
                 raise _unavailable(self.path, _BROKEN)
-            if self._poller.poll(0):
+            if time.monotonic() - self._last_reply > _IDLE_CHECK_SECONDS and self._poller.poll(0):
                 # Nothing is owed to us between calls: what can be read is the daemon's hang-up.
                 self.close()
                 raise _closed_before_sending(self.path)
@@ -186,6 +190,7 @@ class LocalChannel:
             except BaseException:  # e.g. KeyboardInterrupt mid-reply: the next frame is unknown
                 self.close()
                 raise
+            self._last_reply = time.monotonic()
         finally:
             self._lock.release()
         return _checked(payload)
