@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -106,3 +108,57 @@ def optimization_for(opts: Any) -> Optional[ks.Optimization]:
     optimization = optimization_of(opts)
     optimization.allow_fma = allow_fma
     return optimization
+
+
+# ---------------------------------------------------------------------------------------------
+# TinyJit's batches
+
+
+class BatchReplay:
+    """How a UOPD graph (TinyJit's batch of kernels) runs, on every tinygrad release: the first
+    run with a given set of buffers is one Execute of the whole batch; when the same buffers come
+    again (tinygrad hands the same daemon buffers back, and intermediates stay put), the batch is
+    prepared once as a plan (compiled and bound in the daemon) and every later run with those
+    buffers is a RunPlan carrying only the variables' values. At most PLANS plans are kept (least
+    recently used released first)."""
+
+    PLANS = 4
+
+    def __init__(self) -> None:
+        self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
+        self.seen: set[tuple] = set()
+
+    def run(self, client: uopd.Client, remote: str, kernels: list[uopd.Kernel], variables: dict[str, int],
+            wait: bool) -> Optional[float]:
+        """Runs the batch; with ``wait``, its time on the device (else host time), in seconds."""
+        key = tuple((v.base, v.offset, v.size) for k in kernels for v in k.buffers)
+        st = time.perf_counter()
+        plan = self.plans.get(key)
+        if plan is None and key in self.seen:
+            plan = self.plans[key] = client.prepare(kernels, device=remote)
+            while len(self.plans) > self.PLANS:
+                _, old = self.plans.popitem(last=False)
+                _release(old)
+        if plan is not None:
+            self.plans.move_to_end(key)
+            result = plan.run(vars=variables)
+        else:
+            self.seen.add(key)
+            result = client.execute(kernels, vars=variables, device=remote)
+        if not wait:
+            return None
+        if result.timings:
+            return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
+        return time.perf_counter() - st
+
+    def release(self) -> None:
+        for plan in self.plans.values():
+            _release(plan)
+        self.plans.clear()
+
+
+def _release(plan: uopd.Plan) -> None:
+    try:
+        plan.release()
+    except Exception:  # at interpreter exit the channel may be gone; the session frees it with the client
+        pass

@@ -46,8 +46,8 @@ from google.protobuf import json_format
 
 import uopd
 from uopd.tinygrad import ir
-from uopd.tinygrad._common import (UopdAllocator, UopdBuf, client_for, optimization_for, remote_device,
-                                   server_address)
+from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, optimization_for,
+                                   remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -181,22 +181,18 @@ class UopdRunner(CompiledRunner):
 
 
 class UopdGraph(GraphRunner):
-    """TinyJit's batch of UOPD kernels, replayed as one call per run.
-
-    The first run with a given set of buffers is one Execute of the whole batch; when the same
-    buffers come again (tinygrad's allocator hands the same daemon buffers back, and intermediates
-    stay put), the batch is prepared once as a plan (Prepare: compiled and bound in the daemon)
-    and every later run with those buffers is a RunPlan carrying only the variable values. At most
-    PLANS plans are kept per graph (least recently used released first)."""
-
-    PLANS = 4
+    """TinyJit's batch of UOPD kernels, replayed as one call per run (BatchReplay: one Execute,
+    then one RunPlan of a prepared plan once the buffers repeat)."""
 
     def __init__(self, jit_cache: list[ExecItem], input_buffers: list[Buffer], var_vals: dict[str, int]):
         if not all(isinstance(ji.prg, UopdRunner) for ji in jit_cache):
             raise GraphException("UopdGraph runs UopdRunner kernels only")
         super().__init__(jit_cache, input_buffers, var_vals)
-        self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
-        self.seen: set[tuple] = set()
+        self.replay = BatchReplay()
+
+    @property
+    def plans(self) -> OrderedDict[tuple, uopd.Plan]:
+        return self.replay.plans
 
     def __call__(self, input_buffers: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> Optional[float]:
         for (j, i), input_idx in self.input_replace.items():
@@ -209,36 +205,11 @@ class UopdGraph(GraphRunner):
         for (j, i) in self.input_replace.keys():
             self.jit_cache[j].bufs[i] = None
         dev: UopdDevice = self.dev  # type: ignore[assignment]
-        key = tuple((v.base, v.offset, v.size) for k in kernels for v in k.buffers)
-        st = time.perf_counter()
-        plan = self.plans.get(key)
-        if plan is None and key in self.seen:
-            plan = self.plans[key] = dev.client.prepare(kernels, device=dev.remote)
-            while len(self.plans) > self.PLANS:
-                _, old = self.plans.popitem(last=False)
-                _release(old)
-        if plan is not None:
-            self.plans.move_to_end(key)
-            result = plan.run(vars=allvars)
-        else:
-            self.seen.add(key)
-            result = dev.client.execute(kernels, vars=allvars, device=dev.remote)
-        if not wait:
-            return None
-        if result.timings:
-            return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
-        return time.perf_counter() - st
+        return self.replay.run(dev.client, dev.remote, kernels, allvars, wait)
 
     def __del__(self) -> None:
-        for plan in getattr(self, "plans", {}).values():
-            _release(plan)
-
-
-def _release(plan: uopd.Plan) -> None:
-    try:
-        plan.release()
-    except Exception:  # at interpreter exit the channel may be gone; the server drops them with the connection
-        pass
+        if hasattr(self, "replay"):
+            self.replay.release()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,8 +33,8 @@ from google.protobuf import json_format
 
 import uopd
 from uopd.tinygrad import ir14
-from uopd.tinygrad._common import (UopdAllocator, UopdBuf, client_for, optimization_for, remote_device,
-                                   server_address)
+from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, optimization_for,
+                                   remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -137,20 +137,18 @@ class UopdProgram(Program["UopdDevice"]):
 
 class UopdGraph(GraphRunner):
     """TinyJit's batch of UOPD kernels, replayed as one call per run, as on tinygrad 0.12
-    (uopd/tinygrad/device.py's UopdGraph): the first run with a set of buffers is one Execute of
-    the whole batch; when the same buffers come again (the JIT's memory plan keeps intermediates
-    in place, and inputs are often the same buffers), the batch is prepared once as a plan and
-    every later run is a RunPlan carrying only the variables' values. At most PLANS plans are
-    kept per graph (least recently used released first)."""
-
-    PLANS = 4
+    (BatchReplay: one Execute, then one RunPlan of a prepared plan once the buffers repeat; the
+    JIT's memory plan keeps intermediates in place, and inputs are often the same buffers)."""
 
     def __init__(self, linear: UOp, input_uops: tuple[UOp, ...] = ()):
         super().__init__(linear, input_uops)
         if not all(isinstance(rt, UopdProgram) for rt in self.runtimes):
             raise GraphException("UopdGraph runs UOPD kernels only")
-        self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
-        self.seen: set[tuple] = set()
+        self.replay = BatchReplay()
+
+    @property
+    def plans(self) -> OrderedDict[tuple, uopd.Plan]:
+        return self.replay.plans
 
     def _buffers(self, j: int, input_uops: tuple[UOp, ...]) -> list[Any]:
         _, program, bufs, _ = self.calls[j]
@@ -169,36 +167,11 @@ class UopdGraph(GraphRunner):
             values = {**var_vals, **device_vars}
             variables.update({v.arg.name: int(values[v.arg.name]) for v in k.vars if v.arg.name in values})
         dev: UopdDevice = Device[self.calls[0][2][0].device]
-        key = tuple((v.base, v.offset, v.size) for kernel in kernels for v in kernel.buffers)
-        st = time.perf_counter()
-        plan = self.plans.get(key)
-        if plan is None and key in self.seen:
-            plan = self.plans[key] = dev.client.prepare(kernels, device=dev.remote)
-            while len(self.plans) > self.PLANS:
-                _, old = self.plans.popitem(last=False)
-                _release(old)
-        if plan is not None:
-            self.plans.move_to_end(key)
-            result = plan.run(vars=variables)
-        else:
-            self.seen.add(key)
-            result = dev.client.execute(kernels, vars=variables, device=dev.remote)
-        if not wait:
-            return None
-        if result.timings:
-            return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
-        return time.perf_counter() - st
+        return self.replay.run(dev.client, dev.remote, kernels, variables, wait)
 
     def __del__(self) -> None:
-        for plan in getattr(self, "plans", {}).values():
-            _release(plan)
-
-
-def _release(plan: uopd.Plan) -> None:
-    try:
-        plan.release()
-    except Exception:  # at interpreter exit the channel may be gone; the session frees it with the client
-        pass
+        if hasattr(self, "replay"):
+            self.replay.release()
 
 
 class UopdDevice(Compiled):
