@@ -2,7 +2,7 @@
 // each of its kernels: for trying optimizations by hand.
 //
 //   opt_bench PLAN_OR_CASE.json [--opts "UPCAST(1,16) UPCAST(0,8)" | --heuristic] [--kernel N]
-//   [--emit] [--fma] [--reps N] [--trace_cost] [--search SECONDS]
+//   [--emit] [--fma] [--reps N] [--threads N] [--trace_cost] [--search SECONDS]
 // prints each kernel's opts and the plan's kernel time (with --kernel, that kernel's alone);
 // --emit prints the rendered source instead of timing; --trace_cost the cost model's view;
 // --fma renders with fused multiply-adds allowed (Optimization.allow_fma); --search runs the
@@ -46,7 +46,7 @@ std::vector<uopd::Opt> Opts(const std::string& text) {
 
 int main(int argc, char** argv) {
   std::string path, opts_text;
-  int reps = 5, kernel = -1;
+  int reps = 5, kernel = -1, threads = 0;
   bool emit = false, heuristic = false, trace_cost = false, dump = false;
   double search_seconds = 0;
   uopd::RenderOptions render;
@@ -70,12 +70,14 @@ int main(int argc, char** argv) {
       kernel = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (arg == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
     } else {
       path = arg;
     }
   }
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  uopd::ThreadPool pool(cores - 1);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  uopd::ThreadPool pool(threads - 1);
   auto device = uopd::CreateCpuDevice(&pool);
   auto entry = uopd::LoadCorpusFile(path);
   if (!device.ok() || !entry.ok()) {

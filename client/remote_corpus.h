@@ -5,17 +5,18 @@
 
 #include <string>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/uopd_client.h"
 #include "core/corpus/corpus_file.h"
 
 namespace uopd {
 
-// OK when every output matches; FAILED_PRECONDITION naming the first differing element, or the
-// daemon's error. Every kernel is optimized as `optimization` says.
-absl::Status RunCorpusEntryRemote(Client& client, const CorpusEntry& entry,
-                                  const std::string& device,
-                                  const v1::Optimization& optimization = {});
+// The kernels' device time (seconds, as the daemon timed them) when every output matches;
+// FAILED_PRECONDITION naming the first differing element, or the daemon's error. Every kernel
+// is optimized as `optimization` says.
+absl::StatusOr<double> RunCorpusEntryRemote(Client& client, const CorpusEntry& entry,
+                                            const std::string& device,
+                                            const v1::Optimization& optimization = {});
 
 }  // namespace uopd
 

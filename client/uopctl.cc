@@ -4,6 +4,7 @@
 //   uopctl [--server ADDR] compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]
 //                                       [--optimize MODE] [--fma]
 //   uopctl [--server ADDR] run PATH... [--device D] [--optimize MODE] [--fma] [--verbose]
+//                                      [--repeat N]
 //   uopctl [--server ADDR] cache stats
 //   uopctl [--server ADDR] cache warm PATH... [--target T[,T...]] [--optimize MODE]
 //
@@ -19,6 +20,7 @@
 // name (CPU, CUDA:0: that device's own target) or a GPU architecture (sm_80, sm_90).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +46,8 @@ constexpr char kUsage[] =
     "  compile FILE [--device D | --target sm_XX] [--emit src|bytes|ptx]\n"
     "                                            compile a kernel AST (Graph JSON or corpus case)\n"
     "  run PATH... [--device D] [--verbose]      run corpus cases and plans through the server\n"
+    "      [--repeat N]                          N times each; --verbose prints the median kernel "
+    "time\n"
     "  (compile, run) --optimize heuristic|none|search|'UPCAST(1, 16) UNROLL(0, 4)'\n"
     "  (compile, run) --fma                      allow fused multiply-adds (one rounding)\n"
     "  cache stats                               cache tier and compilation counters\n"
@@ -164,19 +168,28 @@ void Progress(size_t done, size_t total, int failed) {
 }
 
 int Run(uopd::Client& client, const std::vector<std::string>& paths, const std::string& device,
-        const uopd::v1::Optimization& optimization, bool verbose) {
+        const uopd::v1::Optimization& optimization, bool verbose, int repeat) {
   auto files = uopd::ListCorpusFiles(paths);
   if (!files.ok()) return Fail(files.status());
   int passed = 0, failed = 0;
   for (size_t i = 0; i < files->size(); ++i) {
     const std::string& file = (*files)[i];
     auto entry = uopd::LoadCorpusFile(file);
-    absl::Status status = entry.ok()
-                              ? uopd::RunCorpusEntryRemote(client, *entry, device, optimization)
-                              : entry.status();
+    absl::Status status = entry.status();
+    // The median device time of `repeat` runs, each checked.
+    std::vector<double> seconds;
+    for (int r = 0; r < repeat && status.ok(); ++r) {
+      absl::StatusOr<double> run = uopd::RunCorpusEntryRemote(client, *entry, device, optimization);
+      status = run.status();
+      if (run.ok()) seconds.push_back(*run);
+    }
     if (status.ok()) {
       ++passed;
-      if (verbose) std::printf("PASS %s\n", file.c_str());
+      std::sort(seconds.begin(), seconds.end());
+      if (verbose) {
+        std::printf("PASS %s  (kernels %.1f us, median of %d)\n", file.c_str(),
+                    seconds[seconds.size() / 2] * 1e6, repeat);
+      }
     } else {
       ++failed;
       if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r");
@@ -282,6 +295,7 @@ int main(int argc, char** argv) {
   std::string server = "127.0.0.1:50051", device = "CPU", target, emit, optimize;
   std::string token_file, tls_ca, tls_cert, tls_key;
   bool verbose = false, allow_fma = false;
+  int repeat = 1;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -308,6 +322,8 @@ int main(int argc, char** argv) {
       tls_cert = *v;
     else if (auto v = value("--tls_key"))
       tls_key = *v;
+    else if (auto v = value("--repeat"))
+      repeat = std::max(1, std::atoi(v->c_str()));
     else if (arg == "--verbose" || arg == "-v")
       verbose = true;
     else if (arg == "--fma")
@@ -354,7 +370,7 @@ int main(int argc, char** argv) {
     return Compile(client, args[1], device, target, emit, *optimization);
   if (command == "run" && args.size() >= 2) {
     return Run(client, std::vector<std::string>(args.begin() + 1, args.end()), device,
-               *optimization, verbose);
+               *optimization, verbose, repeat);
   }
   if (command == "cache" && args.size() == 2 && args[1] == "stats") return CacheStats(client);
   if (command == "cache" && args.size() >= 3 && args[1] == "warm") {

@@ -68,6 +68,8 @@ class ThreadPool {
   // The oldest queued task of `work`, or queue_.end().
   std::deque<Task>::iterator FirstTaskOf(const void* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // queue_.size(), readable without mu_: what idle workers spin on before they sleep.
+  std::atomic<size_t> queued_{0};
   std::vector<std::thread> workers_;  // constant after construction
 };
 

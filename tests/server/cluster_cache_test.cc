@@ -88,7 +88,7 @@ int RunAll(const DaemonProcess& daemon, const std::vector<CorpusEntry>& entries,
   int failed = 0;
   for (const CorpusEntry& entry : entries) {
     const absl::Time start = absl::Now();
-    absl::Status status = RunCorpusEntryRemote(client, entry, "CPU", optimization);
+    absl::Status status = RunCorpusEntryRemote(client, entry, "CPU", optimization).status();
     const absl::Duration took = absl::Now() - start;
     if (!status.ok() || took > deadline) {
       ++failed;

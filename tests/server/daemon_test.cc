@@ -78,6 +78,43 @@ TEST(Daemon, UopctlRunReportsTheFirstDifferingElementAndFails) {
   EXPECT_NE(out.find("1 passed, 1 failed"), std::string::npos) << out;
 }
 
+// A model's kernels carry tens of MiB: more than one request holds (gRPC's 4 MiB), so uopctl
+// streams such buffers ahead of the call and reads large outputs back the same way.
+TEST(Daemon, UopctlRunsCasesLargerThanOneMessage) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("large-case"));
+  ASSERT_TRUE(daemon.running());
+  const int64_t n = (6 << 20) / 4;  // 6 MiB per buffer: two inputs and the output
+  v1::CorpusCase kase;
+  *kase.mutable_ast() = testing::AddKernel(n);
+  std::string a(n * 4, '\0'), b(n * 4, '\0'), sum(n * 4, '\0');
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = static_cast<float>(i % 1000), y = static_cast<float>(i % 7), z = x + y;
+    std::memcpy(&a[i * 4], &x, 4);
+    std::memcpy(&b[i * 4], &y, 4);
+    std::memcpy(&sum[i * 4], &z, 4);
+  }
+  for (const auto& [slot, init] : {std::pair{0, std::string()}, std::pair{1, a}, std::pair{2, b}}) {
+    v1::CorpusBuffer* buffer = kase.add_buffers();
+    buffer->set_slot(slot);
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(n);
+    buffer->set_init(init);
+  }
+  v1::CorpusOutput* output = kase.add_outputs();
+  output->set_slot(0);
+  output->set_expected(sum);
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(kase, &json).ok());
+  const std::string path = testing::TempDir("large-case-file") + "/add.json";
+  std::ofstream(path) << json;
+  int code = 0;
+  std::string out = RunCommand(
+      absl::StrCat(UOPCTL_PATH, " --server ", daemon.address(), " run ", path, " --verbose 2>&1"),
+      &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("PASS " + path), std::string::npos) << out;
+}
+
 TEST(Daemon, SecondCompileIsAMemoryHitAndARestartHitsDiskWithoutCompiling) {
   std::string dir = testing::TempDir("restart");
   DaemonProcess daemon(UOPD_DAEMON_PATH, dir);

@@ -32,6 +32,28 @@ TEST(ThreadPool, WorksWithNoWorkers) {
   EXPECT_EQ(sum, 45);
 }
 
+// Idle workers and a waiting caller spin a while before they sleep: the caller must still wait
+// for items that outlast the spin (it sleeps, and the last item wakes it), and workers that went
+// to sleep must still take later tasks.
+TEST(ThreadPool, ParallelForWaitsForItemsLongerThanTheSpinAndWorkersWakeForLaterOnes) {
+  ThreadPool pool(1);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::atomic<int>> hits(2);
+    std::atomic<bool> other_thread{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    pool.ParallelFor(2, [&](int i) {
+      if (std::this_thread::get_id() != caller) other_thread = true;
+      // Longer than any spin: whoever runs the other item is done and waiting by then.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      hits[i].fetch_add(1);
+    });
+    EXPECT_EQ(hits[0].load(), 1);
+    EXPECT_EQ(hits[1].load(), 1);
+    EXPECT_TRUE(other_thread.load()) << "round " << round << ": the worker never took an item";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the worker goes to sleep
+  }
+}
+
 // A plan's caller waits while its kernels run on the pool. With every worker busy running a
 // kernel, that kernel's ParallelFor helper sat in the queue and the kernel ran on one core while
 // the caller slept (the daemon's per-kernel times were 2x opt_bench's, now and then): a thread
