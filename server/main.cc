@@ -119,6 +119,11 @@ ABSL_FLAG(int32_t, compile_nice, 0,
           "(optimize, search, render): compiles then take the CPU the daemon's short calls "
           "(Execute, cache hits, copies) leave, and wait longer on a busy daemon (0: the "
           "daemon's priority)");
+ABSL_FLAG(absl::Duration, compile_demote_after, absl::Milliseconds(250),
+          "compile work (a worker's compile, the daemon's optimize and render) still running "
+          "after this long is made --compile_demote_nice nicer, so a kernel that takes seconds "
+          "to compile takes the CPU other calls leave (0: never)");
+ABSL_FLAG(int32_t, compile_demote_nice, 10, "how much nicer demoted compile work runs");
 ABSL_FLAG(int64_t, large_kernel_nodes, 4096,
           "requests whose kernel ASTs hold more nodes than this in all (real kernels hold tens "
           "to hundreds) are decoded, optimized, rendered and compiled at most "
@@ -368,6 +373,12 @@ absl::Status AddDevices(DeviceRegistry& devices, ThreadPool* pool,
 }
 
 // Starts the sandboxed compile workers; null with --compile_in_process. A failure is logged.
+CompilePriority CompilePriorityFromFlags() {
+  return CompilePriority{.nice = absl::GetFlag(FLAGS_compile_nice),
+                         .demote_after = absl::GetFlag(FLAGS_compile_demote_after),
+                         .demoted_nice = absl::GetFlag(FLAGS_compile_demote_nice)};
+}
+
 absl::StatusOr<std::unique_ptr<CompileWorkerPool>> StartCompileWorkers() {
   if (absl::GetFlag(FLAGS_compile_in_process)) {
     Log(LogLevel::kWarning, "compiling in the daemon's process: a compiler crash ends the daemon");
@@ -383,7 +394,7 @@ absl::StatusOr<std::unique_ptr<CompileWorkerPool>> StartCompileWorkers() {
     options.workers = std::min(8, static_cast<int>(std::thread::hardware_concurrency()));
   }
   options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
-  options.nice = absl::GetFlag(FLAGS_compile_nice);
+  options.priority = CompilePriorityFromFlags();
   options.max_reply_bytes = 2 * absl::GetFlag(FLAGS_max_object_bytes) + (1 << 20);
   auto started = CompileWorkerPool::Start(options);
   if (!started.ok()) {
@@ -657,7 +668,7 @@ int Run() {
 
   // Compilers run in sandboxed worker processes: what a compile does to its process (crash,
   // exhaust memory, loop, read files it is told to) never reaches the daemon.
-  SetCompileThreadNice(absl::GetFlag(FLAGS_compile_nice));
+  SetCompileThreadPriority(CompilePriorityFromFlags());
   absl::StatusOr<std::unique_ptr<CompileWorkerPool>> started_workers = StartCompileWorkers();
   if (!started_workers.ok()) return 1;
   std::unique_ptr<CompileWorkerPool> compile_workers = *std::move(started_workers);

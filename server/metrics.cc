@@ -192,12 +192,13 @@ class LiveCollector : public prometheus::Collectable {
       families.push_back(prometheus::MetricFamily{
           "uopd_compile_worker_events_total",
           "Compile worker events: started, crashed, killed at the time limit, killed because "
-          "their call was over.",
+          "their call was over, made nicer for compiling past --compile_demote_after.",
           MetricType::Counter,
           {Sample(w.started, {{"event", "started"}}, true),
            Sample(w.crashes, {{"event", "crashed"}}, true),
            Sample(w.timeouts, {{"event", "timed_out"}}, true),
-           Sample(w.cancelled, {{"event", "cancelled"}}, true)}});
+           Sample(w.cancelled, {{"event", "cancelled"}}, true),
+           Sample(w.demoted, {{"event", "demoted"}}, true)}});
       families.push_back(prometheus::MetricFamily{"uopd_compile_workers_idle",
                                                   "Compile workers waiting for a job.",
                                                   MetricType::Gauge,

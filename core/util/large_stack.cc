@@ -2,19 +2,84 @@
 
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <list>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "core/util/priority.h"
 
 namespace uopd {
 namespace {
 
-// The nice value compile threads run at, absolute (so nested ones do not add up); INT_MIN: leave
-// them at their creator's.
+// The nice values compile threads run at, absolute (so nested ones do not add up); INT_MIN:
+// leave them at their creator's.
 std::atomic<int> compile_thread_nice{INT32_MIN};
+std::atomic<int> demoted_thread_nice{INT32_MIN};
+std::atomic<int64_t> demote_after_ns{0};  // 0: never
+
+// Makes compile threads that have run past the demotion time nicer. Linux keeps a nice value
+// per thread, and one thread may raise another's of the same process; the thread is reniced
+// only while registered (alive), under the same lock it leaves with, so a reused thread id is
+// never touched.
+class Demoter {
+ public:
+  static Demoter& Get() {
+    static Demoter* demoter = new Demoter;  // lives as long as the process, with its thread
+    return *demoter;
+  }
+
+  struct Running {
+    pid_t tid;
+    absl::Time started;
+    bool demoted = false;
+  };
+  std::list<Running>::iterator Enter() {
+    absl::MutexLock lock(&mu_);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+    }
+    running_.push_back(Running{gettid(), absl::Now()});
+    return std::prev(running_.end());
+  }
+  void Leave(std::list<Running>::iterator it) {
+    absl::MutexLock lock(&mu_);
+    running_.erase(it);
+  }
+
+ private:
+  void Loop() {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](std::list<Running>* running) { return !running->empty(); }, &running_));
+        const int64_t after = demote_after_ns.load(std::memory_order_relaxed);
+        const int nice = demoted_thread_nice.load(std::memory_order_relaxed);
+        const absl::Time now = absl::Now();
+        for (Running& r : running_) {
+          if (r.demoted || after <= 0 || nice == INT32_MIN) continue;
+          if (now - r.started < absl::Nanoseconds(after)) continue;
+          (void)setpriority(PRIO_PROCESS, static_cast<id_t>(r.tid), nice);  // best effort
+          r.demoted = true;
+        }
+      }
+      // A demotion is due after hundreds of milliseconds: looking every 20 ms is enough.
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+
+  absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  std::list<Running> running_ ABSL_GUARDED_BY(mu_);
+};
 
 void* Trampoline(void* arg) {
   if (const int nice = compile_thread_nice.load(std::memory_order_relaxed); nice != INT32_MIN) {
@@ -22,7 +87,12 @@ void* Trampoline(void* arg) {
     // still does its work).
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice);
   }
+  const bool demotable = demote_after_ns.load(std::memory_order_relaxed) > 0 &&
+                         demoted_thread_nice.load(std::memory_order_relaxed) != INT32_MIN;
+  std::list<Demoter::Running>::iterator registered;
+  if (demotable) registered = Demoter::Get().Enter();
   (*static_cast<const std::function<void()>*>(arg))();
+  if (demotable) Demoter::Get().Leave(registered);
   return nullptr;
 }
 
@@ -42,8 +112,13 @@ void RunOnLargeStack(size_t stack_bytes, const std::function<void()>& fn) {
   pthread_join(thread, nullptr);
 }
 
-void SetCompileThreadNice(int nice) {
-  compile_thread_nice = NiceAboveThisProcess(nice).value_or(INT32_MIN);
+void SetCompileThreadPriority(const CompilePriority& priority) {
+  compile_thread_nice = NiceAboveThisProcess(priority.nice).value_or(INT32_MIN);
+  demoted_thread_nice =
+      NiceAboveThisProcess(priority.nice + priority.demoted_nice).value_or(INT32_MIN);
+  demote_after_ns = priority.demote_after > absl::ZeroDuration()
+                        ? absl::ToInt64Nanoseconds(priority.demote_after)
+                        : 0;
 }
 
 }  // namespace uopd

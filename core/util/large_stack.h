@@ -11,6 +11,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/util/priority.h"
+
 namespace uopd {
 
 // The stack compilations run on: 512 MiB of address space, touched only as deep as needed.
@@ -31,11 +33,12 @@ std::invoke_result_t<Fn&> OnCompileStack(Fn&& fn) {
 
 // What runs on those threads is compilation (optimizing, ranking candidates, searching,
 // rendering): work whose time grows with what a client sends, that only its own caller waits
-// for. Set once before serving, `nice` makes those threads that much nicer than the process
-// (as the compile workers are), so that one client's large compiles take the CPU the daemon's
-// short calls (Execute, cache hits, copies) leave instead of slowing every client's. 0, the
-// default, leaves them at the process's priority.
-void SetCompileThreadNice(int nice);
+// for. Set once before serving: those threads run `priority.nice` nicer than the process (as the
+// compile workers do), and a thread still running after `priority.demote_after` is made
+// `priority.demoted_nice` nicer again, so that one client's large compiles take the CPU the
+// daemon's short calls (Execute, cache hits, copies) leave instead of slowing every client's.
+// The default leaves them at the process's priority and demotes none.
+void SetCompileThreadPriority(const CompilePriority& priority);
 
 }  // namespace uopd
 

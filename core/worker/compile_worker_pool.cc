@@ -126,7 +126,7 @@ absl::StatusOr<std::string> CompileWorkerPool::SpawnWorker(Worker* worker) {
         absl::StrCat("posix_spawn ", options_.executable, ": ", std::strerror(rc)));
   }
   // Best effort: a worker at the daemon's own priority still works.
-  if (std::optional<int> nice = NiceAboveThisProcess(options_.nice)) {
+  if (std::optional<int> nice = NiceAboveThisProcess(options_.priority.nice)) {
     (void)setpriority(PRIO_PROCESS, pid, *nice);
   }
   const absl::Time deadline = absl::Now() + kReadyTimeout;
@@ -154,7 +154,8 @@ void CompileWorkerPool::KeeperLoop() {
     {
       absl::MutexLock lock(&mu_);
       auto needed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || alive_ < options_.workers;
+        // A worker per turn, and one for each demoted compile that handed its turn back.
+        return stopping_ || alive_ < options_.workers + off_turn_;
       };
       mu_.Await(absl::Condition(&needed));
       if (stopping_) return;
@@ -211,6 +212,10 @@ absl::StatusOr<CompileWorkerPool::Worker> CompileWorkerPool::Acquire(const std::
 }
 
 void CompileWorkerPool::Release(Worker worker, const std::string& share) {
+  if (worker.demoted) {
+    Discard(worker, share);
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
     idle_.push_back(worker);
@@ -224,9 +229,29 @@ std::string CompileWorkerPool::Discard(Worker worker, const std::string& share) 
   {
     absl::MutexLock lock(&mu_);
     --alive_;  // the keeper starts a replacement
+    if (worker.off_turn) {
+      --off_turn_;
+      return how;
+    }
   }
   turns_.Release(share);
   return how;
+}
+
+void CompileWorkerPool::Demote(Worker* worker, const std::string& share) {
+  worker->demoted = true;
+  if (std::optional<int> nice =
+          NiceAboveThisProcess(options_.priority.nice + options_.priority.demoted_nice)) {
+    (void)setpriority(PRIO_PROCESS, worker->pid, *nice);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.demoted;
+    if (off_turn_ >= options_.workers) return;  // keeps its turn, at the lower priority
+    ++off_turn_;                                // the keeper starts a worker for the turn
+    worker->off_turn = true;
+  }
+  turns_.Release(share);
 }
 
 absl::StatusOr<CompiledKernel> CompileWorkerPool::Compile(const std::string& base_device,
@@ -249,8 +274,14 @@ absl::StatusOr<CompiledKernel> CompileWorkerPool::Compile(const std::string& bas
       if (attempt < 3) continue;
       return absl::UnavailableError("compile workers keep dying before they get a job");
     }
-    const absl::Time deadline = absl::Now() + options_.compile_timeout;
+    const absl::Time started = absl::Now();
+    const absl::Time deadline = started + options_.compile_timeout;
     auto frame = ReadFrame(worker->fd, options_.max_reply_bytes, [&]() -> absl::Status {
+      const absl::Duration demote_after = options_.priority.demote_after;
+      if (!worker->demoted && demote_after > absl::ZeroDuration() &&
+          absl::Now() - started > demote_after) {
+        Demote(&*worker, share);
+      }
       if (stop != nullptr && stop->stopped()) {
         return absl::CancelledError(
             absl::StrCat("the call ended while kernel ", spec.name, " was compiling"));

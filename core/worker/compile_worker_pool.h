@@ -10,6 +10,14 @@
 // fairly (fair_share.h): a caller with many slow compiles queued does not hold up another's, and
 // while others compile one worker stays free of it.
 //
+// A compile still running after `priority.demote_after` is demoted (core/util/priority.h): its
+// worker is made `priority.demoted_nice` nicer, and (up to `workers` such compiles
+// at once) hands its turn back while a worker is started in its place. Real kernels compile in
+// milliseconds; one that takes seconds then takes the CPU that Executes, cache hits and short
+// compiles leave, instead of a core, and its caller's next compile a turn like anyone's. A
+// worker's priority cannot be raised again without privilege, so a demoted worker is replaced
+// after its compile.
+//
 // Workers are started from one keeper thread that lives as long as the pool, so their
 // parent-death signal (they die with the daemon) is tied to the pool, not to a request thread.
 #ifndef UOPD_CORE_WORKER_COMPILE_WORKER_POOL_H_
@@ -30,6 +38,7 @@
 #include "absl/time/time.h"
 #include "core/device/compiler.h"
 #include "core/util/fair_share.h"
+#include "core/util/priority.h"
 
 namespace uopd {
 
@@ -43,10 +52,11 @@ struct CompileWorkerPoolOptions {
   absl::Duration compile_timeout = absl::Seconds(120);
   // Largest reply accepted from a worker (object + PTX); workers refuse larger ones first.
   int64_t max_reply_bytes = int64_t{256} << 20;
-  // Added to each worker's nice value (0: the daemon's own): with it, compiles take the cores
+  // Each worker's nice value above the daemon's (priority.nice: with it, compiles take the cores
   // the daemon's threads leave, so a client keeping every worker busy slows others' Executes
-  // and cache hits less, and every compile waits longer on a busy daemon (README, Security).
-  int nice = 0;
+  // and cache hits less, and every compile waits longer on a busy daemon; README, Security),
+  // and when a long compile is demoted (above).
+  CompilePriority priority;
 };
 
 struct CompileWorkerStats {
@@ -54,6 +64,7 @@ struct CompileWorkerStats {
   int64_t crashes = 0;    // workers that died during a job
   int64_t timeouts = 0;   // workers killed for passing the time limit
   int64_t cancelled = 0;  // workers killed because their call was over
+  int64_t demoted = 0;    // compiles demoted for running past demote_after
   int64_t started = 0;    // workers started, including replacements
   int64_t idle = 0;       // workers waiting for a job now
 };
@@ -84,9 +95,19 @@ class CompileWorkerPool {
   struct Worker {
     pid_t pid = -1;
     int fd = -1;
+    bool demoted = false;   // made nicer: replaced after its compile
+    bool off_turn = false;  // demoted and its turn handed back
   };
   explicit CompileWorkerPool(CompileWorkerPoolOptions options)
-      : options_(std::move(options)), turns_(options_.workers) {}
+      : options_(std::move(options)), turns_(options_.workers, ReserveWindow(options_.priority)) {}
+
+  // How long a worker is kept from one caller for another served lately (fair_share.h): while
+  // long compiles keep their turns, long enough for that caller's next one (5 s); with
+  // demotion, as long as a compile keeps its turn before it is demoted. A busy caller of short
+  // compiles would otherwise be held to one worker fewer for as long as another compiles slowly.
+  static absl::Duration ReserveWindow(const CompilePriority& priority) {
+    return priority.demote_after > absl::ZeroDuration() ? priority.demote_after : absl::Seconds(5);
+  }
 
   void KeeperLoop();
   // Starts one worker and waits for its "ready"; the sandbox description on success.
@@ -98,6 +119,8 @@ class CompileWorkerPool {
   // Kills the worker `share` used (if alive) and has the keeper reap and replace it. Returns how
   // it ended if it had already died ("signal 11 (Segmentation fault)", "exit code 70"), else "".
   std::string Discard(Worker worker, const std::string& share);
+  // Demotes the compile `worker` runs for `share` (above).
+  void Demote(Worker* worker, const std::string& share);
 
   const CompileWorkerPoolOptions options_;
   std::string sandbox_;
@@ -105,7 +128,8 @@ class CompileWorkerPool {
   FairShare turns_;
   mutable absl::Mutex mu_;
   std::deque<Worker> idle_ ABSL_GUARDED_BY(mu_);
-  int alive_ ABSL_GUARDED_BY(mu_) = 0;  // started and not discarded
+  int alive_ ABSL_GUARDED_BY(mu_) = 0;     // started and not discarded
+  int off_turn_ ABSL_GUARDED_BY(mu_) = 0;  // demoted compiles running without a turn
   std::string spawn_error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   CompileWorkerStats stats_ ABSL_GUARDED_BY(mu_);

@@ -286,7 +286,9 @@ TEST(Identity, CompileWorkersServeTheCallerWithTheFewestCompilesFirst) {
   const std::string dir = testing::TempDir("fair-compiles");
   DaemonProcess daemon(
       UOPD_DAEMON_PATH, dir + "/cache",
-      {"--identities=" + IdentitiesFile(dir), "--compile_workers=1", kNoTurnsForLargeKernels});
+      {"--identities=" + IdentitiesFile(dir), "--compile_workers=1", kNoTurnsForLargeKernels,
+       // The order of turns alone: a demoted compile would hand its turn back (tested apart).
+       "--compile_demote_after=0"});
   ASSERT_TRUE(daemon.running());
   AliceCompiles alice(daemon, 3, 4000);
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // one compiles, two wait

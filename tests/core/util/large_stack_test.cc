@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace uopd {
@@ -35,19 +36,43 @@ TEST(LargeStack, RunsAFunctionThatNeedsMoreStackThanAThreadHas) {
 TEST(LargeStack, CompileThreadsRunAtTheNiceValueSetAndTheCallerKeepsItsOwn) {
   const int own = NiceOfThisThread();
   ASSERT_EQ(errno, 0);
-  SetCompileThreadNice(5);
+  SetCompileThreadPriority({.nice = 5, .demote_after = absl::ZeroDuration()});
   int inner = -100, nested = -100;
   RunOnLargeStack(size_t{1} << 20, [&] {
     inner = NiceOfThisThread();
     RunOnLargeStack(size_t{1} << 20, [&] { nested = NiceOfThisThread(); });
   });
-  SetCompileThreadNice(0);
+  SetCompileThreadPriority({.nice = 0, .demote_after = absl::ZeroDuration()});
   int after_reset = -100;
   RunOnLargeStack(size_t{1} << 20, [&] { after_reset = NiceOfThisThread(); });
   EXPECT_EQ(inner, std::min(19, own + 5));
   EXPECT_EQ(nested, std::min(19, own + 5));
   EXPECT_EQ(NiceOfThisThread(), own);
   EXPECT_EQ(after_reset, own);
+}
+
+// The daemon's side of a kernel that takes seconds (optimizing, rendering a huge AST) ran at the
+// process's priority for all of it; past demote_after its thread is made demoted_nice nicer,
+// while work that ends sooner keeps the compile priority.
+TEST(LargeStack, CompileThreadsRunningPastTheDemotionTimeAreMadeNicer) {
+  const int own = NiceOfThisThread();
+  ASSERT_EQ(errno, 0);
+  SetCompileThreadPriority({.nice = 2, .demote_after = absl::Milliseconds(100), .demoted_nice = 5});
+  int quick = -100, long_start = -100, long_end = -100;
+  RunOnLargeStack(size_t{1} << 20, [&] { quick = NiceOfThisThread(); });
+  RunOnLargeStack(size_t{1} << 20, [&] {
+    long_start = NiceOfThisThread();
+    const absl::Time until = absl::Now() + absl::Seconds(5);
+    while (absl::Now() < until && NiceOfThisThread() == long_start) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    long_end = NiceOfThisThread();
+  });
+  SetCompileThreadPriority({.nice = 0, .demote_after = absl::ZeroDuration()});
+  EXPECT_EQ(quick, std::min(19, own + 2));
+  EXPECT_EQ(long_start, std::min(19, own + 2));
+  EXPECT_EQ(long_end, std::min(19, own + 7));
+  EXPECT_EQ(NiceOfThisThread(), own);
 }
 
 }  // namespace

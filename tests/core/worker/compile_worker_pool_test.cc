@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -86,7 +88,7 @@ TEST_F(CompileWorkerPoolTest, WorkersRunAtTheNiceValueAsked) {
   options.executable = UOPD_DAEMON_PATH;
   options.argv = {UOPD_DAEMON_PATH, "compile-worker"};
   options.workers = 2;
-  options.nice = 7;
+  options.priority.nice = 7;
   auto nicer = CompileWorkerPool::Start(options);
   ASSERT_TRUE(nicer.ok()) << nicer.status();
   // Start waits for the first worker only, and a worker is made nicer just after it is spawned.
@@ -118,6 +120,54 @@ TEST_F(CompileWorkerPoolTest, NvrtcReadsTheCudaHeadersButNoOtherFile) {
       << "a target the worker had not warmed up";
 }
 #endif
+
+// LLVM IR that takes LLVM about a second or more at -O3: `n` chains of float arithmetic, each
+// loaded, mixed with its neighbours and stored.
+std::string SlowToCompile(int n) {
+  std::string ir = "define i32 @slow(ptr %b, ptr %v) {\n";
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(&ir, "  %p", i, " = getelementptr float, ptr %b, i64 ", i, "\n", "  %x", i,
+                    " = load float, ptr %p", i, "\n", "  %y", i, " = fmul float %x", i, ", ",
+                    i == 0 ? "%x0" : absl::StrCat("%y", i - 1), "\n", "  %z", i, " = fadd float %y",
+                    i, ", 1.5\n", "  store float %z", i, ", ptr %p", i, "\n");
+  }
+  return ir + "  ret i32 0\n}\n";
+}
+
+// A kernel that took seconds to compile held its worker (and a core) at full priority: with one
+// worker, another caller's compile of a trivial kernel waited for all of it. Past demote_after
+// the slow compile's worker is made nicer and hands its turn back, a worker starts in its
+// place, and the other caller's compile is done while the slow one still runs.
+TEST_F(CompileWorkerPoolTest, ASlowCompileIsDemotedAndAnotherCallersCompileDoesNotWaitForIt) {
+  errno = 0;
+  const int own = getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  StopFlag alice, carol;
+  alice.set_share("alice");
+  carol.set_share("carol");
+  std::atomic<bool> slow_done{false};
+  absl::Duration slow_took;
+  std::thread slow([&] {
+    const absl::Time start = absl::Now();
+    UOPD_EXPECT_OK(pool_->Compile("CPU", kCpuTarget, Spec("slow", SlowToCompile(6000)), &alice));
+    slow_took = absl::Now() - start;
+    slow_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past the 250 ms default
+  std::vector<int> nices = NiceOfChildren();
+  const std::string ok = "define i32 @k(ptr %b, ptr %v) {\n  ret i32 0\n}\n";
+  const absl::Time start = absl::Now();
+  UOPD_EXPECT_OK(pool_->Compile("CPU", kCpuTarget, Spec("k", ok), &carol));
+  const absl::Duration quick_took = absl::Now() - start;
+  const bool slow_still_running = !slow_done;
+  slow.join();
+  ASSERT_TRUE(slow_still_running) << "the slow compile took only " << slow_took;
+  EXPECT_NE(std::find(nices.begin(), nices.end(), std::min(19, own + 10)), nices.end())
+      << "no worker was made nicer";
+  EXPECT_LT(quick_took, slow_took / 2) << "the trivial compile waited for the slow one";
+  EXPECT_EQ(pool_->stats().demoted, 1);
+  UOPD_EXPECT_OK(pool_->Compile("CPU", kCpuTarget, Spec("k", ok), &carol));
+}
 
 TEST_F(CompileWorkerPoolTest, ACrashOrAStopCostsTheWorkerAndTheNextJobGetsAFreshOne) {
   const std::string ok = "define i32 @k(ptr %b, ptr %v) {\n  ret i32 0\n}\n";
