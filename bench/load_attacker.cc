@@ -1,5 +1,6 @@
 #include "bench/load_attacker.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,17 +48,22 @@ void Attacker::Start() {
     return targets_.only.empty() ||
            std::find(targets_.only.begin(), targets_.only.end(), name) != targets_.only.end();
   };
+  auto launch = [this](auto&& attack) {
+    threads_.emplace_back([this, attack] {
+      // Linux keeps a nice value per thread; best effort.
+      if (targets_.nice != 0) (void)setpriority(PRIO_PROCESS, gettid(), targets_.nice);
+      attack();
+    });
+  };
   for (int i = 0; i < 2; ++i) {
-    if (wanted("slow_compiles")) threads_.emplace_back(&Attacker::SlowCompiles, this, i);
-    if (wanted("past_deadline")) {
-      threads_.emplace_back(&Attacker::CompilesPastTheirDeadline, this, i);
-    }
+    if (wanted("slow_compiles")) launch([this, i] { SlowCompiles(i); });
+    if (wanted("past_deadline")) launch([this, i] { CompilesPastTheirDeadline(i); });
   }
-  if (wanted("silent_streams")) threads_.emplace_back(&Attacker::SilentStreams, this);
-  if (wanted("memory")) threads_.emplace_back(&Attacker::Memory, this);
-  if (wanted("big_plans")) threads_.emplace_back(&Attacker::BigPlans, this);
-  if (wanted("opt_lists")) threads_.emplace_back(&Attacker::LongOptLists, this);
-  if (wanted("idle_sockets")) threads_.emplace_back(&Attacker::IdleSockets, this);
+  if (wanted("silent_streams")) launch([this] { SilentStreams(); });
+  if (wanted("memory")) launch([this] { Memory(); });
+  if (wanted("big_plans")) launch([this] { BigPlans(); });
+  if (wanted("opt_lists")) launch([this] { LongOptLists(); });
+  if (wanted("idle_sockets")) launch([this] { IdleSockets(); });
 }
 
 void Attacker::Stop() {

@@ -10,7 +10,8 @@
 // puts their latencies side by side and counts what the daemon answered each attack.
 //
 //   load_test --daemon PATH [--clients 32] [--seconds 20] [--max_ops 1000000] [--label TEXT]
-//             [--daemon_flag --flag=value]... [--attacker [--attacks slow_compiles,...]]
+//             [--daemon_flag --flag=value]... [--attacker [--attacks slow_compiles,...]
+//             [--attacker_nice 19]]
 #include <dirent.h>
 #include <sys/types.h>
 
@@ -212,6 +213,7 @@ int main(int argc, char** argv) {
   int64_t max_ops = 1'000'000;
   bool attacker = false;
   std::vector<std::string> attacks, daemon_flags;
+  int attacker_nice = 19;  // the attacker's client as if on its own host (load_attacker.h)
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--attacker") {
@@ -233,12 +235,14 @@ int main(int argc, char** argv) {
       daemon_flags.push_back(argv[++i]);
     else if (arg == "--attacks")
       attacks = absl::StrSplit(argv[++i], ',');
+    else if (arg == "--attacker_nice")
+      attacker_nice = std::atoi(argv[++i]);
   }
   if (daemon_path.empty()) {
     std::fprintf(stderr,
                  "usage: load_test --daemon PATH [--clients N] [--seconds S] "
                  "[--max_ops N] [--label TEXT] [--daemon_flag --flag=value]... "
-                 "[--attacker [--attacks a,b,...]]\n");
+                 "[--attacker [--attacks a,b,...] [--attacker_nice N]]\n");
     return 2;
   }
   for (const std::string& name : attacks) {
@@ -295,7 +299,7 @@ int main(int argc, char** argv) {
   }
 
   uopd::bench::Attacker attack({daemon.address(), daemon.metrics_address(), attacker_token,
-                                /*idle_connections=*/500, attacks});
+                                /*idle_connections=*/500, attacks, attacker_nice});
   attack.Start();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every attack under way
   RunResult attacked;

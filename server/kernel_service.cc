@@ -10,6 +10,7 @@
 #include "core/opt/opt_codec.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
+#include "server/parse_after_admission.h"
 #include "server/request_builder.h"
 #include "server/session_reactor.h"
 
@@ -288,6 +289,35 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(const Identity& w
   UOPD_ASSIGN_OR_RETURN(result.lookup,
                         ctx_.programs.cache().GetOrCompile(result.key, compile, stop));
   return result;
+}
+
+KernelServiceImpl::KernelServiceImpl(ServiceContext ctx) : ctx_(ctx) {
+  ParseAfterAdmission("Compile", &KernelServiceImpl::Compile);
+  ParseAfterAdmission("Execute", &KernelServiceImpl::Execute);
+  ParseAfterAdmission("Prepare", &KernelServiceImpl::Prepare);
+}
+
+template <typename Request, typename Response>
+void KernelServiceImpl::ParseAfterAdmission(
+    const char* method,
+    grpc::Status (KernelServiceImpl::*serve)(grpc::ServerContext*, const Request*, Response*)) {
+  // gRPC numbers a service's methods in the order the .proto declares them.
+  const int index = v1::CompileRequest::descriptor()
+                        ->file()
+                        ->FindServiceByName("KernelService")
+                        ->FindMethodByName(method)
+                        ->index();
+  MarkMethodStreamed(
+      index, new grpc::internal::StreamedUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+                 [this, method, serve](
+                     grpc::ServerContext* context,
+                     grpc::ServerUnaryStreamer<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
+                   return ServeParsedAfterAdmission<Request, Response>(
+                       Env(), ctx_.resources, large_requests_, method, context, stream,
+                       [this, serve](grpc::ServerContext* c, const Request* q, Response* r) {
+                         return (this->*serve)(c, q, r);
+                       });
+                 }));
 }
 
 grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,

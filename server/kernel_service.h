@@ -13,6 +13,7 @@
 #include "core/util/fair_share.h"
 #include "core/util/thread_pool.h"
 #include "server/authenticator.h"
+#include "server/large_request_gate.h"
 #include "server/metrics.h"
 #include "server/run_watchdog.h"
 #include "server/serve_rpc.h"
@@ -61,7 +62,9 @@ struct ServiceContext {
 class KernelServiceImpl final
     : public v1::KernelService::WithCallbackMethod_OpenSession<v1::KernelService::Service> {
  public:
-  explicit KernelServiceImpl(ServiceContext ctx) : ctx_(ctx) {}
+  // Compile, Execute and Prepare are served as streamed unary calls (the same calls on the
+  // wire), so that a large request is admitted before it is parsed (parse_after_admission.h).
+  explicit KernelServiceImpl(ServiceContext ctx);
 
   grpc::Status ListDevices(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
                            v1::ListDevicesResponse* response) override;
@@ -100,12 +103,18 @@ class KernelServiceImpl final
                             std::function<bool()> gone);
 
  private:
+  // Has gRPC hand `method`'s requests to `serve` through ServeParsedAfterAdmission.
+  template <typename Request, typename Response>
+  void ParseAfterAdmission(const char* method,
+                           grpc::Status (KernelServiceImpl::*serve)(grpc::ServerContext*,
+                                                                    const Request*, Response*));
+
   template <typename Body>
   grpc::Status Serve(const char* method, const grpc::ServerContextBase& context,
                      std::optional<Right> right, Body&& body) {
-    return ServeRpc(RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth, ctx_.calls}, method, context, right,
-                    std::forward<Body>(body));
+    return ServeRpc(Env(), method, context, right, std::forward<Body>(body));
   }
+  RpcEnv Env() const { return RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth, ctx_.calls}; }
 
   // Runs `plan` with `vars`, stopping once `watch` says the call is over, and fills the
   // timings and the bytes of `return_buffers` (indices into the plan's buffers).
@@ -145,6 +154,7 @@ class KernelServiceImpl final
                                               const StopFlag* stop);
 
   ServiceContext ctx_;
+  LargeRequestGate large_requests_;
 };
 
 }  // namespace uopd

@@ -284,6 +284,24 @@ TEST(Security, ASearchsScratchMemoryIsChargedToItsCaller) {
   UOPD_EXPECT_OK(client.Compile(small));
 }
 
+// The review's 175,000-node compiles were refused for the caller's quota only after gRPC had
+// parsed them (about 60 ms of a core and tens of megabytes each), as often as a client sent
+// them. A large request's parse is now charged before it is parsed, and after a refusal the
+// client's next large requests are refused unread for a while; its small ones are served.
+TEST(Security, ALargeRequestOverTheQuotaIsRefusedBeforeItIsParsed) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("large-request"),
+                       {"--max_client_bytes=33554432"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  const v1::CompileRequest heavy = CompileOf(HeavyKernel(64, 35000));
+  ASSERT_GT(heavy.ByteSizeLong(), size_t{1} << 20);
+  EXPECT_TRUE(StatusIs(client.Compile(heavy), absl::StatusCode::kResourceExhausted,
+                       {"parsing a request of", "over its limit of 33554432"}));
+  EXPECT_TRUE(StatusIs(client.Compile(heavy), absl::StatusCode::kResourceExhausted,
+                       {"refused unread", "parsing a request of"}));
+  UOPD_EXPECT_OK(client.Compile(CompileOf(ScaleKernel(4, 10.0))));
+}
+
 // Resident memory of process `pid`, bytes (from /proc).
 int64_t ResidentBytesOf(pid_t pid) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
