@@ -3,6 +3,7 @@
 #include "core/opt/preopt.h"
 #include "core/opt/scheduler.h"
 #include "core/util/status_macros.h"
+#include "core/wire/decode.h"
 
 namespace uopd::bench {
 

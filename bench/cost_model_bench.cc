@@ -22,6 +22,7 @@
 #include "core/ir/kernel_ast.h"
 #include "core/opt/heuristic.h"
 #include "core/opt/preopt.h"
+#include "core/wire/decode.h"
 
 namespace {
 

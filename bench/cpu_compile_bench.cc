@@ -21,6 +21,7 @@
 #include "core/corpus/corpus_file.h"
 #include "core/ir/kernel_ast.h"
 #include "core/opt/optimize.h"
+#include "core/wire/decode.h"
 #include "core/worker/compile_worker_pool.h"
 
 int main(int argc, char** argv) {

@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
 #include "core/ir/kernel_ast.h"
+#include "core/wire/decode.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/sample_kernels.h"
 

@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_driver.h"
 #include "bench/bench_util.h"
 #include "core/ir/kernel_ast.h"
+#include "core/wire/decode.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/sample_kernels.h"
 

@@ -11,6 +11,7 @@
 #include "bench/bench_util.h"
 #include "core/cache/caching_program_source.h"
 #include "core/plan/execution_plan.h"
+#include "core/wire/decode.h"
 #include "tests/testing/sample_kernels.h"
 
 int main() {

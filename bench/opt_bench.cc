@@ -29,6 +29,7 @@
 #include "core/opt/optimize.h"
 #include "core/opt/scheduler.h"
 #include "core/search/kernel_search.h"
+#include "core/wire/decode.h"
 
 namespace {
 

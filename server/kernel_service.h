@@ -6,12 +6,12 @@
 #include <functional>
 
 #include "core/cache/caching_program_source.h"
-#include "core/ir/kernel_ast_memo.h"
 #include "core/ir/limits.h"
 #include "core/session/local_tickets.h"
 #include "core/session/resource_registry.h"
 #include "core/util/fair_share.h"
 #include "core/util/thread_pool.h"
+#include "core/wire/kernel_ast_memo.h"
 #include "server/authenticator.h"
 #include "server/large_request_gate.h"
 #include "server/metrics.h"

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/opt/opt_codec.h"
 #include "core/util/status_macros.h"
+#include "core/wire/decode.h"
 
 namespace uopd {
 

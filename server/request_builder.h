@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/ir/kernel_ast_memo.h"
 #include "core/ir/limits.h"
 #include "core/plan/execution_plan.h"
 #include "core/session/resource_registry.h"
+#include "core/wire/decode.h"
+#include "core/wire/kernel_ast_memo.h"
 #include "uopd/v1/kernel_service.pb.h"
 
 namespace uopd {

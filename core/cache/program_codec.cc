@@ -1,10 +1,10 @@
 #include "core/cache/program_codec.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/ir/decode.h"
-#include "core/ir/encode.h"
 #include "core/opt/opt_codec.h"
 #include "core/util/status_macros.h"
+#include "core/wire/decode.h"
+#include "core/wire/encode.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace uopd {

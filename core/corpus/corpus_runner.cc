@@ -6,6 +6,7 @@
 #include "core/corpus/compare.h"
 #include "core/ir/kernel_ast.h"
 #include "core/util/status_macros.h"
+#include "core/wire/decode.h"
 
 namespace uopd {
 namespace {

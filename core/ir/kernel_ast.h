@@ -1,4 +1,5 @@
-// KernelAst: a decoded, validated kernel AST with the Graph that owns its nodes. Immutable once
+// KernelAst: a decoded, validated kernel AST with the Graph that owns its nodes (made from the
+// wire by DecodeKernelAst, core/wire/decode.h). Immutable once
 // built, so one instance is shared by everything compiled from it.
 #ifndef UOPD_CORE_IR_KERNEL_AST_H_
 #define UOPD_CORE_IR_KERNEL_AST_H_
@@ -6,10 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "core/ir/graph.h"
-#include "core/ir/limits.h"
-#include "uopd/v1/graph.pb.h"
 
 namespace uopd {
 
@@ -24,10 +22,6 @@ struct KernelAst {
   // (tinygrad's kernels are unnamed or share names: the hash tells them apart).
   std::string Label() const;
 };
-
-// Decodes and validates `wire` (see DecodeGraph for the errors) and hashes it.
-absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,
-                                                                 const IrLimits& limits = {});
 
 }  // namespace uopd
 

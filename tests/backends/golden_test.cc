@@ -6,6 +6,7 @@
 
 #include "backends/cpu/llvm_renderer.h"
 #include "core/corpus/corpus_file.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/status_matchers.h"

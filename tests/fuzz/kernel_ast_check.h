@@ -10,8 +10,9 @@
 #include <cstdlib>
 
 #include "backends/cpu/llvm_renderer.h"
-#include "core/ir/encode.h"
 #include "core/ir/kernel_ast.h"
+#include "core/wire/decode.h"
+#include "core/wire/encode.h"
 #include "uopd/v1/graph.pb.h"
 #ifdef UOPD_WITH_CUDA
 #include "backends/cuda/cuda_renderer.h"

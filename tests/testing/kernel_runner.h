@@ -10,6 +10,7 @@
 #include "core/device/device.h"
 #include "core/ir/kernel_ast.h"
 #include "core/util/status_macros.h"
+#include "core/wire/decode.h"
 
 namespace uopd::testing {
 

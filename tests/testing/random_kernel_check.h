@@ -15,6 +15,7 @@
 #include "core/corpus/compare.h"
 #include "core/ir/printer.h"
 #include "core/opt/scheduler.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/kernel_runner.h"
 #include "tests/testing/random_kernels.h"

@@ -16,6 +16,7 @@
 #include "core/opt/optimize.h"
 #include "core/opt/search_space.h"
 #include "core/plan/program_source.h"
+#include "core/wire/decode.h"
 
 namespace uopd::testing {
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/corpus/compare.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 

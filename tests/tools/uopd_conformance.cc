@@ -26,6 +26,7 @@
 #include "core/cache/caching_program_source.h"
 #include "core/codegen/lower.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/wire/decode.h"
 #include "tests/testing/random_opts_source.h"
 
 namespace {

@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/llvm_renderer.h"
 #include "core/codegen/lower.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"

@@ -11,6 +11,7 @@
 #include "core/opt/cost_model.h"
 #include "core/opt/optimize.h"
 #include "core/opt/scheduler.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/graph_builder.h"

@@ -3,6 +3,7 @@
 // pointer size, and custom kernels that do nothing.
 #include "backends/cpu/cpu_device.h"
 #include "core/util/thread_pool.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"

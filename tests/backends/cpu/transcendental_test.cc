@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "backends/cpu/cpu_device.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"

@@ -19,6 +19,7 @@
 #include "core/opt/search_space.h"
 #include "core/plan/execution_plan.h"
 #include "core/util/thread_pool.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/graph_builder.h"

@@ -7,6 +7,7 @@
 #include "backends/cpu/orc_runtime.h"
 #include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/random_opts_source.h"

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "core/ir/decode.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/status_matchers.h"

@@ -4,10 +4,10 @@
 
 #include <functional>
 
-#include "core/ir/decode.h"
 #include "core/ir/evaluate.h"
 #include "core/ir/graph.h"
 #include "core/ir/printer.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/status_matchers.h"

@@ -16,6 +16,7 @@
 #include "core/corpus/compare.h"
 #include "core/corpus/corpus_file.h"
 #include "core/ir/printer.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
 #include "tests/testing/random_kernels.h"

@@ -11,6 +11,7 @@
 #include "core/corpus/corpus_file.h"
 #include "core/ir/printer.h"
 #include "core/opt/preopt.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_opts.h"
 #include "tests/testing/status_matchers.h"

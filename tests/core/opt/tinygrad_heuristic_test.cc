@@ -18,6 +18,7 @@
 #include "core/opt/opt.h"
 #include "core/opt/optimize.h"
 #include "core/opt/preopt.h"
+#include "core/wire/decode.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"

@@ -11,6 +11,7 @@
 #include "core/cache/caching_program_source.h"
 #include "core/cache/memory_tier.h"
 #include "core/opt/optimize.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_opts.h"
 #include "tests/testing/graph_builder.h"

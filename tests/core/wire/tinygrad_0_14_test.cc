@@ -1,6 +1,7 @@
 #include "core/wire/tinygrad_0_14.h"
 
 #include "core/ir/kernel_ast.h"
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/status_matchers.h"

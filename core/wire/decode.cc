@@ -1,12 +1,15 @@
-#include "core/ir/decode.h"
+#include "core/wire/decode.h"
 
 #include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/ir/flatten_reshapes.h"
+#include "core/ir/hash.h"
 #include "core/ir/verify.h"
 #include "core/util/status_macros.h"
+#include "core/wire/tinygrad_0_14.h"
 
 namespace uopd {
 namespace {
@@ -205,6 +208,21 @@ absl::StatusOr<const UOp*> DecodeExpression(const v1::Graph& wire, Graph& graph,
                      "an expression's root (last node) must be an integer");
   }
   return decoded->root;
+}
+
+absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,
+                                                                 const IrLimits& limits) {
+  if (wire.dialect() == v1::TINYGRAD_0_14) {
+    UOPD_ASSIGN_OR_RETURN(v1::Graph spelled, TranslateTinygrad014(wire, limits.max_nodes));
+    return DecodeKernelAst(spelled, limits);
+  }
+  auto ast = std::make_shared<KernelAst>();
+  auto decoded = DecodeGraph(wire, ast->graph, limits);
+  if (!decoded.ok()) return decoded.status();
+  // The hash is of the kernel as the client sent it; what runs has its RESHAPEs flattened.
+  ast->hash = AstHashHex(decoded->root);
+  ast->root = FlattenReshapes(ast->graph, decoded->root);
+  return ast;
 }
 
 }  // namespace uopd

@@ -1,9 +1,9 @@
 // Decoding and encoding: every corpus AST round-trips through the wire form.
-#include "core/ir/decode.h"
+#include "core/wire/decode.h"
 
-#include "core/ir/encode.h"
 #include "core/ir/hash.h"
 #include "core/ir/printer.h"
+#include "core/wire/encode.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"

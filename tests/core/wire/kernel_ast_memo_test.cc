@@ -1,7 +1,8 @@
 // KernelAstMemo: the same bytes decode once and share one KernelAst; failures, large ASTs and
 // anything past the bound are decoded again, never served wrong.
-#include "core/ir/kernel_ast_memo.h"
+#include "core/wire/kernel_ast_memo.h"
 
+#include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"

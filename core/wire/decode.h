@@ -1,13 +1,17 @@
-// Decoding: the wire Graph (proto) into interned UOps, validating every node as it goes.
-#ifndef UOPD_CORE_IR_DECODE_H_
-#define UOPD_CORE_IR_DECODE_H_
+// Decoding: the wire Graph (proto) into interned UOps, validating every node as it goes: the
+// IR's own dialect (tinygrad 0.12's spelling); other dialects are rewritten into it first.
+#ifndef UOPD_CORE_WIRE_DECODE_H_
+#define UOPD_CORE_WIRE_DECODE_H_
 
+#include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/ir/graph.h"
+#include "core/ir/kernel_ast.h"
 #include "core/ir/limits.h"
+#include "core/wire/decode.h"
 #include "uopd/v1/graph.pb.h"
 
 namespace uopd {
@@ -31,6 +35,12 @@ absl::StatusOr<DecodedGraph> DecodeGraph(const v1::Graph& wire, Graph& graph,
 absl::StatusOr<const UOp*> DecodeExpression(const v1::Graph& wire, Graph& graph,
                                             const IrLimits& limits = {});
 
+// Decodes and validates a kernel's `wire` graph in whichever dialect it names (0.14's is
+// rewritten into 0.12's spelling first, tinygrad_0_14.h), hashes it as sent, and flattens its
+// RESHAPEs for what runs. The errors are DecodeGraph's.
+absl::StatusOr<std::shared_ptr<const KernelAst>> DecodeKernelAst(const v1::Graph& wire,
+                                                                 const IrLimits& limits = {});
+
 }  // namespace uopd
 
-#endif  // UOPD_CORE_IR_DECODE_H_
+#endif  // UOPD_CORE_WIRE_DECODE_H_

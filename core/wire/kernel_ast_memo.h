@@ -2,8 +2,8 @@
 // every call (tinygrad's backend sends each scheduled kernel with Execute) would otherwise pay
 // for decoding, validating and hashing it each time: ~20 µs for a 10-node AST, more than the
 // rest of a tiny Execute's server work. A KernelAst is immutable, so every caller shares one.
-#ifndef UOPD_CORE_IR_KERNEL_AST_MEMO_H_
-#define UOPD_CORE_IR_KERNEL_AST_MEMO_H_
+#ifndef UOPD_CORE_WIRE_KERNEL_AST_MEMO_H_
+#define UOPD_CORE_WIRE_KERNEL_AST_MEMO_H_
 
 #include <cstddef>
 #include <memory>
@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/ir/kernel_ast.h"
 #include "core/ir/limits.h"
+#include "core/wire/decode.h"
 #include "uopd/v1/graph.pb.h"
 
 namespace uopd {
@@ -44,4 +45,4 @@ class KernelAstMemo {
 
 }  // namespace uopd
 
-#endif  // UOPD_CORE_IR_KERNEL_AST_MEMO_H_
+#endif  // UOPD_CORE_WIRE_KERNEL_AST_MEMO_H_

@@ -1,4 +1,4 @@
-#include "core/ir/encode.h"
+#include "core/wire/encode.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "core/ir/graph.h"

@@ -1,6 +1,6 @@
 // Encoding: interned UOps back to the wire Graph, in topological order with the root last.
-#ifndef UOPD_CORE_IR_ENCODE_H_
-#define UOPD_CORE_IR_ENCODE_H_
+#ifndef UOPD_CORE_WIRE_ENCODE_H_
+#define UOPD_CORE_WIRE_ENCODE_H_
 
 #include "core/ir/uop.h"
 #include "uopd/v1/graph.pb.h"
@@ -12,4 +12,4 @@ v1::Graph EncodeGraph(const UOp* root);
 
 }  // namespace uopd
 
-#endif  // UOPD_CORE_IR_ENCODE_H_
+#endif  // UOPD_CORE_WIRE_ENCODE_H_

@@ -1,6 +1,8 @@
-#include "core/ir/kernel_ast_memo.h"
+#include "core/wire/kernel_ast_memo.h"
 
 #include <utility>
+
+#include "core/wire/decode.h"
 
 namespace uopd {
 
