@@ -268,27 +268,8 @@ absl::StatusOr<CompileResult> KernelServiceImpl::CompileSource(const Identity& w
     return absl::InvalidArgumentError(absl::StrCat("source.metadata: ", spec.status().message()));
   }
   spec->src = source.src();
-  CompileResult result;
-  result.key = KeyFor(device, "source:" + DigestToHex(Sha256Of(stated.SerializeAsString())));
-  result.key_hex = result.key.Hex();
-  auto compile = [&]() -> absl::StatusOr<CacheEntry> {
-    CacheEntry entry;
-    absl::StatusOr<CompiledKernel> compiled =
-        device.compiler().Compile(*spec, CompileOptions{stop});
-    if (compiled.status().code() == absl::StatusCode::kInternal) {
-      // What the compiler rejects is the client's source, not a server bug.
-      return absl::InvalidArgumentError(absl::StrCat("source: ", compiled.status().message()));
-    }
-    UOPD_RETURN_IF_ERROR(compiled.status());
-    entry.kernel = *std::move(compiled);
-    entry.spec = *spec;
-    entry.key = result.key_hex;
-    entry.ast_hash = result.key.ast_hash;
-    return entry;
-  };
-  UOPD_ASSIGN_OR_RETURN(result.lookup,
-                        ctx_.programs.cache().GetOrCompile(result.key, compile, stop));
-  return result;
+  return ctx_.programs.CompileSource(device, *std::move(spec),
+                                     DigestToHex(Sha256Of(stated.SerializeAsString())), stop);
 }
 
 KernelServiceImpl::KernelServiceImpl(ServiceContext ctx) : ctx_(ctx) {

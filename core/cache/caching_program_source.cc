@@ -392,4 +392,29 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> CachingProgramSource::Get(
   return std::shared_ptr<const LoadedProgram>(std::move(loaded));
 }
 
+absl::StatusOr<CompileResult> CachingProgramSource::CompileSource(const Device& device,
+                                                                  ProgramSpec spec,
+                                                                  const std::string& source_digest,
+                                                                  const StopFlag* stop) {
+  CompileResult result;
+  result.key = KeyFor(device, "source:" + source_digest);
+  result.key_hex = result.key.Hex();
+  auto compile = [&]() -> absl::StatusOr<CacheEntry> {
+    CacheEntry entry;
+    absl::StatusOr<CompiledKernel> compiled = device.compiler().Compile(spec, CompileOptions{stop});
+    if (compiled.status().code() == absl::StatusCode::kInternal) {
+      // What the compiler rejects is the client's source, not a server bug.
+      return absl::InvalidArgumentError(absl::StrCat("source: ", compiled.status().message()));
+    }
+    UOPD_RETURN_IF_ERROR(compiled.status());
+    entry.kernel = *std::move(compiled);
+    entry.spec = spec;
+    entry.key = result.key_hex;
+    entry.ast_hash = result.key.ast_hash;
+    return entry;
+  };
+  UOPD_ASSIGN_OR_RETURN(result.lookup, cache_.GetOrCompile(result.key, compile, stop));
+  return result;
+}
+
 }  // namespace uopd

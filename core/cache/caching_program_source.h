@@ -50,6 +50,14 @@ class CachingProgramSource : public ProgramSource {
                                         const OptimizeRequest& optimization = {},
                                         const StopFlag* stop = nullptr);
 
+  // The compiled entry for source a client rendered itself (`spec.src`, described by `spec`),
+  // from the cache or compiled now, keyed on `device`'s base key, its compiler and
+  // `source_digest` (a digest of the source and its stated metadata as the client sent them).
+  // What the compiler rejects is the client's source: INVALID_ARGUMENT.
+  absl::StatusOr<CompileResult> CompileSource(const Device& device, ProgramSpec spec,
+                                              const std::string& source_digest,
+                                              const StopFlag* stop = nullptr);
+
   absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(Device& device,
                                                            std::shared_ptr<const KernelAst> ast,
                                                            const OptimizeRequest& optimization,

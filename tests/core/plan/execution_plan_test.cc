@@ -351,6 +351,34 @@ TEST_F(ExecutionPlanTest, PreparesAThousandKernelsQuickly) {
   EXPECT_EQ(Read((*plan)->buffers()[0])[0], 1000.0f);
 }
 
+// Source a client rendered itself goes through the cache layer as kernels do (the server used to
+// build its key and entry): one compile per digest on a device kind, a hit after it, and what
+// the compiler rejects is the client's source (INVALID_ARGUMENT), not a server error.
+TEST_F(ExecutionPlanTest, ClientSourceIsCompiledOncePerDigestAndItsErrorsAreTheClients) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache cache(std::move(tiers));
+  CachingProgramSource source(cache);
+  ProgramSpec spec;
+  spec.name = "k";
+  spec.src = "define i32 @k(ptr %b, ptr %v) {\n  ret i32 0\n}\n";
+  auto first = source.CompileSource(*device_, spec, "digest-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->lookup.answered_by, "compiled");
+  EXPECT_EQ(first->lookup.entry->spec.src, spec.src);
+  auto hit = source.CompileSource(*device_, spec, "digest-1");
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_EQ(hit->lookup.answered_by, "memory");
+  EXPECT_EQ(hit->key_hex, first->key_hex);
+  auto other = source.CompileSource(*device_, spec, "digest-2");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(other->key_hex, first->key_hex);
+  ProgramSpec broken = spec;
+  broken.src = "define i32 @k(ptr %b, ptr %v) {\n  ret i64 0\n}\n";
+  EXPECT_TRUE(StatusIs(source.CompileSource(*device_, broken, "digest-3"),
+                       absl::StatusCode::kInvalidArgument, {"source: "}));
+}
+
 TEST_F(ExecutionPlanTest, CompileRemembersTheOptsItChoseAndRecompilesAfterAnEviction) {
   // The heuristics' choice is remembered per AST (a memory hit skips them); an entry evicted
   // from the cache is compiled again with the same opts under the same key.
