@@ -67,8 +67,7 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
     data->set_buffer(index);
     std::string* bytes = data->mutable_data();
     bytes->resize(view.bytes());
-    UOPD_RETURN_IF_ERROR(
-        view.storage->device().allocator().CopyOut(bytes->data(), view.data(), view.bytes()));
+    UOPD_RETURN_IF_ERROR(view.CopyOut(0, bytes->data(), static_cast<int64_t>(view.bytes())));
   }
   return absl::OkStatus();
 }
@@ -365,11 +364,10 @@ absl::Status KernelServiceImpl::DoCreateBuffer(const Identity& who,
   }
   UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request.device())));
   UOPD_ASSIGN_OR_RETURN(auto storage, ctx_.resources.Allocate(who, *device, bytes));
-  if (!request.initial().empty()) {
-    UOPD_RETURN_IF_ERROR(
-        device->allocator().CopyIn(storage->data(), request.initial().data(), bytes));
-  }
   UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
+  if (!request.initial().empty()) {
+    UOPD_RETURN_IF_ERROR(view.CopyIn(0, request.initial().data(), bytes));
+  }
   UOPD_ASSIGN_OR_RETURN(std::string handle,
                         ctx_.resources.AddBuffer(who, std::move(view), session));
   response->set_handle(handle);
@@ -388,10 +386,8 @@ grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
 namespace {
 
 absl::Status CopyChunkIn(const BufferView& view, const v1::WriteBufferChunk& chunk) {
-  const int64_t size = static_cast<int64_t>(chunk.data().size());
-  UOPD_RETURN_IF_ERROR(CheckByteRange(chunk.offset(), size, static_cast<int64_t>(view.bytes())));
-  return view.storage->device().allocator().CopyIn(static_cast<char*>(view.data()) + chunk.offset(),
-                                                   chunk.data().data(), size);
+  return view.CopyIn(chunk.offset(), chunk.data().data(),
+                     static_cast<int64_t>(chunk.data().size()));
 }
 
 // [offset, offset + length) of `view` that `request` asks for, checked.
@@ -408,8 +404,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ReadRangeOf(const BufferView& view,
 
 absl::Status CopyOut(const BufferView& view, int64_t offset, int64_t size, std::string* out) {
   out->resize(size);
-  return view.storage->device().allocator().CopyOut(
-      out->data(), static_cast<const char*>(view.data()) + offset, size);
+  return view.CopyOut(offset, out->data(), size);
 }
 
 }  // namespace

@@ -84,10 +84,9 @@ absl::StatusOr<BufferView> BuildInline(const RequestContext& ctx, const v1::Inli
   // Charged to the caller until the memory is freed: summed with the request's other inline
   // buffers, and held for as long as a plan keeps it.
   UOPD_ASSIGN_OR_RETURN(auto storage, ctx.resources.Allocate(ctx.who, *device, bytes));
-  if (!wire.data().empty()) {
-    UOPD_RETURN_IF_ERROR(device->allocator().CopyIn(storage->data(), wire.data().data(), bytes));
-  }
-  return BufferView::Whole(std::move(storage), dtype);
+  UOPD_ASSIGN_OR_RETURN(BufferView view, BufferView::Whole(std::move(storage), dtype));
+  if (!wire.data().empty()) UOPD_RETURN_IF_ERROR(view.CopyIn(0, wire.data().data(), bytes));
+  return view;
 }
 
 }  // namespace

@@ -47,4 +47,20 @@ absl::Status CheckByteRange(int64_t offset, int64_t length, int64_t total) {
   return absl::OkStatus();
 }
 
+absl::Status BufferView::CopyIn(int64_t at, const void* from, int64_t length) const {
+  if (absl::Status in = CheckByteRange(at, length, static_cast<int64_t>(bytes())); !in.ok()) {
+    return in;
+  }
+  return storage->device().allocator().CopyIn(static_cast<char*>(data()) + at, from,
+                                              static_cast<size_t>(length));
+}
+
+absl::Status BufferView::CopyOut(int64_t at, void* to, int64_t length) const {
+  if (absl::Status in = CheckByteRange(at, length, static_cast<int64_t>(bytes())); !in.ok()) {
+    return in;
+  }
+  return storage->device().allocator().CopyOut(to, static_cast<const char*>(data()) + at,
+                                               static_cast<size_t>(length));
+}
+
 }  // namespace uopd

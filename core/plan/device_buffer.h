@@ -44,6 +44,12 @@ struct BufferView {
   size_t bytes() const { return static_cast<size_t>(size) * ScalarItemSize(dtype); }
   void* data() const { return static_cast<char*>(storage->data()) + offset; }
 
+  // Copies `length` bytes between host memory and the view's bytes from `at` on, through its
+  // device's allocator (a GPU's copy crosses the bus); OUT_OF_RANGE, copying nothing, unless
+  // [at, at + length) lies within the view.
+  absl::Status CopyIn(int64_t at, const void* from, int64_t length) const;
+  absl::Status CopyOut(int64_t at, void* to, int64_t length) const;
+
   // The whole of `storage` as `dtype` (its byte size must be a multiple of the item size).
   static absl::StatusOr<BufferView> Whole(std::shared_ptr<DeviceBuffer> storage, Scalar dtype);
   // A window of `size` elements of `dtype` starting `offset` bytes into `base`'s storage,

@@ -351,6 +351,23 @@ TEST_F(ExecutionPlanTest, PreparesAThousandKernelsQuickly) {
   EXPECT_EQ(Read((*plan)->buffers()[0])[0], 1000.0f);
 }
 
+// Copies between the host and a view go through the view (its device's allocator), checked
+// against the view's own bytes: the server used to reach through the storage's device for each.
+TEST_F(ExecutionPlanTest, AViewCopiesInAndOutWithinItsOwnBytesOnly) {
+  BufferView base = Floats({1, 2, 3, 4});
+  BufferView high = *BufferView::Of(base, 8, Scalar::kFloat32, 2);
+  const float in[2] = {7, 8};
+  UOPD_ASSERT_OK(high.CopyIn(0, in, sizeof(in)));
+  EXPECT_EQ(Read(base), (std::vector<float>{1, 2, 7, 8}));
+  float out = 0;
+  UOPD_ASSERT_OK(high.CopyOut(4, &out, 4));
+  EXPECT_EQ(out, 8.0f);
+  EXPECT_TRUE(StatusIs(high.CopyIn(4, in, sizeof(in)), absl::StatusCode::kOutOfRange));
+  EXPECT_TRUE(StatusIs(high.CopyOut(int64_t{1} << 62, &out, int64_t{1} << 62),
+                       absl::StatusCode::kOutOfRange));
+  EXPECT_EQ(Read(base), (std::vector<float>{1, 2, 7, 8}));  // a refused copy wrote nothing
+}
+
 // Source a client rendered itself goes through the cache layer as kernels do (the server used to
 // build its key and entry): one compile per digest on a device kind, a hit after it, and what
 // the compiler rejects is the client's source (INVALID_ARGUMENT), not a server error.
