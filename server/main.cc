@@ -631,6 +631,9 @@ void AnnounceServing(const std::string& bound, const std::string& metrics_bound,
 
 // Waits for SIGTERM or SIGINT, then drains: new calls are refused, those in flight get up to
 // 30 s, then gRPC stops at once (its own drain would also wait for idle connections to close).
+// How long answers already decided get to leave before gRPC stops (DrainOnSignal).
+constexpr absl::Duration kAnswersInFlight = absl::Milliseconds(250);
+
 void DrainOnSignal(const sigset_t& signals, grpc::Server& server, ServerDrain& drain,
                    LocalSocket* local_socket) {
   int received = 0;
@@ -644,7 +647,13 @@ void DrainOnSignal(const sigset_t& signals, grpc::Server& server, ServerDrain& d
     Log(LogLevel::kWarning, "calls still running after 30 s are cancelled");
   }
   if (local_socket != nullptr) local_socket->Stop();
-  server.Shutdown(std::chrono::system_clock::now());
+  // A call the drain no longer counts has returned from its handler, but gRPC may not have sent
+  // its answer yet (nor the UNAVAILABLE of a call refused a moment ago): Shutdown(now) cancelled
+  // those, and a finished Execute reached its client as UNAVAILABLE "Cancelling all calls". So
+  // answers get a moment to leave, and Shutdown as long again for the calls it finds running
+  // (calls held open, such as sessions, are cancelled then).
+  absl::SleepFor(kAnswersInFlight);
+  server.Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kAnswersInFlight));
 }
 
 int Run() {

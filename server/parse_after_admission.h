@@ -27,6 +27,8 @@ grpc::Status ServeParsedAfterAdmission(
     const RpcEnv& env, ResourceRegistry& resources, LargeRequestGate& gate, const char* method,
     grpc::ServerContext* context,
     grpc::ServerUnaryStreamer<grpc::ByteBuffer, grpc::ByteBuffer>* stream, Serve&& serve) {
+  // Counted by the drain until the answer is written, not only while `serve` runs.
+  ServerDrain::Call in_flight(env.drain);
   grpc::ByteBuffer wire;
   if (!stream->Read(&wire)) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "the request did not arrive");

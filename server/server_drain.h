@@ -1,7 +1,8 @@
 // ServerDrain: a SIGTERM drain that ends when the calls in flight have. From Start() on, new
 // calls are refused with UNAVAILABLE (a client retries on another server) and the daemon waits
-// only for the calls already running, then stops gRPC at once. Left to itself, gRPC's
-// Server::Shutdown would also wait, seconds, for idle client connections to close.
+// only for the calls already running, then stops gRPC a moment later (answers already decided
+// get to leave). Left to itself, gRPC's Server::Shutdown would also wait, seconds, for idle
+// client connections to close.
 #ifndef UOPD_SERVER_SERVER_DRAIN_H_
 #define UOPD_SERVER_SERVER_DRAIN_H_
 
