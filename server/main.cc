@@ -372,13 +372,14 @@ absl::Status AddDevices(DeviceRegistry& devices, ThreadPool* pool,
   return absl::OkStatus();
 }
 
-// Starts the sandboxed compile workers; null with --compile_in_process. A failure is logged.
+// The priority of compile work, for the workers and the daemon's compile threads alike.
 CompilePriority CompilePriorityFromFlags() {
   return CompilePriority{.nice = absl::GetFlag(FLAGS_compile_nice),
                          .demote_after = absl::GetFlag(FLAGS_compile_demote_after),
                          .demoted_nice = absl::GetFlag(FLAGS_compile_demote_nice)};
 }
 
+// Starts the sandboxed compile workers; null with --compile_in_process. A failure is logged.
 absl::StatusOr<std::unique_ptr<CompileWorkerPool>> StartCompileWorkers() {
   if (absl::GetFlag(FLAGS_compile_in_process)) {
     Log(LogLevel::kWarning, "compiling in the daemon's process: a compiler crash ends the daemon");
@@ -629,11 +630,12 @@ void AnnounceServing(const std::string& bound, const std::string& metrics_bound,
   }
 }
 
-// Waits for SIGTERM or SIGINT, then drains: new calls are refused, those in flight get up to
-// 30 s, then gRPC stops at once (its own drain would also wait for idle connections to close).
 // How long answers already decided get to leave before gRPC stops (DrainOnSignal).
 constexpr absl::Duration kAnswersInFlight = absl::Milliseconds(250);
 
+// Waits for SIGTERM or SIGINT, then drains: new calls are refused, those in flight get up to
+// 30 s, then gRPC stops a moment later (its own drain would also wait for idle connections to
+// close).
 void DrainOnSignal(const sigset_t& signals, grpc::Server& server, ServerDrain& drain,
                    LocalSocket* local_socket) {
   int received = 0;

@@ -16,9 +16,7 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       grpc::Status status = methods->GetSendStatus();
       if (status.error_code() == grpc::StatusCode::INTERNAL && status.error_message().empty()) {
-        methods->ModifySendStatus(grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            "the request does not parse as the protobuf message " + method_ + " takes"));
+        methods->ModifySendStatus(MalformedRequest(method_));
       }
     }
     methods->Proceed();
@@ -37,6 +35,11 @@ class Factory : public grpc::experimental::ServerInterceptorFactoryInterface {
 };
 
 }  // namespace
+
+grpc::Status MalformedRequest(const std::string& method) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      "the request does not parse as the protobuf message " + method + " takes");
+}
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 MalformedRequestInterceptors() {

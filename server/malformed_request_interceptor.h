@@ -8,11 +8,17 @@
 #define UOPD_SERVER_MALFORMED_REQUEST_INTERCEPTOR_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "grpcpp/support/server_interceptor.h"
+#include "grpcpp/support/status.h"
 
 namespace uopd {
+
+// What a request to `method` ("/uopd.v1.KernelService/Compile") whose bytes do not parse is
+// answered: here and where a handler parses its request itself (parse_after_admission.h).
+grpc::Status MalformedRequest(const std::string& method);
 
 // The interceptor creators to give ServerBuilder::experimental().SetInterceptorCreators().
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>

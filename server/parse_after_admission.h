@@ -16,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/large_request_gate.h"
+#include "server/malformed_request_interceptor.h"
 #include "server/serve_rpc.h"
 
 namespace uopd {
@@ -62,10 +63,7 @@ grpc::Status ServeParsedAfterAdmission(
   }
   Request request;
   if (!grpc::SerializationTraits<Request>::Deserialize(&wire, &request).ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("the request does not parse as the protobuf message "
-                                     "/uopd.v1.KernelService/",
-                                     method, " takes"));
+    return MalformedRequest(absl::StrCat("/uopd.v1.KernelService/", method));
   }
   Response response;
   grpc::Status status = serve(context, &request, &response);
