@@ -21,7 +21,7 @@
 #include "bench/bench_util.h"
 #include "bench/corpus_binding.h"
 #include "core/cache/caching_program_source.h"
-#include "core/codegen/cpu_lowering.h"
+#include "core/codegen/pipeline.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/ir/printer.h"
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
         cost.ok() ? cost->Cycles() : -1.0, cost.ok() ? cost->compute_cycles : -1.0,
         cost.ok() ? cost->memory_cycles : -1.0);
     if (dump) {  // the AST the lowering reads: UPCAST and UNROLL written out and simplified
-      auto lowered = uopd::LowerCpuKernel(optimized->ast, "k");
+      auto lowered = uopd::LowerToLinear(optimized->ast, "k", uopd::CodegenTarget::CpuLoops());
       std::printf("%s\n", lowered.ok() ? uopd::PrintGraph(lowered->expanded->root).c_str()
                                        : lowered.status().ToString().c_str());
     }

@@ -12,10 +12,10 @@
 #ifndef UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
 #define UOPD_BACKENDS_CPU_LLVM_RENDERER_H_
 
-#include "core/codegen/cpu_lowering.h"
+#include "core/codegen/codegen_target.h"
 #include "core/codegen/linear_program.h"
-#include "core/codegen/lower.h"
-#include "core/device/renderer.h"
+#include "core/codegen/loop_plan.h"
+#include "core/codegen/pipeline.h"
 
 namespace uopd {
 
@@ -45,22 +45,26 @@ struct LlvmRendererOptions {
 };
 
 // Immutable: safe for concurrent use.
-class LlvmRenderer : public Renderer {
+class LlvmRenderer : public SpellingRenderer {
  public:
-  explicit LlvmRenderer(LlvmRendererOptions options = {}) : options_(options) {}
+  explicit LlvmRenderer(LlvmRendererOptions options = {})
+      : SpellingRenderer(Target(options)), options_(options) {}
   std::string Identity() const override;
+  std::string Spell(const LoweredKernel& kernel) const override;
+
+  // What LLVM IR spells for the CPU: loops split across threads (or the GPU lowering's grid as
+  // a loop), vectors of up to kMaxVectorLanes lanes where LlvmKeepsVector keeps them, EXP2 and
+  // LOG2 as arithmetic, a stop word read every kCpuStopChunk iterations, branches around masked
+  // loads that follow the loop counter.
+  static CodegenTarget Target(const LlvmRendererOptions& options);
 
  private:
-  absl::StatusOr<ProgramSpec> RenderImpl(std::shared_ptr<const KernelAst> ast,
-                                         const std::string& name,
-                                         const RenderOptions& options) const override;
-
   LlvmRendererOptions options_;
 };
 
-// The LLVM IR of a lowered kernel (exposed for golden tests and benchmarks). Vector
-// instructions must be ones LlvmKeepsVector keeps.
-std::string RenderLlvmIr(const LinearProgram& program, const LlvmRendererOptions& options = {});
+// The LLVM IR of a lowered kernel. Vector instructions must be ones LlvmKeepsVector keeps.
+std::string RenderLlvmIr(const LinearProgram& program, const LoopPlan& plan,
+                         const LlvmRendererOptions& options = {});
 
 // Whether the LLVM renderer spells vector instruction `instr` as a vector (Devectorize writes
 // the others lane by lane): arithmetic, comparisons, selects, casts between plain types, loads

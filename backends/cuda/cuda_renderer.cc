@@ -7,13 +7,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/codegen/const_value.h"
-#include "core/codegen/expand.h"
-#include "core/codegen/fuse_multiply_adds.h"
-#include "core/codegen/legalize.h"
-#include "core/codegen/lower.h"
-#include "core/codegen/program_spec_builder.h"
-#include "core/codegen/tinygrad_algebra.h"
-#include "core/ir/copy_expression.h"
 #include "core/ir/value_range.h"
 #include "core/util/kernel_support.h"
 #include "core/util/status_macros.h"
@@ -578,67 +571,27 @@ class CudaWriter {
   mutable bool uses_fp16_ = false, uses_bf16_ = false, uses_fp8_ = false;
 };
 
-// ceil(product of `ends` / block) as a launch dimension.
-SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
-  SymbolicDim dim;
-  bool constant = true;
-  Int128 product = 1;
-  for (const UOp* end : ends) {
-    if (!end->IsConst()) {
-      constant = false;
-      break;
-    }
-    product *= std::max<Int128>(0, ConstIntValue(*end));
-  }
-  if (constant) {
-    dim.constant = static_cast<int64_t>((product + block - 1) / block);
-    return dim;
-  }
-  auto graph = std::make_shared<Graph>();
-  const DType index = DType::Of(Scalar::kIndex);
-  const UOp* total = CopyExpression(*graph, ends[0]);
-  for (size_t i = 1; i < ends.size(); ++i) {
-    total = graph->Make(Op::kMul, index, {total, CopyExpression(*graph, ends[i])});
-  }
-  const UOp* rounded =
-      graph->Make(Op::kAdd, index, {total, graph->ConstInt(Scalar::kIndex, block - 1)});
-  dim.expr = graph->Make(Op::kIdiv, index, {rounded, graph->ConstInt(Scalar::kIndex, block)});
-  dim.owner = std::move(graph);
-  return dim;
-}
-
 }  // namespace
 
 std::string RenderCudaC(const LinearProgram& program, const WarpReductionPlan& warps) {
   return CudaWriter(program, warps).Render();
 }
 
-absl::StatusOr<ProgramSpec> CudaRenderer::RenderImpl(std::shared_ptr<const KernelAst> ast,
-                                                     const std::string& name,
-                                                     const RenderOptions& render) const {
-  LowerOptions options;
-  options.gpu_grid = true;
-  std::shared_ptr<const KernelAst> expanded = ExpandRanges(ApplyTinygradAlgebra(ast));
-  UOPD_ASSIGN_OR_RETURN(LinearProgram lowered,
-                        LowerKernel(*expanded, SanitizeKernelName(name), options));
-  LinearProgram program = Legalize(lowered);
-  if (render.allow_fma) program = FuseMultiplyAdds(program);
-  ProgramSpec spec = SpecFromLinearProgram(program, "CUDA", ast);
-  WarpReductionPlan warps = PlanWarpReductions(program);
-  spec.src = RenderCudaC(program, warps);
-  std::array<SymbolicDim, 3> local;
-  if (!program.grid_ends.empty()) {
-    // Outputs per block: one per thread, or one per warp.
-    spec.global_size[0] =
-        GridBlocks(program.grid_ends, warps.enabled ? kCudaBlockSize / kWarpLanes : kCudaBlockSize);
-    local[0].constant = kCudaBlockSize;
-  }
-  spec.local_size = local;
-  return spec;
+CodegenTarget CudaRenderer::Target() {
+  CodegenTarget target;
+  target.device = "CUDA";
+  target.parallelism = CodegenTarget::Parallelism::kGrid;
+  target.block_threads = kCudaBlockSize;
+  target.warp_lanes = kWarpLanes;
+  return target;
+}
+
+std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
+  return RenderCudaC(kernel.program, kernel.warps);
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v10;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v11;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

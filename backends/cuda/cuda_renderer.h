@@ -1,10 +1,10 @@
-// CudaRenderer: lowers a kernel AST with the shared lowering (core/codegen) in GPU mode and
-// renders CUDA C for NVRTC.
+// CudaRenderer: spells the codegen pipeline's GPU-lowered kernels (core/codegen/pipeline.h) as
+// CUDA C for NVRTC.
 //
 // The outermost parallel ranges become one flattened thread index over a 1-D grid of
 // `kBlockSize`-thread blocks (launch dims: global = blocks, local = threads per block, both
 // possibly symbolic); reduction ranges stay loops, which the 32 lanes of a warp share when the
-// kernel reads along them (backends/cuda/warp_reduction.h). The kernel is
+// kernel reads along them (core/codegen/warp_reduction.h). The kernel is
 //   extern "C" __global__ void NAME(T0* data0, ..., long long var..., int* uopd_status)
 // with buffers by slot, variables in var_names order, and a status word that a failed
 // run-time bounds check sets to slot + 1 (first failure wins) before the thread returns.
@@ -13,23 +13,24 @@
 #ifndef UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_
 #define UOPD_BACKENDS_CUDA_CUDA_RENDERER_H_
 
-#include "backends/cuda/warp_reduction.h"
 #include "core/codegen/linear_program.h"
-#include "core/device/renderer.h"
+#include "core/codegen/pipeline.h"
+#include "core/codegen/warp_reduction.h"
 
 namespace uopd {
 
 inline constexpr int kCudaBlockSize = 256;
 
 // Immutable: safe for concurrent use.
-class CudaRenderer : public Renderer {
+class CudaRenderer : public SpellingRenderer {
  public:
+  CudaRenderer() : SpellingRenderer(Target()) {}
   std::string Identity() const override;
+  std::string Spell(const LoweredKernel& kernel) const override;
 
- private:
-  absl::StatusOr<ProgramSpec> RenderImpl(std::shared_ptr<const KernelAst> ast,
-                                         const std::string& name,
-                                         const RenderOptions& options) const override;
+  // What CUDA C spells: a 1-D grid of kCudaBlockSize-thread blocks, warps of 32 sharing
+  // reductions, scalars only, native EXP2 and LOG2.
+  static CodegenTarget Target();
 };
 
 // The CUDA C of a lowered kernel (exposed for tests).

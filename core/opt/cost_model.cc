@@ -11,7 +11,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "core/codegen/const_value.h"
-#include "core/codegen/cpu_lowering.h"
+#include "core/codegen/pipeline.h"
 #include "core/ir/value_range.h"
 #include "core/util/status_macros.h"
 
@@ -541,7 +541,8 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
 
 absl::StatusOr<CpuCost> EstimateCpuKernelCost(std::shared_ptr<const KernelAst> ast,
                                               const OptTarget& target, std::string* trace) {
-  UOPD_ASSIGN_OR_RETURN(CpuLowering lowered, LowerCpuKernel(std::move(ast), "cost"));
+  UOPD_ASSIGN_OR_RETURN(LinearKernel lowered,
+                        LowerToLinear(std::move(ast), "cost", CodegenTarget::CpuLoops()));
   return EstimateCpuCost(lowered.program, target, trace);
 }
 

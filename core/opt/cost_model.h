@@ -1,5 +1,5 @@
 // The CPU cost model: how long a kernel runs, estimated from the linear program the CPU's code
-// generation makes of it (core/codegen/cpu_lowering.h), so the heuristics can choose between
+// generation makes of it (core/codegen/pipeline.h), so the heuristics can choose between
 // candidate opt lists without compiling or timing them.
 //
 // It is a throughput model of one out-of-order core with 256-bit vector units (two vector ALU

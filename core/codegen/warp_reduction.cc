@@ -1,4 +1,4 @@
-#include "backends/cuda/warp_reduction.h"
+#include "core/codegen/warp_reduction.h"
 
 #include <cstdlib>
 #include <optional>
@@ -45,7 +45,7 @@ bool Near(Int128 step) { return step >= -1 && step <= 1; }
 
 }  // namespace
 
-WarpReductionPlan PlanWarpReductions(const LinearProgram& p) {
+WarpReductionPlan PlanWarpReductions(const LinearProgram& p, int lanes) {
   WarpReductionPlan plan;
   if (p.grid_ends.empty() || p.guarded_accesses > 0) return plan;
   const std::vector<Instr>& ins = p.instrs;
@@ -90,7 +90,7 @@ WarpReductionPlan PlanWarpReductions(const LinearProgram& p) {
     const Instr& start = ins[in.src[0]];
     const Instr& end = ins[in.src[1]];
     if (start.kind == InstrKind::kConst && end.kind == InstrKind::kConst &&
-        end.arg.i - start.arg.i < kWarpLanes) {
+        end.arg.i - start.arg.i < lanes) {
       unsafe.insert(i);  // too short to share
     }
   }

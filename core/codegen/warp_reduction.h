@@ -13,8 +13,8 @@
 // store inside, whose accumulators start at the identity (all do), are updated in that loop
 // alone and not read inside it, in kernels with no run-time bounds check (a lane that stopped
 // early would leave its warp's shuffles incomplete).
-#ifndef UOPD_BACKENDS_CUDA_WARP_REDUCTION_H_
-#define UOPD_BACKENDS_CUDA_WARP_REDUCTION_H_
+#ifndef UOPD_CORE_CODEGEN_WARP_REDUCTION_H_
+#define UOPD_CORE_CODEGEN_WARP_REDUCTION_H_
 
 #include <utility>
 #include <vector>
@@ -33,8 +33,9 @@ struct WarpReductionPlan {
   absl::flat_hash_map<int, std::vector<std::pair<int, Op>>> loops;
 };
 
-WarpReductionPlan PlanWarpReductions(const LinearProgram& program);
+// `lanes`: the threads of a warp (32 on NVIDIA GPUs).
+WarpReductionPlan PlanWarpReductions(const LinearProgram& program, int lanes = kWarpLanes);
 
 }  // namespace uopd
 
-#endif  // UOPD_BACKENDS_CUDA_WARP_REDUCTION_H_
+#endif  // UOPD_CORE_CODEGEN_WARP_REDUCTION_H_

@@ -1,0 +1,75 @@
+// CodegenTarget: what a backend can spell, the one thing the codegen pipeline
+// (core/codegen/pipeline.h) asks of it. tinygrad's renderers describe themselves the same way
+// (`supports_float4`, `has_local`, `code_for_op`, ...) and leave every decision to shared codegen.
+#ifndef UOPD_CORE_CODEGEN_CODEGEN_TARGET_H_
+#define UOPD_CORE_CODEGEN_CODEGEN_TARGET_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/codegen/linear_program.h"
+
+namespace uopd {
+
+// Kernels with at least this many loop iterations split their outer loop across threads.
+inline constexpr int64_t kDefaultMinParallelWork = int64_t{1} << 16;
+// The most lanes a vector value gets (LLVM splits wider vectors into registers).
+inline constexpr int64_t kMaxVectorLanes = 64;
+
+struct CodegenTarget {
+  // How a kernel's parallel ranges run.
+  enum class Parallelism : uint8_t {
+    // Loops; the outermost is split across CPU threads (the runtime passes core_id and
+    // core_count after the client's variables).
+    kThreadLoops,
+    // The outermost parallel ranges are one flattened thread index over a 1-D grid.
+    kGrid,
+  };
+
+  std::string device = "CPU";  // ProgramSpec::device
+  Parallelism parallelism = Parallelism::kThreadLoops;
+  // kThreadLoops: kernels doing at least this many loop iterations are split across threads.
+  int64_t min_parallel_work = kDefaultMinParallelWork;
+  // The most lanes a vector value gets: one UPCAST or UNROLL range along contiguous memory
+  // becomes vector lanes, the others are written out. 0: every value is a scalar.
+  int64_t max_vector_lanes = 0;
+  // Which vector instructions the backend spells as vectors (Devectorize writes the others
+  // lane by lane, core/codegen/devectorize.h); unset: all of them.
+  std::function<bool(const LinearProgram&, const Instr&)> spells_vector;
+  // EXP2 and LOG2 written as arithmetic: a call per element would keep loops scalar.
+  bool decompose_transcendentals = false;
+
+  // kGrid: threads per block (0: the grid has no launch dims of its own: it runs as one loop on
+  // the CPU, which passes core_id and core_count as for kThreadLoops), and the lanes of a warp
+  // that may share a reduction (0: none; core/codegen/warp_reduction.h).
+  int block_threads = 0;
+  int warp_lanes = 0;
+
+  // Kernels read a stop word: outer loops every iteration, innermost loops every this many
+  // iterations (they run in chunks that stay vectorizable). 0: kernels never stop early.
+  int64_t stop_chunk = 0;
+  // Innermost loops updating more scalar accumulators than this are register tiles the backend
+  // leaves to its straight-line vectorizer (LoopPlan::register_tile); 0: none are.
+  int max_widened_accumulators = 0;
+  // Masked loads whose mask follows the innermost loop's counter are spelled as branches around
+  // the load (LoopPlan::branched) instead of selects.
+  bool branch_masked_loads = false;
+
+  // The CPU's loops with vector lanes and EXP2/LOG2 as arithmetic: what the optimizer's cost
+  // model lowers with, and what the LLVM renderer completes with what it spells.
+  static CodegenTarget CpuLoops() {
+    CodegenTarget target;
+    target.max_vector_lanes = kMaxVectorLanes;
+    target.decompose_transcendentals = true;
+    return target;
+  }
+
+  // A grid with no launch dims: the CPU runs its threads as one loop (how the GPU lowering is
+  // checked on machines without a GPU).
+  bool GridRunsAsLoop() const { return parallelism == Parallelism::kGrid && block_threads == 0; }
+};
+
+}  // namespace uopd
+
+#endif  // UOPD_CORE_CODEGEN_CODEGEN_TARGET_H_

@@ -1,0 +1,150 @@
+// The codegen pipeline decides everything a renderer spells from the target's description:
+// launch dims, core variables, vector lanes, plans. Checked here with targets described in the
+// test and a renderer that records what it is asked to spell.
+#include "core/codegen/pipeline.h"
+
+#include "core/wire/decode.h"
+#include "gtest/gtest.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/status_matchers.h"
+
+namespace uopd {
+namespace {
+
+using testing::GraphBuilder;
+using v1::DType;
+using v1::Node;
+
+// out[i] = x[i] + 1 over `n` elements, its range upcast by 4 when `upcast`.
+std::shared_ptr<const KernelAst> AddOne(int64_t n, bool upcast = false) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, n);
+  int x = g.Buffer(1, DType::FLOAT32, n);
+  int i = g.Range(g.Index(upcast ? n / 4 : n), 0);
+  int index = i;
+  if (upcast) {
+    int lane = g.Range(g.Index(4), 1, v1::RangeArg::UPCAST);
+    index =
+        g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {i, g.Index(4)}), lane});
+    auto ast = DecodeKernelAst(g.Sink({g.End(
+        g.Store(g.Target(out, index),
+                g.Node(Node::ADD, DType::FLOAT32, {g.Load(x, index), g.Float(DType::FLOAT32, 1)})),
+        {i, lane})}));
+    EXPECT_TRUE(ast.ok()) << ast.status();
+    return *ast;
+  }
+  auto ast = DecodeKernelAst(
+      g.Sink({g.End(g.Store(g.Target(out, i), g.Node(Node::ADD, DType::FLOAT32,
+                                                     {g.Load(x, i), g.Float(DType::FLOAT32, 1)})),
+                    {i})}));
+  EXPECT_TRUE(ast.ok()) << ast.status();
+  return *ast;
+}
+
+CodegenTarget Gpu(int block, int warp = 0) {
+  CodegenTarget target;
+  target.device = "GPU";
+  target.parallelism = CodegenTarget::Parallelism::kGrid;
+  target.block_threads = block;
+  target.warp_lanes = warp;
+  return target;
+}
+
+TEST(CodegenPipeline, AGridTargetGetsBlocksOfItsThreadsAndNoCoreVariables) {
+  auto kernel = LowerForTarget(AddOne(1000), "k", Gpu(128), {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->global_size[0].constant, 8);  // ceil(1000 / 128)
+  ASSERT_TRUE(kernel->local_size.has_value());
+  EXPECT_EQ((*kernel->local_size)[0].constant, 128);
+  EXPECT_TRUE(kernel->program.var_names.empty());
+}
+
+TEST(CodegenPipeline, AGridWithoutBlocksRunsAsALoopThatTakesTheCoreVariables) {
+  auto kernel = LowerForTarget(AddOne(1000), "k", Gpu(0), {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_FALSE(kernel->local_size.has_value());
+  EXPECT_EQ(kernel->program.var_names, (std::vector<std::string>{kCoreIdVar, kCoreCountVar}));
+}
+
+TEST(CodegenPipeline, ALoopTargetSplitsOnlyKernelsWithEnoughWork) {
+  CodegenTarget cpu = CodegenTarget::CpuLoops();
+  cpu.min_parallel_work = 512;
+  auto big = LowerForTarget(AddOne(1024), "k", cpu, {});
+  UOPD_ASSERT_OK(big);
+  EXPECT_TRUE(big->program.parallel);
+  EXPECT_EQ(big->global_size[0].constant, 1024);
+  auto small = LowerForTarget(AddOne(256), "k", cpu, {});
+  UOPD_ASSERT_OK(small);
+  EXPECT_FALSE(small->program.parallel);
+}
+
+TEST(CodegenPipeline, VectorsTheTargetDoesNotSpellAreWrittenLaneByLane) {
+  CodegenTarget cpu = CodegenTarget::CpuLoops();
+  auto has_vectors = [](const LinearProgram& p) {
+    for (const Instr& in : p.instrs) {
+      if (in.dtype.count > 1) return true;
+    }
+    return false;
+  };
+  auto vectors = LowerForTarget(AddOne(64, /*upcast=*/true), "k", cpu, {});
+  UOPD_ASSERT_OK(vectors);
+  EXPECT_TRUE(has_vectors(vectors->program)) << vectors->program.Dump();
+
+  cpu.spells_vector = [](const LinearProgram&, const Instr& in) {
+    return in.kind != InstrKind::kAlu;  // no vector arithmetic
+  };
+  auto lanes = LowerForTarget(AddOne(64, /*upcast=*/true), "k", cpu, {});
+  UOPD_ASSERT_OK(lanes);
+  for (const Instr& in : lanes->program.instrs) {
+    if (in.kind == InstrKind::kAlu) EXPECT_EQ(in.dtype.count, 1) << lanes->program.Dump();
+  }
+
+  cpu.max_vector_lanes = 0;  // scalars only: the upcast range is written out
+  auto scalars = LowerForTarget(AddOne(64, /*upcast=*/true), "k", cpu, {});
+  UOPD_ASSERT_OK(scalars);
+  EXPECT_FALSE(has_vectors(scalars->program)) << scalars->program.Dump();
+}
+
+// Records the kernel it is asked to spell.
+class RecordingRenderer : public SpellingRenderer {
+ public:
+  explicit RecordingRenderer(CodegenTarget target) : SpellingRenderer(std::move(target)) {}
+  std::string Identity() const override { return "recording"; }
+  std::string Spell(const LoweredKernel& kernel) const override {
+    spelled_ = kernel.program.name;
+    return "source of " + kernel.program.name;
+  }
+  mutable std::string spelled_;
+};
+
+TEST(CodegenPipeline, ARendererSpellsWhatThePipelineDecidedAndTheSpecCarriesIt) {
+  RecordingRenderer renderer(Gpu(64));
+  auto spec = renderer.Render(AddOne(100), "my kernel");
+  UOPD_ASSERT_OK(spec);
+  EXPECT_EQ(renderer.spelled_, "my_kernel");  // made a C identifier before lowering
+  EXPECT_EQ(spec->src, "source of my_kernel");
+  EXPECT_EQ(spec->device, "GPU");
+  EXPECT_EQ(spec->global_size[0].constant, 2);
+  ASSERT_TRUE(spec->local_size.has_value());
+  EXPECT_EQ((*spec->local_size)[0].constant, 64);
+  EXPECT_EQ(spec->outs, (std::vector<int>{0}));
+  EXPECT_EQ(spec->ins, (std::vector<int>{1}));
+}
+
+TEST(CodegenPipeline, LoweringErrorsReachTheCallerBeforeAnythingIsSpelled) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 4);
+  int i = g.Range(g.Index(4), 0);
+  // The range is used after the END that closes it: not a kernel the lowering can order.
+  int stored = g.End(g.Store(g.Target(out, i), g.Float(DType::FLOAT32, 1)), {i});
+  int again = g.Store(g.Target(out, i), g.Float(DType::FLOAT32, 2));
+  auto ast = DecodeKernelAst(g.Sink({stored, again}));
+  if (!ast.ok()) GTEST_SKIP() << "refused at decode: " << ast.status();
+  RecordingRenderer renderer(Gpu(64));
+  auto spec = renderer.Render(*ast, "k");
+  EXPECT_FALSE(spec.ok());
+  EXPECT_EQ(renderer.spelled_, "");
+}
+
+}  // namespace
+}  // namespace uopd
