@@ -117,6 +117,28 @@ class SymbolicRewriter {
   const UOp* DivideExact(const UOp* n, const UOp* v, int depth = 0);
 
  private:
+  // SymbolicRule's rules, one group of tinygrad's `symbolic` each, in its order
+  // (symbolic_rules.cc).
+  const UOp* RulePropagateInvalid(const UOp* n);
+  const UOp* RuleSelfFolding(const UOp* n);
+  const UOp* RuleDivModRecombine(const UOp* n);
+  const UOp* RuleBoolIdentities(const UOp* n);
+  const UOp* RuleZeroFolding(const UOp* n);
+  const UOp* RuleConstantFolding(const UOp* n);
+  const UOp* RuleCastBitcast(const UOp* n);
+  const UOp* RuleThreefry(const UOp* n);
+  const UOp* RuleSimpleWhereFolding(const UOp* n);
+  const UOp* RuleCommutative(const UOp* n);
+  const UOp* RuleBooleanAlgebra(const UOp* n);
+  const UOp* RuleCombineTerms(const UOp* n);
+  const UOp* RuleWhereFolding(const UOp* n);
+  const UOp* RuleTwoStageAluFolding(const UOp* n);
+  const UOp* RuleLt(const UOp* n);
+  const UOp* RuleConstsLast(const UOp* n);
+  const UOp* RuleGenericLtFolding(const UOp* n);
+  const UOp* RuleCastFolding(const UOp* n);
+  const UOp* RuleDivModFast(const UOp* n);
+  const UOp* RuleDivModSlow(const UOp* n);
   const UOp* FoldDivMod(const UOp* d);
   const UOp* GcdOf(const std::vector<const UOp*>& uops);
   const UOp* LtFolding(const UOp* x, Int128 c);

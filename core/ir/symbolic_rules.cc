@@ -107,18 +107,16 @@ const UOp* SymbolicRewriter::FoldConstants(const UOp* n) {
   return nullptr;
 }
 
-const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
-  if (!Step()) return nullptr;
-  const Op op = n->op();
-  const DType& dt = n->dtype();
-  const bool binary = IsBinaryAlu(op);
-  const bool nfloat = IsFloatNode(n);
-  const UOp *cond, *x, *inv;
-  const UOp* r = nullptr;
 #define UOPD_TRY(expr) \
   if ((r = (expr)) != nullptr) return r
 
-  // ---- propagate_invalid: Invalid index arithmetic stays Invalid, the gate moves outward.
+// propagate_invalid: Invalid index arithmetic stays Invalid, the gate moves outward.
+const UOp* SymbolicRewriter::RulePropagateInvalid(const UOp* n) {
+  const Op op = n->op();
+  const DType& dt = n->dtype();
+  const bool binary = IsBinaryAlu(op);
+  const UOp *cond, *x, *inv;
+  const UOp* r = nullptr;
   if (op == Op::kCast && InvalidGate(n->src(0), cond, x, inv)) return Cast(x, dt);
   if (binary && !IsComparison(op)) {
     UOPD_TRY(Perm2(n, [&](const UOp* a, const UOp* y) -> const UOp* {
@@ -138,7 +136,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
     }));
   }
 
-  // ---- symbolic_simple: self folding
+  return nullptr;
+}
+
+// symbolic_simple: self folding
+const UOp* SymbolicRewriter::RuleSelfFolding(const UOp* n) {
+  const Op op = n->op();
+  const bool nfloat = IsFloatNode(n);
+  const UOp* r = nullptr;
   if (op == Op::kAdd && !nfloat) {
     UOPD_TRY(Perm2(n, [](const UOp* a, const UOp* c) { return ConstIs(c, 0) ? a : nullptr; }));
   }
@@ -162,8 +167,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
   if (op == Op::kMod && n->src(0)->op() == Op::kMod && n->src(0)->src(1) == n->src(1)) {
     return n->src(0);
   }
+  return nullptr;
+}
+
+// symbolic_simple: variations of (x%c)+(x//c)*c = x
+const UOp* SymbolicRewriter::RuleDivModRecombine(const UOp* n) {
+  const Op op = n->op();
+  const UOp* r = nullptr;
   if (op == Op::kAdd) {
-    // Variations of (x%c)+(x//c)*c = x.
     auto mod_c = [](const UOp* u, const UOp*& xx, const UOp*& c) {
       if (u->op() != Op::kMod || !IsCvar(u->src(1))) return false;
       xx = u->src(0);
@@ -243,6 +254,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       }));
     }
   }
+  return nullptr;
+}
+
+// symbolic_simple: boolean identities
+const UOp* SymbolicRewriter::RuleBoolIdentities(const UOp* n) {
+  const Op op = n->op();
+  const bool binary = IsBinaryAlu(op);
+  const UOp* r = nullptr;
   if ((op == Op::kAnd || op == Op::kOr) && binary) {
     UOPD_TRY(Perm2(n, [&](const UOp* a, const UOp* c) -> const UOp* {
       if (!IsBoolNode(a) || !IsCvar(c)) return nullptr;
@@ -271,14 +290,26 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
     }
   }
   if (op == Op::kTrunc && IsIntBoolIndex(n->src(0))) return n->src(0);
-  // ---- zero folding
+  return nullptr;
+}
+
+// zero folding
+const UOp* SymbolicRewriter::RuleZeroFolding(const UOp* n) {
+  const Op op = n->op();
   if (op == Op::kCmplt && n->src(0) == n->src(1)) return ConstLike(n, 0);
   if (op == Op::kMod && n->src(0) == n->src(1)) return ConstLike(n->src(0), 0);
   if (op == Op::kXor && n->src(0) == n->src(1)) return ConstLike(n->src(0), 0);
   if (op == Op::kCmpne && n->src(0) == n->src(1) && IsIntBoolIndex(n->src(0))) {
     return ConstLike(n, 0);
   }
-  // ---- constant folding
+  return nullptr;
+}
+
+// constant folding
+const UOp* SymbolicRewriter::RuleConstantFolding(const UOp* n) {
+  const Op op = n->op();
+  const bool nfloat = IsFloatNode(n);
+  const UOp* r = nullptr;
   UOPD_TRY(FoldConstants(n));
   // bool MUL is AND, ADD/MAX is OR
   if ((op == Op::kMul || op == Op::kAdd || op == Op::kMax) && IsBoolNode(n->src(0)) &&
@@ -290,7 +321,13 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
     UOPD_TRY(Perm2(
         n, [&](const UOp* a, const UOp* c) { return ConstIs(c, 0) ? ConstLike(a, 0) : nullptr; }));
   }
-  // ---- cast/bitcast
+  return nullptr;
+}
+
+// cast/bitcast
+const UOp* SymbolicRewriter::RuleCastBitcast(const UOp* n) {
+  const Op op = n->op();
+  const DType& dt = n->dtype();
   if (op == Op::kCast && IsIntCvar(n->src(0)) && !dt.ptr) {
     const UOp* c = n->src(0);
     // The value the source constant stands for (a uint32 -7 is 4294967289).
@@ -317,7 +354,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
     const UOp* xx = n->src(0)->src(0);
     if (xx->dtype() == dt && CanLosslessCast(dt.scalar, n->src(0)->dtype().scalar)) return xx;
   }
-  // ---- threefry: 64-bit packing of two 32-bit halves
+  return nullptr;
+}
+
+// threefry: 64-bit packing of two 32-bit halves
+const UOp* SymbolicRewriter::RuleThreefry(const UOp* n) {
+  const Op op = n->op();
+  const DType& dt = n->dtype();
+  const UOp* r = nullptr;
   {
     const DType u64 = DType::Of(Scalar::kUint64), u32 = DType::Of(Scalar::kUint32);
     auto const_u64 = [&](const UOp* c, Int128 v) {
@@ -373,7 +417,12 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       return hi;
     }
   }
-  // ---- simple where folding
+  return nullptr;
+}
+
+// simple where folding
+const UOp* SymbolicRewriter::RuleSimpleWhereFolding(const UOp* n) {
+  const Op op = n->op();
   if (op == Op::kWhere) {
     if (n->src(1) == n->src(2)) return n->src(1);
     if (IsCvar(n->src(0))) return Truthy(n->src(0)) ? n->src(1) : n->src(2);
@@ -382,12 +431,24 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
     }
   }
 
-  // ---- commutative: INDEX operands in tinygrad's order (UOp.tuplize)
+  return nullptr;
+}
+
+// commutative: INDEX operands in tinygrad's order (UOp.tuplize)
+const UOp* SymbolicRewriter::RuleCommutative(const UOp* n) {
+  const Op op = n->op();
+  const DType& dt = n->dtype();
   if (IsCommutative(op) && IsIndex(n) && TupLess(n->src(1), n->src(0))) {
     return g_.Make(op, dt, {n->src(1), n->src(0)}, n->arg());
   }
 
-  // ---- symbolic: boolean algebra
+  return nullptr;
+}
+
+// symbolic: boolean algebra
+const UOp* SymbolicRewriter::RuleBooleanAlgebra(const UOp* n) {
+  const Op op = n->op();
+  const UOp* r = nullptr;
   if (op == Op::kOr) {
     UOPD_TRY(Perm2(n, [&](const UOp* a, const UOp* b) -> const UOp* {
       if (!IsBoolNode(a) || b->op() != Op::kCmpne) return nullptr;
@@ -396,7 +457,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       });
     }));
   }
-  // ---- combine terms (integers: for floats these change the rounding)
+  return nullptr;
+}
+
+// combine terms (integers: for floats these change the rounding)
+const UOp* SymbolicRewriter::RuleCombineTerms(const UOp* n) {
+  const Op op = n->op();
+  const bool nfloat = IsFloatNode(n);
+  const UOp* r = nullptr;
   if (op == Op::kAdd && !nfloat) {
     // x*c0 + x*c1 -> x*(c0+c1)
     UOPD_TRY(Perm2(n, [&](const UOp* p, const UOp* q) -> const UOp* {
@@ -468,7 +536,16 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       });
     }));
   }
-  // ---- where folding
+  return nullptr;
+}
+
+// where folding
+const UOp* SymbolicRewriter::RuleWhereFolding(const UOp* n) {
+  const Op op = n->op();
+  const DType& dt = n->dtype();
+  const bool binary = IsBinaryAlu(op);
+  const bool nfloat = IsFloatNode(n);
+  const UOp* r = nullptr;
   if (op == Op::kWhere && n->src(0)->op() == Op::kCmpne && !n->src(2)->IsInvalid()) {
     UOPD_TRY(Perm2(n->src(0), [&](const UOp* c, const UOp* t) -> const UOp* {
       return IsBoolNode(c) && IsCvar(t) && IsBoolNode(t) && Truthy(t)
@@ -514,7 +591,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       return nullptr;
     }));
   }
-  // ---- two stage ALU folding: (x op c1) op c2 -> x op (c1 op c2)
+  return nullptr;
+}
+
+// two stage ALU folding: (x op c1) op c2 -> x op (c1 op c2)
+const UOp* SymbolicRewriter::RuleTwoStageAluFolding(const UOp* n) {
+  const Op op = n->op();
+  const bool nfloat = IsFloatNode(n);
+  const UOp* r = nullptr;
   if ((op == Op::kAdd || op == Op::kMul || op == Op::kAnd || op == Op::kOr || op == Op::kMax) &&
       !nfloat) {
     UOPD_TRY(Perm2(n, [&](const UOp* inner, const UOp* c2) -> const UOp* {
@@ -539,7 +623,13 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       return Alu(Op::kIdiv, n->src(0)->src(0), Mul(n->src(0)->src(1), n->src(1)));
     }
   }
-  // ---- lt
+  return nullptr;
+}
+
+// lt
+const UOp* SymbolicRewriter::RuleLt(const UOp* n) {
+  const Op op = n->op();
+  const UOp* r = nullptr;
   if (op == Op::kCmplt && IsIntCvar(n->src(1))) {
     const Int128 c1 = CInt(n->src(1));
     UOPD_TRY(WithConst(n->src(0), Op::kMul, [&](const UOp* xx, const UOp* c0n) -> const UOp* {
@@ -565,7 +655,14 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       }
     }
   }
-  // ---- move add/mul consts to the end (integers)
+  return nullptr;
+}
+
+// move add/mul consts to the end (integers)
+const UOp* SymbolicRewriter::RuleConstsLast(const UOp* n) {
+  const Op op = n->op();
+  const bool nfloat = IsFloatNode(n);
+  const UOp* r = nullptr;
   if ((op == Op::kAdd || op == Op::kMul) && !nfloat) {
     UOPD_TRY(Perm2(n, [&](const UOp* inner, const UOp* y) -> const UOp* {
       return WithConst(inner, op, [&](const UOp* xx, const UOp* c1) -> const UOp* {
@@ -573,7 +670,13 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       });
     }));
   }
-  // ---- generic lt folding
+  return nullptr;
+}
+
+// generic lt folding
+const UOp* SymbolicRewriter::RuleGenericLtFolding(const UOp* n) {
+  const Op op = n->op();
+  const UOp* r = nullptr;
   if (op == Op::kCmplt && IsIndex(n->src(0)) && IsIntCvar(n->src(1)) && CInt(n->src(1)) > 0) {
     UOPD_TRY(LtFolding(n->src(0), CInt(n->src(1))));
   }
@@ -605,7 +708,15 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
   if (op == Op::kIdiv && n->src(0)->op() == Op::kRange && n->src(0)->src(0) == n->src(1)) {
     return ConstLike(n->src(0), 0);
   }
-  // ---- cast folding
+  return nullptr;
+}
+
+// cast folding
+const UOp* SymbolicRewriter::RuleCastFolding(const UOp* n) {
+  const Op op = n->op();
+  const DType& dt = n->dtype();
+  const bool binary = IsBinaryAlu(op);
+  const UOp* r = nullptr;
   if (op == Op::kCast && n->src(0)->op() == Op::kCast) {
     const UOp* a = n->src(0);
     const UOp* xx = a->src(0);
@@ -663,7 +774,13 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
     }
   }
 
-  // ---- div_and_mod_symbolic: fast rules
+  return nullptr;
+}
+
+// div_and_mod_symbolic: fast rules
+const UOp* SymbolicRewriter::RuleDivModFast(const UOp* n) {
+  const Op op = n->op();
+  const UOp* r = nullptr;
   if (op == Op::kIdiv && IsIndex(n) && IsCvar(n->src(1)) && n->src(0)->op() == Op::kAdd) {
     // (x//c + a)//d -> (x + a*c)//(c*d)
     const UOp* d = n->src(1);
@@ -702,13 +819,51 @@ const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
       }));
     }
   }
-  // ---- slow rules
+  return nullptr;
+}
+
+// slow rules
+const UOp* SymbolicRewriter::RuleDivModSlow(const UOp* n) {
+  const Op op = n->op();
+  const UOp* r = nullptr;
   if ((op == Op::kIdiv || op == Op::kMod) && IsIndex(n)) UOPD_TRY(FoldDivMod(n));
   if (op == Op::kMod && IsIndex(n->src(0))) {
     if (VMax(n->src(0)) <= 0) return Neg(Alu(Op::kMod, Neg(n->src(0)), n->src(1)));
     if (VMax(n->src(1)) < 0) return Alu(Op::kMod, n->src(0), Neg(n->src(1)));
   }
+  return nullptr;
+}
+
 #undef UOPD_TRY
+
+const UOp* SymbolicRewriter::SymbolicRule(const UOp* n) {
+  if (!Step()) return nullptr;
+  // tinygrad's `symbolic` PatternMatcher, its rules in its order: the first that rewrites wins.
+  static constexpr const UOp* (SymbolicRewriter::*kRules[])(const UOp*) = {
+      &SymbolicRewriter::RulePropagateInvalid,
+      &SymbolicRewriter::RuleSelfFolding,
+      &SymbolicRewriter::RuleDivModRecombine,
+      &SymbolicRewriter::RuleBoolIdentities,
+      &SymbolicRewriter::RuleZeroFolding,
+      &SymbolicRewriter::RuleConstantFolding,
+      &SymbolicRewriter::RuleCastBitcast,
+      &SymbolicRewriter::RuleThreefry,
+      &SymbolicRewriter::RuleSimpleWhereFolding,
+      &SymbolicRewriter::RuleCommutative,
+      &SymbolicRewriter::RuleBooleanAlgebra,
+      &SymbolicRewriter::RuleCombineTerms,
+      &SymbolicRewriter::RuleWhereFolding,
+      &SymbolicRewriter::RuleTwoStageAluFolding,
+      &SymbolicRewriter::RuleLt,
+      &SymbolicRewriter::RuleConstsLast,
+      &SymbolicRewriter::RuleGenericLtFolding,
+      &SymbolicRewriter::RuleCastFolding,
+      &SymbolicRewriter::RuleDivModFast,
+      &SymbolicRewriter::RuleDivModSlow,
+  };
+  for (auto rule : kRules) {
+    if (const UOp* r = (this->*rule)(n)) return r;
+  }
   return nullptr;
 }
 
