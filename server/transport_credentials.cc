@@ -54,4 +54,10 @@ bool IsLocalAddress(const std::string& listen) {
          absl::StartsWith(listen, "ipv4:127.") || absl::StartsWith(listen, "ipv6:[::1]:");
 }
 
+std::string UnixSocketPath(const std::string& listen) {
+  std::string path = listen.substr(5);
+  if (absl::StartsWith(path, "//")) path = path.substr(2);
+  return path;
+}
+
 }  // namespace uopd

@@ -25,6 +25,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
 // connections from this machine.
 bool IsLocalAddress(const std::string& listen);
 
+// "unix:/run/uopd.sock" or "unix:///run/uopd.sock" -> "/run/uopd.sock".
+std::string UnixSocketPath(const std::string& listen);
+
 }  // namespace uopd
 
 #endif  // UOPD_SERVER_TRANSPORT_CREDENTIALS_H_
