@@ -1,0 +1,188 @@
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/codegen/access_bounds.h"
+#include "core/codegen/lowerer.h"
+#include "core/codegen/vector_range.h"
+#include "core/ir/printer.h"
+#include "core/ir/value_range.h"
+#include "core/util/status_macros.h"
+
+namespace uopd::lowering {
+
+void Lowerer::ChooseIndexWidth() {
+  constexpr Int128 kLimit = (Int128{1} << 31) - 2;
+  for (const UOp* node : topo_) {
+    if (node->dtype().ptr || node->dtype().scalar != Scalar::kIndex || node->IsInvalid()) continue;
+    Interval r = ranges_.Get(node);
+    if (r.min < -kLimit || r.max > kLimit) {
+      program_.index_bits = 64;
+      return;
+    }
+  }
+  program_.index_bits = 32;
+}
+
+void Lowerer::ChooseParallelLoop() {
+  if (options_.min_parallel_work <= 0 || ast_.root->num_src() != 1) return;
+  const UOp* end = ast_.root->src(0);
+  if (end->op() != Op::kEnd) return;
+  const std::vector<const UOp*> loops = SortedRanges(end->src().subspan(1));
+  if (loops.empty()) return;
+  const UOp* outer = loops.front();
+  AxisType type = outer->arg().axis_type;
+  if (type != AxisType::kLoop && type != AxisType::kGlobal && type != AxisType::kThread) return;
+  // A THREAD range is the optimizer's choice of what threads split; otherwise the outermost
+  // loop, when the kernel has enough work.
+  Int128 work = 1;
+  for (const UOp* node : topo_) {
+    if (node->op() != Op::kRange) continue;
+    work *= std::max<Int128>(1, ranges_.Get(node->src(0)).max);
+    if (work >= options_.min_parallel_work) break;
+  }
+  if (type != AxisType::kThread && work < options_.min_parallel_work) return;
+  Interval extent = ranges_.Get(outer->src(0));
+  if (extent.max < 2) return;
+  // core_id * chunk must not overflow the index width.
+  if (program_.index_bits == 32 && extent.max > (Int128{1} << 29)) program_.index_bits = 64;
+  program_.parallel = true;
+  parallel_range_ = outer;
+  const UOp* end_expr = outer->src(0);
+  if (end_expr->IsConst()) {
+    program_.parallel_extent.constant = static_cast<int64_t>(ConstIntValue(*end_expr));
+  } else {
+    program_.parallel_extent.expr = end_expr;
+  }
+}
+
+void Lowerer::ChooseGridRanges() {
+  if (ast_.root->num_src() != 1 || ast_.root->src(0)->op() != Op::kEnd) return;
+  Int128 threads = 1;
+  for (const UOp* range : SortedRanges(ast_.root->src(0)->src().subspan(1))) {
+    AxisType type = range->arg().axis_type;
+    if (type != AxisType::kLoop && type != AxisType::kGlobal) break;
+    grid_ranges_.push_back(range);
+    program_.grid_ends.push_back(range->src(0));
+    threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);
+    if (threads > (Int128{1} << 62)) threads = Int128{1} << 62;
+  }
+  // The flattened index and its strides must fit the index width.
+  if (threads >= (Int128{1} << 31)) program_.index_bits = 64;
+}
+
+absl::Status Lowerer::EmitGridIndex() {
+  if (grid_ranges_.empty()) return absl::OkStatus();
+  const DType index = DType::Of(Scalar::kIndex);
+  std::vector<int> ends;
+  for (const UOp* range : grid_ranges_) {
+    UOPD_ASSIGN_OR_RETURN(int end, IndexValue(range->src(0)));
+    ends.push_back(end);
+  }
+  int total = ends[0];
+  for (size_t i = 1; i < ends.size(); ++i) total = Alu(Op::kMul, index, {total, ends[i]});
+  int rest = Emit(Instr{.kind = InstrKind::kGlobalIndex, .dtype = index, .src = {total}});
+  for (size_t i = grid_ranges_.size(); i-- > 0;) {
+    int value = i == 0 ? rest : Alu(Op::kMod, index, {rest, ends[i]}, grid_ranges_[i]);
+    if (i > 0) rest = Alu(Op::kIdiv, index, {rest, ends[i]});
+    open_ranges_[grid_ranges_[i]] = value;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::OpenLoop(const UOp* range) {
+  if (open_ranges_.contains(range)) return NodeError(*range, "RANGE is already open here");
+  UOPD_ASSIGN_OR_RETURN(int end, IndexValue(range->src(0)));
+  int start;
+  if (range == parallel_range_) {
+    // [core_id * chunk, min(start + chunk, end)) with chunk = ceil(end / core_count).
+    const DType index = DType::Of(Scalar::kIndex);
+    int core_id = Emit(Instr{.kind = InstrKind::kVar, .dtype = index, .var = core_id_var_});
+    int cores = Emit(Instr{.kind = InstrKind::kVar, .dtype = index, .var = core_id_var_ + 1});
+    int chunk =
+        Alu(Op::kIdiv, index,
+            {Alu(Op::kSub, index, {Alu(Op::kAdd, index, {end, cores}), IndexConst(1)}), cores});
+    start = Alu(Op::kMul, index, {core_id, chunk});
+    int stop = Alu(Op::kAdd, index, {start, chunk});
+    int stop_lt_end = Alu(Op::kCmplt, DType::Of(Scalar::kBool), {stop, end});
+    end = Alu(Op::kWhere, index, {stop_lt_end, stop, end});
+  } else {
+    start = IndexConst(0);
+  }
+  int loop = Emit(Instr{.kind = InstrKind::kLoopBegin,
+                        .dtype = DType::Of(Scalar::kIndex),
+                        .src = {start, end},
+                        .origin = range});
+  open_ranges_[range] = loop;
+  scopes_.emplace_back();
+  return absl::OkStatus();
+}
+
+void Lowerer::CloseLoop(const UOp* range) {
+  Emit(Instr{.kind = InstrKind::kLoopEnd, .src = {open_ranges_.at(range)}, .origin = range});
+  open_ranges_.erase(range);
+  scopes_.pop_back();
+}
+
+absl::Status Lowerer::AfterDeps(const UOp* after) {
+  for (size_t i = 1; i < after->num_src(); ++i) {
+    const UOp* dep = after->src(i);
+    if (dep->op() == Op::kRange) {
+      if (!open_ranges_.contains(dep)) {
+        return NodeError(*after, absl::StrCat("depends on RANGE %", dep->id(),
+                                              " outside the loop of that range"));
+      }
+      continue;
+    }
+    if (IsAlu(dep->op())) {
+      // An index expression over ranges (a RANGE the optimizer split, k = k_hi * c + k_lo):
+      // ordered after the current iteration of the ranges it uses, as a RANGE is.
+      for (const UOp* range : FreeRanges(dep)) {
+        if (!open_ranges_.contains(range)) {
+          return NodeError(*after, absl::StrCat("depends on RANGE %", range->id(),
+                                                " outside the loop of that range"));
+        }
+      }
+      continue;
+    }
+    if (!done_statements_.contains(dep)) {
+      // The dependency runs here, once per iteration of every open loop: only correct when
+      // it depends on each of those loops itself.
+      const auto& free = FreeRanges(dep);
+      for (const auto& [range, loop] : open_ranges_) {
+        if (!free.contains(range)) {
+          return absl::UnimplementedError(absl::StrCat(
+              "lower: ", DescribeNode(*dep), " is ordered by ", DescribeNode(*after),
+              " inside the loop of RANGE %", range->id(), ", which it does not depend on"));
+        }
+      }
+    }
+    UOPD_RETURN_IF_ERROR(Statement(dep));
+  }
+  return absl::OkStatus();
+}
+
+const absl::flat_hash_set<const UOp*>& Lowerer::FreeRanges(const UOp* node) {
+  if (auto it = free_ranges_.find(node); it != free_ranges_.end()) return it->second;
+  for (const UOp* n : Toposort(node)) {
+    if (free_ranges_.contains(n)) continue;
+    absl::flat_hash_set<const UOp*> free;
+    size_t first_closed = n->num_src();
+    if (n->op() == Op::kEnd || n->op() == Op::kReduce) first_closed = 1;
+    for (size_t i = 0; i < n->num_src(); ++i) {
+      const auto& src_free = free_ranges_.at(n->src(i));
+      free.insert(src_free.begin(), src_free.end());
+    }
+    if (n->op() == Op::kRange) free.insert(n);
+    for (size_t i = first_closed; i < n->num_src(); ++i) {
+      // A closed range leaves, but what its end depends on stays.
+      free.erase(n->src(i));
+    }
+    free_ranges_.emplace(n, std::move(free));
+  }
+  return free_ranges_.at(node);
+}
+
+}  // namespace uopd::lowering

@@ -1,0 +1,151 @@
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/codegen/access_bounds.h"
+#include "core/codegen/lowerer.h"
+#include "core/codegen/vector_range.h"
+#include "core/ir/printer.h"
+#include "core/ir/value_range.h"
+#include "core/util/status_macros.h"
+
+namespace uopd::lowering {
+
+absl::StatusOr<int> Lowerer::Buffer(const UOp* buffer) {
+  std::vector<const UOp*> chain;
+  while (buffer->op() == Op::kAfter) {
+    chain.push_back(buffer);
+    buffer = buffer->src(0);
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) UOPD_RETURN_IF_ERROR(AfterDeps(*it));
+  if (buffer->op() != Op::kDefineGlobal) return NodeError(*buffer, "is not a buffer");
+  return static_cast<int>(buffer->arg().i);
+}
+
+absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
+  UOPD_ASSIGN_OR_RETURN(int slot, Buffer(index_node->src(0)));
+  const UOp* idx = index_node->src(1);
+  std::vector<const UOp*> conditions;
+  while (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) {
+    conditions.push_back(idx->src(0));
+    idx = idx->src(1);
+  }
+  // A load inside the index (a gather: src[idx[i]]) guards its own access: not searched.
+  std::vector<const UOp*> stack = {idx};
+  absl::flat_hash_set<const UOp*> seen = {idx};
+  while (!stack.empty()) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (node->IsInvalid()) {
+      return NodeError(*index_node, "Invalid appears outside a WHERE(valid, idx, Invalid) guard");
+    }
+    if (node->op() == Op::kIndex) continue;
+    for (const UOp* s : node->src()) {
+      if (seen.insert(s).second) stack.push_back(s);
+    }
+  }
+  Access access{slot, 0};
+  UOPD_ASSIGN_OR_RETURN(access.index, IndexValue(idx));
+  for (const UOp* cond : conditions) {
+    UOPD_ASSIGN_OR_RETURN(int c, Value(cond));
+    access.valid =
+        access.valid < 0 ? c : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, c});
+  }
+  access.contiguous = vector_range_ != nullptr && AffineCoefficient(idx, vector_range_) == 1;
+  const BufferParam* param = &program_.Global(slot);
+  if (ProveInBounds(idx, conditions, param->size, ranges_)) {
+    ++program_.proven_accesses;
+  } else {
+    ++program_.guarded_accesses;
+    // Checked lane by lane when the access is a vector one.
+    const bool vector = IsVector(access.index) || (access.valid >= 0 && IsVector(access.valid));
+    for (int lane = 0; lane < (vector ? width_ : 1); ++lane) {
+      std::vector<int> src = {vector ? Lane(access.index, lane) : access.index};
+      if (access.valid >= 0) src.push_back(vector ? Lane(access.valid, lane) : access.valid);
+      Emit(Instr{.kind = InstrKind::kCheckBounds,
+                 .src = std::move(src),
+                 .slot = slot,
+                 .size = param->size,
+                 .origin = index_node});
+    }
+  }
+  return access;
+}
+
+absl::Status Lowerer::Store(const UOp* store) {
+  UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(store->src(0)));
+  UOPD_ASSIGN_OR_RETURN(int value, Value(store->src(1)));
+  const bool vector =
+      IsVector(access.index) || IsVector(value) || (access.valid >= 0 && IsVector(access.valid));
+  if (vector && access.contiguous && IsVector(access.index)) {
+    // One vector store from lane 0's element.
+    std::vector<int> src = {Lane(access.index, 0), Broadcast(value)};
+    if (access.valid >= 0) src.push_back(access.valid);
+    Emit(Instr{.kind = InstrKind::kStore,
+               .dtype = program_.instrs[src[1]].dtype,
+               .src = std::move(src),
+               .slot = access.slot,
+               .origin = store});
+    return absl::OkStatus();
+  }
+  // Lane by lane, in lane order (a later lane's store to the same element wins).
+  for (int lane = 0; lane < (vector ? width_ : 1); ++lane) {
+    std::vector<int> src = {Lane(access.index, lane), Lane(value, lane)};
+    if (access.valid >= 0) src.push_back(Lane(access.valid, lane));
+    Emit(Instr{.kind = InstrKind::kStore,
+               .dtype = store->src(1)->dtype(),
+               .src = std::move(src),
+               .slot = access.slot,
+               .origin = store});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Lowerer::Load(const UOp* node, const UOp* index_node, const UOp* alt) {
+  UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(index_node));
+  const bool vector = IsVector(access.index) || (access.valid >= 0 && IsVector(access.valid));
+  int loaded;
+  if (!vector) {
+    std::vector<int> src = {access.index};
+    if (access.valid >= 0) src.push_back(access.valid);
+    loaded = Emit(Instr{.kind = InstrKind::kLoad,
+                        .dtype = node->dtype(),
+                        .src = std::move(src),
+                        .slot = access.slot,
+                        .origin = node});
+  } else if (access.contiguous && IsVector(access.index)) {
+    // One vector load from lane 0's element.
+    std::vector<int> src = {Lane(access.index, 0)};
+    if (access.valid >= 0) src.push_back(access.valid);
+    loaded = Emit(Instr{.kind = InstrKind::kLoad,
+                        .dtype = VectorOf(node->dtype()),
+                        .src = std::move(src),
+                        .slot = access.slot,
+                        .origin = node});
+  } else {
+    // A gather: one load per lane.
+    std::vector<int> lanes;
+    for (int lane = 0; lane < width_; ++lane) {
+      std::vector<int> src = {Lane(access.index, lane)};
+      if (access.valid >= 0) src.push_back(Lane(access.valid, lane));
+      lanes.push_back(Emit(Instr{.kind = InstrKind::kLoad,
+                                 .dtype = node->dtype(),
+                                 .src = std::move(src),
+                                 .slot = access.slot,
+                                 .origin = node}));
+    }
+    loaded = Emit(Instr{.kind = InstrKind::kBuild,
+                        .dtype = VectorOf(node->dtype()),
+                        .src = std::move(lanes),
+                        .origin = node});
+  }
+  if (alt != nullptr && access.valid >= 0) {
+    UOPD_ASSIGN_OR_RETURN(int alt_value, Value(alt));
+    return VectorAlu(Op::kWhere, node->dtype(), {access.valid, loaded, alt_value}, node);
+  }
+  return loaded;
+}
+
+}  // namespace uopd::lowering
