@@ -10,11 +10,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_file.h"
 #include "core/opt/opt.h"
 #include "core/opt/opt_target.h"
 #include "core/plan/execution_plan.h"
+#include "core/program/caching_program_source.h"
 
 namespace uopd::bench {
 

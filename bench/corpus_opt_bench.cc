@@ -25,12 +25,12 @@
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
 #include "bench/corpus_binding.h"
-#include "core/cache/caching_program_source.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/ir/kernel_ast.h"
 #include "core/opt/optimize.h"
 #include "core/plan/execution_plan.h"
+#include "core/program/caching_program_source.h"
 #include "core/util/status_macros.h"
 
 namespace {

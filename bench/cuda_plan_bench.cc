@@ -9,8 +9,8 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_driver.h"
 #include "bench/bench_util.h"
-#include "core/cache/caching_program_source.h"
 #include "core/plan/execution_plan.h"
+#include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "tests/testing/sample_kernels.h"
 

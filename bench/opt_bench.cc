@@ -20,7 +20,6 @@
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
 #include "bench/corpus_binding.h"
-#include "core/cache/caching_program_source.h"
 #include "core/codegen/pipeline.h"
 #include "core/corpus/corpus_file.h"
 #include "core/corpus/corpus_runner.h"
@@ -28,6 +27,7 @@
 #include "core/opt/cost_model.h"
 #include "core/opt/optimize.h"
 #include "core/opt/scheduler.h"
+#include "core/program/caching_program_source.h"
 #include "core/search/kernel_search.h"
 #include "core/wire/decode.h"
 

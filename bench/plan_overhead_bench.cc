@@ -7,8 +7,8 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "bench/bench_util.h"
-#include "core/cache/caching_program_source.h"
 #include "core/plan/execution_plan.h"
+#include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "tests/testing/graph_builder.h"
 

@@ -5,8 +5,8 @@
 
 #include <functional>
 
-#include "core/cache/caching_program_source.h"
 #include "core/ir/limits.h"
+#include "core/program/caching_program_source.h"
 #include "core/session/local_tickets.h"
 #include "core/session/resource_registry.h"
 #include "core/util/fair_share.h"

@@ -31,11 +31,11 @@
 #ifdef UOPD_WITH_CUDA
 #include "backends/cuda/cuda_device.h"
 #endif
-#include "core/cache/caching_program_source.h"
 #include "core/cache/disk_tier.h"
 #include "core/cache/entry_signature.h"
 #include "core/cache/memory_tier.h"
 #include "core/cache/redis_tier.h"
+#include "core/program/caching_program_source.h"
 #include "core/util/fair_share.h"
 #include "core/util/large_stack.h"
 #include "core/util/log.h"

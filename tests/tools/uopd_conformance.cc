@@ -23,9 +23,9 @@
 #ifdef UOPD_WITH_CUDA
 #include "backends/cuda/cuda_device.h"
 #endif
-#include "core/cache/caching_program_source.h"
 #include "core/codegen/lower.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "tests/testing/random_opts_source.h"
 

@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "backends/cpu/cpu_device.h"
-#include "core/cache/caching_program_source.h"
 #include "core/cache/memory_tier.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"

@@ -8,9 +8,9 @@
 #include <random>
 
 #include "backends/cpu/cpu_device.h"
-#include "core/cache/caching_program_source.h"
 #include "core/cache/memory_tier.h"
 #include "core/opt/optimize.h"
+#include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_opts.h"
@@ -163,7 +163,7 @@ TEST_F(KernelSearchTest, TheTimedWinnerIsNotCompiledAgain) {
   tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
   KernelCache shared(std::move(tiers));
   CachingProgramSource source(shared, 16);
-  auto chosen = source.ResolveHeuristic(*device_, *big, nullptr);
+  auto chosen = source.optimizer().ResolveHeuristic(*device_, *big, nullptr);
   UOPD_ASSERT_OK(chosen);
   EXPECT_EQ(chosen->mode, OptMode::kOpts);
   auto compiled = source.Compile(*device_, *big, OptimizeRequest{OptMode::kHeuristic, {}});
@@ -182,7 +182,9 @@ TEST_F(KernelSearchTest, ASearchTheCallEndsIsNotRecorded) {
   auto result = source.Get(*device_, matmul_, OptimizeRequest{OptMode::kSearch, {}}, &over);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
-  EXPECT_FALSE(source.FindSearchRecord("CPU", device_->compilers().front(), *matmul_).has_value());
+  EXPECT_FALSE(source.optimizer()
+                   .FindSearchRecord("CPU", device_->compilers().front(), *matmul_)
+                   .has_value());
 }
 
 }  // namespace
