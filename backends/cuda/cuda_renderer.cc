@@ -393,6 +393,74 @@ class CudaWriter {
     return absl::StrCat("uopd_bitcast<", Type(to), ">(", v, ")");
   }
 
+  // This thread's index over the grid (one per warp when warps share reductions); threads at
+  // or past `total` return.
+  std::string EmitGlobalIndex(int i, const std::string& total) {
+    if (warps_.enabled) {  // one warp per output; the lanes share its reductions
+      Line("long long uopd_thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
+      Line(absl::StrCat("int uopd_lane = (int)(uopd_thread & ", kWarpLanes - 1, ");"));
+      Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")(uopd_thread / ", kWarpLanes, ");"));
+    } else {
+      Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")blockIdx.x * (", Index(),
+                        ")blockDim.x + (", Index(), ")threadIdx.x;"));
+    }
+    Line(absl::StrCat("if (v", i, " >= ", total, ") return;"));
+    return absl::StrCat("v", i);
+  }
+
+  // The expression of ALU instruction `in`.
+  std::string AluExpr(const Instr& in) {
+    auto src = [&](int k) { return Op(in.src[k]); };
+    uopd::Op op = in.op;
+    std::string expr;
+    if (IsComparison(op)) {
+      const DType& od = TypeOf(in.src[0]);
+      const char* sym = op == Op::kCmplt ? " < " : op == Op::kCmpne ? " != " : " == ";
+      expr = absl::StrCat("(", Widen(src(0), od), sym, Widen(src(1), od), ")");
+    } else if (op == Op::kWhere) {
+      expr = absl::StrCat("(", src(0), " ? ", src(1), " : ", src(2), ")");
+    } else if (op == Op::kMulacc) {  // fused (FuseMultiplyAdds): one rounding
+      expr = Fma(src(0), src(1), src(2), in.dtype);
+    } else if (op == Op::kThreefry) {
+      expr = absl::StrCat("uopd_support::uopd_threefry(", src(0), ", ", src(1), ")");
+    } else if (op == Op::kShl || op == Op::kShr) {
+      // Legalize masked the amount to the width.
+      const DType& d = in.dtype;
+      std::string amount = absl::StrCat("(int)", src(1));
+      if (op == Op::kShl) {
+        expr = absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", src(0), " << ", amount, ")");
+      } else {
+        expr = absl::StrCat("(", Type(d), ")(", src(0), " >> ", amount, ")");
+      }
+    } else if (IsUnaryAlu(op)) {
+      expr = Unary(op, src(0), in.dtype);
+    } else {
+      expr = Binary(op, src(0), src(1), in.dtype);
+    }
+    return expr;
+  }
+
+  // Closes the loop `end` ends; a loop the warp's lanes shared combines their partial results.
+  void EndLoop(const Instr& end) {
+    --depth_;
+    Line("}");
+    if (auto it = warps_.loops.find(end.src[0]); it != warps_.loops.end()) {
+      // Combine the lanes' partial results: afterwards every lane holds the whole.
+      for (const auto& [acc, op] : it->second) {
+        // The shuffle is taken before the op: every lane must reach it (a MAX's select
+        // would skip a second one in some lanes).
+        const std::string& a = Op(acc);
+        const DType& d = p_.instrs[acc].dtype;
+        Line(absl::StrCat("for (int uopd_o = ", kWarpLanes / 2, "; uopd_o > 0; uopd_o >>= 1) {"));
+        ++depth_;
+        Line(absl::StrCat(Type(d), " uopd_other = uopd_shfl_xor(", a, ", uopd_o);"));
+        Line(absl::StrCat(a, " = ", Binary(op, a, "uopd_other", d), ";"));
+        --depth_;
+        Line("}");
+      }
+    }
+  }
+
   void EmitInstr(int i) {
     const Instr& in = p_.instrs[i];
     Type(in.dtype);  // registers the headers a value of this type needs, constants included
@@ -405,49 +473,11 @@ class CudaWriter {
         operand_[i] = absl::StrCat("((", Type(in.dtype), ")var", in.var, ")");
         return;
       case InstrKind::kGlobalIndex:
-        if (warps_.enabled) {  // one warp per output; the lanes share its reductions
-          Line("long long uopd_thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
-          Line(absl::StrCat("int uopd_lane = (int)(uopd_thread & ", kWarpLanes - 1, ");"));
-          Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")(uopd_thread / ", kWarpLanes,
-                            ");"));
-        } else {
-          Line(absl::StrCat(Index(), " v", i, " = (", Index(), ")blockIdx.x * (", Index(),
-                            ")blockDim.x + (", Index(), ")threadIdx.x;"));
-        }
-        Line(absl::StrCat("if (v", i, " >= ", src(0), ") return;"));
-        operand_[i] = absl::StrCat("v", i);
+        operand_[i] = EmitGlobalIndex(i, src(0));
         return;
-      case InstrKind::kAlu: {
-        uopd::Op op = in.op;
-        std::string expr;
-        if (IsComparison(op)) {
-          const DType& od = TypeOf(in.src[0]);
-          const char* sym = op == Op::kCmplt ? " < " : op == Op::kCmpne ? " != " : " == ";
-          expr = absl::StrCat("(", Widen(src(0), od), sym, Widen(src(1), od), ")");
-        } else if (op == Op::kWhere) {
-          expr = absl::StrCat("(", src(0), " ? ", src(1), " : ", src(2), ")");
-        } else if (op == Op::kMulacc) {  // fused (FuseMultiplyAdds): one rounding
-          expr = Fma(src(0), src(1), src(2), in.dtype);
-        } else if (op == Op::kThreefry) {
-          expr = absl::StrCat("uopd_support::uopd_threefry(", src(0), ", ", src(1), ")");
-        } else if (op == Op::kShl || op == Op::kShr) {
-          // Legalize masked the amount to the width.
-          const DType& d = in.dtype;
-          std::string amount = absl::StrCat("(int)", src(1));
-          if (op == Op::kShl) {
-            expr =
-                absl::StrCat("(", Type(d), ")((", UnsignedOf(d), ")", src(0), " << ", amount, ")");
-          } else {
-            expr = absl::StrCat("(", Type(d), ")(", src(0), " >> ", amount, ")");
-          }
-        } else if (IsUnaryAlu(op)) {
-          expr = Unary(op, src(0), in.dtype);
-        } else {
-          expr = Binary(op, src(0), src(1), in.dtype);
-        }
-        operand_[i] = Define(i, in.dtype, expr);
+      case InstrKind::kAlu:
+        operand_[i] = Define(i, in.dtype, AluExpr(in));
         return;
-      }
       case InstrKind::kCast:
         operand_[i] = Define(i, in.dtype, Cast(src(0), TypeOf(in.src[0]), in.dtype));
         return;
@@ -507,24 +537,7 @@ class CudaWriter {
         operand_[i] = absl::StrCat("v", i);
         return;
       case InstrKind::kLoopEnd:
-        --depth_;
-        Line("}");
-        if (auto it = warps_.loops.find(in.src[0]); it != warps_.loops.end()) {
-          // Combine the lanes' partial results: afterwards every lane holds the whole.
-          for (const auto& [acc, op] : it->second) {
-            // The shuffle is taken before the op: every lane must reach it (a MAX's select
-            // would skip a second one in some lanes).
-            const std::string& a = Op(acc);
-            const DType& d = p_.instrs[acc].dtype;
-            Line(absl::StrCat("for (int uopd_o = ", kWarpLanes / 2,
-                              "; uopd_o > 0; uopd_o >>= 1) {"));
-            ++depth_;
-            Line(absl::StrCat(Type(d), " uopd_other = uopd_shfl_xor(", a, ", uopd_o);"));
-            Line(absl::StrCat(a, " = ", Binary(op, a, "uopd_other", d), ";"));
-            --depth_;
-            Line("}");
-          }
-        }
+        EndLoop(in);
         return;
       case InstrKind::kBroadcast:
       case InstrKind::kExtract:

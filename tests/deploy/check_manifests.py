@@ -22,7 +22,7 @@ uopd's metric names (the list below plus server/metrics.cc's) with known label v
 Dockerfile: files it copies and runs exist, EXPOSE matches uopd.yaml's containerPorts, USER is
 numeric, non-root and the uid the manifests run as.
 Daemon flags: every --name=value given to uopd (k8s args, compose commands, the Dockerfile's
-CMD, uopd.flags, uopd.service) is an ABSL_FLAG of server/main.cc (or in PENDING_FLAGS, with a
+CMD, uopd.flags, uopd.service) is an ABSL_FLAG of server/daemon_config.cc (or in PENDING_FLAGS, with a
 warning), with a value of the flag's type; --redis_url comes with --cluster_key_file.
 
 Exits 0 when all hold, 1 naming each file and broken reference otherwise, 77 (a CTest skip)
@@ -43,9 +43,9 @@ except ImportError:  # pragma: no cover
     sys.exit(77)
 
 # Flags a change to the daemon is adding while deploy/ already uses them: name -> kind
-# ("string", "int", "bool", "duration"). Accepted, with a warning, while server/main.cc does not
+# ("string", "int", "bool", "duration"). Accepted, with a warning, while server/daemon_config.cc does not
 # define them; the check says when an entry has become stale. (The Redis tier's flags, issue 10,
-# were listed here until server/main.cc defined them.)
+# were listed here until server/daemon_config.cc defined them.)
 PENDING_FLAGS = {}
 # Flags every absl program has.
 ABSL_BUILTIN_FLAGS = {"flagfile": "string", "fromenv": "string", "tryfromenv": "string",
@@ -136,12 +136,12 @@ class Checker:
         self.load_metric_names()
 
     def load_daemon_flags(self):
-        main_cc = os.path.join(self.root, "server", "main.cc")
+        main_cc = os.path.join(self.root, "server", "daemon_config.cc")
         try:
             with open(main_cc, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            self.error("server/main.cc", f"cannot read the daemon's flags: {e}")
+            self.error("server/daemon_config.cc", f"cannot read the daemon's flags: {e}")
             return
         for type_, name in re.findall(r"ABSL_FLAG\(\s*([^,]+?)\s*,\s*([a-z][a-z0-9_]*)\s*,", text):
             if "Duration" in type_:
@@ -156,11 +156,11 @@ class Checker:
                 kind = "string"
             self.flag_types[name] = kind
         if not self.flag_types:
-            self.error("server/main.cc", "no ABSL_FLAG(type, name, ...) lines found")
+            self.error("server/daemon_config.cc", "no ABSL_FLAG(type, name, ...) lines found")
         stale = sorted(set(PENDING_FLAGS) & set(self.flag_types))
         if stale:
             self.warn("tests/deploy/check_manifests.py",
-                      "server/main.cc now defines " + ", ".join("--" + s for s in stale) +
+                      "server/daemon_config.cc now defines " + ", ".join("--" + s for s in stale) +
                       ": remove them from PENDING_FLAGS")
 
     def load_metric_names(self):
@@ -192,9 +192,9 @@ class Checker:
             kind = PENDING_FLAGS[name]
             if name not in self.pending_used:
                 self.pending_used.add(name)
-                self.warn(where, f"--{name} is not in server/main.cc yet (accepted: PENDING_FLAGS)")
+                self.warn(where, f"--{name} is not in server/daemon_config.cc yet (accepted: PENDING_FLAGS)")
         if kind is None:
-            self.error(where, f"--{name} is not a flag of uopd (server/main.cc defines no "
+            self.error(where, f"--{name} is not a flag of uopd (server/daemon_config.cc defines no "
                               f"ABSL_FLAG named {name})")
             return name, value
         substituted = "$" in value
@@ -950,7 +950,7 @@ def self_test(root):
         pristine = os.path.join(tmp, "pristine")
         os.makedirs(os.path.join(pristine, "server"))
         shutil.copytree(os.path.join(root, "deploy"), os.path.join(pristine, "deploy"))
-        for f in ("server/main.cc", "server/metrics.cc"):
+        for f in ("server/daemon_config.cc", "server/metrics.cc"):
             shutil.copy(os.path.join(root, f), os.path.join(pristine, f))
         if os.path.isdir(os.path.join(root, "scripts")):
             shutil.copytree(os.path.join(root, "scripts"), os.path.join(pristine, "scripts"))
