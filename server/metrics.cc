@@ -70,7 +70,19 @@ class LiveCollector : public prometheus::Collectable {
         workers_(sources.compile_workers) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    using prometheus::MetricType;
+    std::vector<prometheus::MetricFamily> families;
+    AddCacheFamilies(families);
+    AddCompileFamilies(families);
+    AddDeviceAndClientFamilies(families);
+    AddWorkerFamilies(families);
+    return families;
+  }
+
+ private:
+  using MetricType = prometheus::MetricType;
+
+  // Per tier: lookups, evictions, size, errors; for shared tiers their traffic and publishing.
+  void AddCacheFamilies(std::vector<prometheus::MetricFamily>& families) const {
     prometheus::MetricFamily requests{"uopd_cache_requests_total",
                                       "Cache lookups by tier and result (hit, miss, corrupt).",
                                       MetricType::Counter,
@@ -129,6 +141,16 @@ class LiveCollector : public prometheus::Collectable {
           Sample(s.publish_dropped, {{"tier", name}, {"result", "dropped"}}, true));
       publish_queue.metric.push_back(Sample(s.publish_queue_bytes, {{"tier", name}}, false));
     }
+    for (auto* family : {&requests, &evictions, &bytes, &entries, &errors}) {
+      families.push_back(*family);
+    }
+    for (auto* family : {&read_bytes, &written_bytes, &breaker, &publish, &publish_queue}) {
+      if (!family->metric.empty()) families.push_back(*family);
+    }
+  }
+
+  // Compilations and their time by backend (zero for each device's backend before the first).
+  void AddCompileFamilies(std::vector<prometheus::MetricFamily>& families) const {
     prometheus::MetricFamily compilations{
         "uopd_compilations_total", "Kernels compiled, by backend.", MetricType::Counter, {}};
     prometheus::MetricFamily compile_seconds{"uopd_compile_seconds_total",
@@ -147,6 +169,12 @@ class LiveCollector : public prometheus::Collectable {
             Sample(0, {{"backend", device->spec().base_device_key()}}, true));
       }
     }
+    families.push_back(compilations);
+    families.push_back(compile_seconds);
+  }
+
+  // Device memory, client buffers, plans and sessions, and connections refused.
+  void AddDeviceAndClientFamilies(std::vector<prometheus::MetricFamily>& families) const {
     prometheus::MetricFamily device_bytes{
         "uopd_device_bytes_in_use", "Device memory allocated through uopd.", MetricType::Gauge, {}};
     for (Device* device : devices_.devices()) {
@@ -180,13 +208,13 @@ class LiveCollector : public prometheus::Collectable {
         "Connections closed as they were accepted because file descriptors ran short.",
         MetricType::Counter,
         {Sample(static_cast<double>(ConnectionsRefusedForDescriptors()), {}, true)}};
-    std::vector<prometheus::MetricFamily> families = {
-        requests,     evictions,       bytes,          entries,       errors,
-        compilations, compile_seconds, device_bytes,   buffer_bytes,  buffers,
-        plans,        sessions,        sessions_ended, session_freed, refused};
-    for (auto* family : {&read_bytes, &written_bytes, &breaker, &publish, &publish_queue}) {
-      if (!family->metric.empty()) families.push_back(*family);
+    for (auto* family : {&device_bytes, &buffer_bytes, &buffers, &plans, &sessions, &sessions_ended,
+                         &session_freed, &refused}) {
+      families.push_back(*family);
     }
+  }
+
+  void AddWorkerFamilies(std::vector<prometheus::MetricFamily>& families) const {
     if (workers_ != nullptr) {
       CompileWorkerStats w = workers_->stats();
       families.push_back(prometheus::MetricFamily{
@@ -204,10 +232,8 @@ class LiveCollector : public prometheus::Collectable {
                                                   MetricType::Gauge,
                                                   {Sample(w.idle, {}, false)}});
     }
-    return families;
   }
 
- private:
   const DeviceRegistry& devices_;
   KernelCache& cache_;
   const ResourceRegistry& resources_;
