@@ -379,6 +379,58 @@ double MemoryBytesPerCycle(double footprint, int threads) {
   return 8.0;                                                   // DRAM, shared
 }
 
+// The threads a split kernel runs on: the target's cores, at most one per outer iteration.
+int ThreadsOf(const LinearProgram& p, const OptTarget& target, ValueRanges& ranges) {
+  if (!p.parallel) return 1;
+  const double extent = p.parallel_extent.expr != nullptr
+                            ? TripsOf(nullptr, ranges)
+                            : static_cast<double>(p.parallel_extent.constant);
+  return static_cast<int>(std::max(1.0, std::min<double>(target.cores, extent)));
+}
+
+// Gathers at a small constant stride (a strided convolution's input row) cost a few vector
+// loads and shuffles, not a load per lane: cost[i] of such a build (-1 for other
+// instructions), and lane[i] for the loads it reads as its lanes (free).
+struct StridedGatherCosts {
+  std::vector<double> cost;
+  std::vector<bool> lane;
+};
+
+StridedGatherCosts CostStridedGathers(const LinearProgram& p, ValueNumbers& numbers) {
+  StridedGatherCosts out{std::vector<double>(p.instrs.size(), -1),
+                         std::vector<bool>(p.instrs.size(), false)};
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    if (in.kind != InstrKind::kBuild) continue;
+    const int64_t stride = std::abs(numbers.BuildStride(in));
+    if (stride == 0 || stride > 4) continue;
+    // Masked lanes are read as masked loads of the span when their masks are one vector's lanes
+    // (the LLVM renderer's strided loads), with a shuffle of the mask per load; otherwise lane by
+    // lane.
+    const bool masked = std::any_of(in.src.begin(), in.src.end(),
+                                    [&](int lane) { return IsMaskedAccess(p.instrs[lane]); });
+    if (masked && LanesMask(p, in) < 0) continue;
+    out.cost[i] = static_cast<double>(stride) * (kLoad + kFloatOp + (masked ? kIntOp : 0)) *
+                  Chunks(p, in.dtype);
+    for (int s : in.src) out.lane[s] = true;
+  }
+  return out;
+}
+
+// A finished loop's time for all its iterations: its body, or for an innermost loop the chain
+// of dependent accumulator updates if longer, plus spills past the register file.
+double LoopTime(const Loop& loop, int registers) {
+  double it = loop.body;
+  if (loop.innermost) {
+    int chain = 0;
+    for (const auto& [acc, n] : loop.updates) chain = std::max(chain, n);
+    it = std::max(it, kAddLatency * chain);
+    const int live = static_cast<int>(loop.updates.size());
+    if (live > registers - 4) it += kSpill * (live - (registers - 4));
+  }
+  return it * loop.trips;
+}
+
 }  // namespace
 
 double CpuCost::Cycles() const {
@@ -388,13 +440,7 @@ double CpuCost::Cycles() const {
 CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::string* trace) {
   ValueRanges ranges;
   const int registers = std::max(8, target.vector_registers);
-  int threads = 1;
-  if (p.parallel) {
-    const double extent = p.parallel_extent.expr != nullptr
-                              ? TripsOf(nullptr, ranges)
-                              : static_cast<double>(p.parallel_extent.constant);
-    threads = static_cast<int>(std::max(1.0, std::min<double>(target.cores, extent)));
-  }
+  const int threads = ThreadsOf(p, target, ranges);
   // depth[i]: how many of the enclosing loops instruction i's value varies with.
   std::vector<int> depth(p.instrs.size(), 0);
   std::vector<Loop> stack;
@@ -407,25 +453,7 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     if (p.instrs[i].kind == InstrKind::kStore) ++store_epoch;
     number[i] = numbers.Number(i, static_cast<int>(store_epoch));
   }
-  // Gathers at a small constant stride (a strided convolution's input row): a few vector loads
-  // and shuffles, not a load per lane.
-  std::vector<double> strided_cost(p.instrs.size(), -1);
-  std::vector<bool> lane_of_strided(p.instrs.size(), false);
-  for (size_t i = 0; i < p.instrs.size(); ++i) {
-    const Instr& in = p.instrs[i];
-    if (in.kind != InstrKind::kBuild) continue;
-    const int64_t stride = std::abs(numbers.BuildStride(in));
-    if (stride == 0 || stride > 4) continue;
-    // Masked lanes are read as masked loads of the span when their masks are one vector's lanes
-    // (the LLVM renderer's strided loads), with a shuffle of the mask per load; otherwise lane by
-    // lane.
-    const bool masked = std::any_of(in.src.begin(), in.src.end(),
-                                    [&](int lane) { return IsMaskedAccess(p.instrs[lane]); });
-    if (masked && LanesMask(p, in) < 0) continue;
-    strided_cost[i] = static_cast<double>(stride) * (kLoad + kFloatOp + (masked ? kIntOp : 0)) *
-                      Chunks(p, in.dtype);
-    for (int s : in.src) lane_of_strided[s] = true;
-  }
+  const StridedGatherCosts strided = CostStridedGathers(p, numbers);
   absl::flat_hash_set<int> computed_outside;  // value numbers of straight-line code
   // Each loop's body is charged per iteration; what a loop at depth d contains but does not
   // vary with is charged to the shallower loop it varies with.
@@ -454,17 +482,7 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
         trips_at.pop_back();
         // The loop runs once per iteration of its parent (or once at top level): its body's
         // time is part of the parent's iteration.
-        const double iteration_time = [&] {
-          double it = loop.body;
-          if (loop.innermost) {
-            int chain = 0;
-            for (const auto& [acc, n] : loop.updates) chain = std::max(chain, n);
-            it = std::max(it, kAddLatency * chain);
-            const int live = static_cast<int>(loop.updates.size());
-            if (live > registers - 4) it += kSpill * (live - (registers - 4));
-          }
-          return it * loop.trips;
-        }();
+        const double iteration_time = LoopTime(loop, registers);
         if (trace != nullptr) {
           absl::StrAppend(trace, std::string(2 * stack.size(), ' '), "loop of ", loop.trips,
                           " iterations: ", loop.body, " cycles each -> ", iteration_time, "\n");
@@ -492,8 +510,8 @@ CpuCost EstimateCpuCost(const LinearProgram& p, const OptTarget& target, std::st
     for (const Loop& loop : stack) repeated = repeated || loop.computed.contains(number[i]);
     if (repeated) continue;
     (stack.empty() ? computed_outside : stack.back().computed).insert(number[i]);
-    const double cost = lane_of_strided[i]     ? 0.0
-                        : strided_cost[i] >= 0 ? strided_cost[i]
+    const double cost = strided.lane[i]        ? 0.0
+                        : strided.cost[i] >= 0 ? strided.cost[i]
                                                : InstrCost(p, in, target);
     if (cost == 0) continue;
     if (trace != nullptr) {
