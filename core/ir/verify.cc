@@ -207,9 +207,180 @@ bool IsStatement(const UOp& node) {
   }
 }
 
-absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
+absl::Status VerifySink(const UOp& node) {
+  // No sources: a kernel that does nothing (tinygrad's custom_kernel of an empty kernel).
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, SIZE_MAX));
+  for (const UOp* src : node.src()) {
+    if (!IsStatement(*src) || src->op() == Op::kSink) {
+      return Invalid(absl::StrCat("sources must be statements (STORE, END, GROUP, AFTER), got ",
+                                  OpName(src->op())));
+    }
+  }
+  if (node.arg().kind != ArgKind::kNone && node.arg().kind != ArgKind::kKernel) {
+    return Invalid("takes only a kernel argument");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyDefineGlobal(const UOp& node, const IrLimits& limits) {
   const DType& dtype = node.dtype();
-  Op op = node.op();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
+  UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kI64, "slot (i64)"));
+  if (!dtype.ptr) return Invalid(absl::StrCat("needs a pointer dtype, got ", D(dtype)));
+  if (node.arg().i < 0 || node.arg().i > 4096) {
+    return Invalid(absl::StrCat("slot ", node.arg().i, " is outside [0, 4096]"));
+  }
+  if (dtype.size < 0) return Invalid("buffer size must be given (size >= 0)");
+  if (dtype.size > limits.max_buffer_elements) {
+    return Invalid(absl::StrCat("buffer of ", dtype.size, " elements exceeds the limit of ",
+                                limits.max_buffer_elements));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyDefineVar(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
+  UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kVar, "var"));
+  if (!IsIndexLike(dtype)) return Invalid(absl::StrCat("needs an integer dtype, got ", D(dtype)));
+  if (node.arg().str.empty()) return Invalid("variable name is empty");
+  if (node.arg().var_min > node.arg().var_max) {
+    return Invalid(absl::StrCat("variable '", node.arg().str, "' has min ", node.arg().var_min,
+                                " > max ", node.arg().var_max));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyRange(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
+  UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kRange, "range"));
+  if (!IsIndexLike(dtype)) return Invalid(absl::StrCat("needs dtype index, got ", D(dtype)));
+  if (!IsIndexLike(node.src(0)->dtype()) || node.src(0)->IsInvalid()) {
+    return Invalid(absl::StrCat("the end must be an integer, got ", OpName(node.src(0)->op()), " ",
+                                D(node.src(0)->dtype())));
+  }
+  if (static_cast<int>(node.arg().axis_type) < 1 ||
+      static_cast<int>(node.arg().axis_type) > kMaxAxisType) {
+    return Invalid("unknown axis type");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyEnd(const UOp& node) {
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, SIZE_MAX));
+  UOPD_RETURN_IF_ERROR(ExpectNoArg(node));
+  if (!IsStatement(*node.src(0))) {
+    return Invalid(absl::StrCat("source 0 must be a statement, got ", OpName(node.src(0)->op())));
+  }
+  for (size_t i = 1; i < node.num_src(); ++i) {
+    if (node.src(i)->op() != Op::kRange) {
+      return Invalid(
+          absl::StrCat("source ", i, " must be a RANGE, got ", OpName(node.src(i)->op())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyLoad(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 2));
+  if (node.src(0)->op() != Op::kIndex) {
+    return Invalid(absl::StrCat("source 0 must be an INDEX, got ", OpName(node.src(0)->op())));
+  }
+  if (dtype != node.src(0)->dtype().Base()) {
+    return Invalid(absl::StrCat("dtype must be the element type ", D(node.src(0)->dtype().Base())));
+  }
+  if (node.num_src() == 2 && node.src(1)->dtype() != dtype) {
+    return Invalid("the alternative value must have the load's dtype");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyStore(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, 2));
+  if (!dtype.IsVoid()) return Invalid("dtype must be void");
+  const UOp& target = *node.src(0);
+  if (target.op() != Op::kIndex) {
+    return Invalid(
+        absl::StrCat("the target (source 0) must be an INDEX, got ", OpName(target.op())));
+  }
+  if (node.src(1)->dtype() != target.dtype().Base()) {
+    return Invalid(absl::StrCat("stores ", D(node.src(1)->dtype()), " into a buffer of ",
+                                D(target.dtype().Base())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyReduce(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, SIZE_MAX));
+  UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kReduceOp, "reduce op"));
+  if (node.arg().reduce_op != Op::kAdd && node.arg().reduce_op != Op::kMul &&
+      node.arg().reduce_op != Op::kMax) {
+    return Invalid(
+        absl::StrCat("reduce op must be ADD, MUL or MAX, got ", OpName(node.arg().reduce_op)));
+  }
+  if (dtype != node.src(0)->dtype() || dtype.ptr || dtype.IsVoid()) {
+    return Invalid(absl::StrCat("dtype ", D(dtype), " must equal the reduced value's ",
+                                D(node.src(0)->dtype())));
+  }
+  for (size_t i = 1; i < node.num_src(); ++i) {
+    if (node.src(i)->op() != Op::kRange) {
+      return Invalid(
+          absl::StrCat("source ", i, " must be a RANGE, got ", OpName(node.src(i)->op())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyAfter(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, SIZE_MAX));
+  if (dtype != node.src(0)->dtype()) {
+    return Invalid(absl::StrCat("dtype must equal source 0's ", D(node.src(0)->dtype())));
+  }
+  for (size_t i = 1; i < node.num_src(); ++i) {
+    const UOp& dep = *node.src(i);
+    if (!IsStatement(dep) && dep.op() != Op::kRange) {
+      return Invalid(
+          absl::StrCat("source ", i, " must be a statement or RANGE, got ", OpName(dep.op())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyGroup(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, SIZE_MAX));
+  if (!dtype.IsVoid()) return Invalid("dtype must be void");
+  for (const UOp* src : node.src()) {
+    if (!IsStatement(*src)) {
+      return Invalid(absl::StrCat("sources must be statements, got ", OpName(src->op())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyConversion(const UOp& node) {
+  const DType& dtype = node.dtype();
+  const Op op = node.op();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
+  const DType& from = node.src(0)->dtype();
+  if (dtype.ptr || from.ptr || dtype.IsVoid() || from.IsVoid()) {
+    return Invalid(absl::StrCat("cannot convert ", D(from), " to ", D(dtype)));
+  }
+  if (op == Op::kBitcast && ScalarItemSize(from.scalar) != ScalarItemSize(dtype.scalar)) {
+    return Invalid(absl::StrCat("bitcast between sizes: ", D(from), " to ", D(dtype)));
+  }
+  return absl::OkStatus();
+}
+
+// The checks every node passes whatever its op: scalar dtypes, GLOBAL buffers of real types.
+absl::Status VerifyNodeDType(const UOp& node) {
+  const DType& dtype = node.dtype();
+  const Op op = node.op();
   if (IsPostLoweringOp(op)) {
     return absl::UnimplementedError(
         absl::StrCat(OpName(op), " appears only after lowering; IR v1 kernels cannot contain it"));
@@ -225,74 +396,26 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
   if (dtype.ptr && (dtype.scalar == Scalar::kVoid || dtype.scalar == Scalar::kIndex)) {
     return Invalid(absl::StrCat("a buffer of ", D(dtype.Base()), " is not allowed"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
+  UOPD_RETURN_IF_ERROR(VerifyNodeDType(node));
+  const Op op = node.op();
   switch (op) {
     case Op::kSink:
-      // No sources: a kernel that does nothing (tinygrad's custom_kernel of an empty kernel).
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, SIZE_MAX));
-      for (const UOp* src : node.src()) {
-        if (!IsStatement(*src) || src->op() == Op::kSink) {
-          return Invalid(absl::StrCat("sources must be statements (STORE, END, GROUP, AFTER), got ",
-                                      OpName(src->op())));
-        }
-      }
-      if (node.arg().kind != ArgKind::kNone && node.arg().kind != ArgKind::kKernel) {
-        return Invalid("takes only a kernel argument");
-      }
-      break;
+      return VerifySink(node);
     case Op::kDefineGlobal:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
-      UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kI64, "slot (i64)"));
-      if (!dtype.ptr) return Invalid(absl::StrCat("needs a pointer dtype, got ", D(dtype)));
-      if (node.arg().i < 0 || node.arg().i > 4096) {
-        return Invalid(absl::StrCat("slot ", node.arg().i, " is outside [0, 4096]"));
-      }
-      if (dtype.size < 0) return Invalid("buffer size must be given (size >= 0)");
-      if (dtype.size > limits.max_buffer_elements) {
-        return Invalid(absl::StrCat("buffer of ", dtype.size, " elements exceeds the limit of ",
-                                    limits.max_buffer_elements));
-      }
-      break;
+      return VerifyDefineGlobal(node, limits);
     case Op::kDefineVar:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
-      UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kVar, "var"));
-      if (!IsIndexLike(dtype))
-        return Invalid(absl::StrCat("needs an integer dtype, got ", D(dtype)));
-      if (node.arg().str.empty()) return Invalid("variable name is empty");
-      if (node.arg().var_min > node.arg().var_max) {
-        return Invalid(absl::StrCat("variable '", node.arg().str, "' has min ", node.arg().var_min,
-                                    " > max ", node.arg().var_max));
-      }
-      break;
+      return VerifyDefineVar(node);
     case Op::kConst:
       UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
       return VerifyConst(node);
     case Op::kRange:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
-      UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kRange, "range"));
-      if (!IsIndexLike(dtype)) return Invalid(absl::StrCat("needs dtype index, got ", D(dtype)));
-      if (!IsIndexLike(node.src(0)->dtype()) || node.src(0)->IsInvalid()) {
-        return Invalid(absl::StrCat("the end must be an integer, got ", OpName(node.src(0)->op()),
-                                    " ", D(node.src(0)->dtype())));
-      }
-      if (static_cast<int>(node.arg().axis_type) < 1 ||
-          static_cast<int>(node.arg().axis_type) > kMaxAxisType) {
-        return Invalid("unknown axis type");
-      }
-      break;
+      return VerifyRange(node);
     case Op::kEnd:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, SIZE_MAX));
-      UOPD_RETURN_IF_ERROR(ExpectNoArg(node));
-      if (!IsStatement(*node.src(0))) {
-        return Invalid(
-            absl::StrCat("source 0 must be a statement, got ", OpName(node.src(0)->op())));
-      }
-      for (size_t i = 1; i < node.num_src(); ++i) {
-        if (node.src(i)->op() != Op::kRange) {
-          return Invalid(
-              absl::StrCat("source ", i, " must be a RANGE, got ", OpName(node.src(i)->op())));
-        }
-      }
-      break;
+      return VerifyEnd(node);
     case Op::kReshape:
       UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
       return VerifyReshape(node);
@@ -301,85 +424,18 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       UOPD_RETURN_IF_ERROR(ExpectNoArg(node));
       return VerifyIndex(node);
     case Op::kLoad:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 2));
-      if (node.src(0)->op() != Op::kIndex) {
-        return Invalid(absl::StrCat("source 0 must be an INDEX, got ", OpName(node.src(0)->op())));
-      }
-      if (dtype != node.src(0)->dtype().Base()) {
-        return Invalid(
-            absl::StrCat("dtype must be the element type ", D(node.src(0)->dtype().Base())));
-      }
-      if (node.num_src() == 2 && node.src(1)->dtype() != dtype) {
-        return Invalid("the alternative value must have the load's dtype");
-      }
-      break;
-    case Op::kStore: {
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, 2));
-      if (!dtype.IsVoid()) return Invalid("dtype must be void");
-      const UOp& target = *node.src(0);
-      if (target.op() != Op::kIndex) {
-        return Invalid(
-            absl::StrCat("the target (source 0) must be an INDEX, got ", OpName(target.op())));
-      }
-      if (node.src(1)->dtype() != target.dtype().Base()) {
-        return Invalid(absl::StrCat("stores ", D(node.src(1)->dtype()), " into a buffer of ",
-                                    D(target.dtype().Base())));
-      }
-      break;
-    }
+      return VerifyLoad(node);
+    case Op::kStore:
+      return VerifyStore(node);
     case Op::kReduce:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 2, SIZE_MAX));
-      UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kReduceOp, "reduce op"));
-      if (node.arg().reduce_op != Op::kAdd && node.arg().reduce_op != Op::kMul &&
-          node.arg().reduce_op != Op::kMax) {
-        return Invalid(
-            absl::StrCat("reduce op must be ADD, MUL or MAX, got ", OpName(node.arg().reduce_op)));
-      }
-      if (dtype != node.src(0)->dtype() || dtype.ptr || dtype.IsVoid()) {
-        return Invalid(absl::StrCat("dtype ", D(dtype), " must equal the reduced value's ",
-                                    D(node.src(0)->dtype())));
-      }
-      for (size_t i = 1; i < node.num_src(); ++i) {
-        if (node.src(i)->op() != Op::kRange) {
-          return Invalid(
-              absl::StrCat("source ", i, " must be a RANGE, got ", OpName(node.src(i)->op())));
-        }
-      }
-      break;
+      return VerifyReduce(node);
     case Op::kAfter:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, SIZE_MAX));
-      if (dtype != node.src(0)->dtype()) {
-        return Invalid(absl::StrCat("dtype must equal source 0's ", D(node.src(0)->dtype())));
-      }
-      for (size_t i = 1; i < node.num_src(); ++i) {
-        const UOp& dep = *node.src(i);
-        if (!IsStatement(dep) && dep.op() != Op::kRange) {
-          return Invalid(
-              absl::StrCat("source ", i, " must be a statement or RANGE, got ", OpName(dep.op())));
-        }
-      }
-      break;
+      return VerifyAfter(node);
     case Op::kGroup:
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, SIZE_MAX));
-      if (!dtype.IsVoid()) return Invalid("dtype must be void");
-      for (const UOp* src : node.src()) {
-        if (!IsStatement(*src)) {
-          return Invalid(absl::StrCat("sources must be statements, got ", OpName(src->op())));
-        }
-      }
-      break;
+      return VerifyGroup(node);
     case Op::kCast:
-    case Op::kBitcast: {
-      UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
-      const DType& from = node.src(0)->dtype();
-      if (dtype.ptr || from.ptr || dtype.IsVoid() || from.IsVoid()) {
-        return Invalid(absl::StrCat("cannot convert ", D(from), " to ", D(dtype)));
-      }
-      if (op == Op::kBitcast && ScalarItemSize(from.scalar) != ScalarItemSize(dtype.scalar)) {
-        return Invalid(absl::StrCat("bitcast between sizes: ", D(from), " to ", D(dtype)));
-      }
-      break;
-    }
+    case Op::kBitcast:
+      return VerifyConversion(node);
     default:
       if (IsUnaryAlu(op)) {
         UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
@@ -392,7 +448,6 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       }
       return VerifyAlu(node);
   }
-  return absl::OkStatus();
 }
 
 }  // namespace uopd
