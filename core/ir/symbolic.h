@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,6 +118,18 @@ class SymbolicRewriter {
   const UOp* DivideExact(const UOp* n, const UOp* v, int depth = 0);
 
  private:
+  // fold_divmod_general's view of x // y or x % y: x as its terms and constant.
+  struct DivModTerms {
+    bool is_mod;
+    const UOp* x;
+    const UOp* y;
+    const UOp* x_peeled;  // x without its constant term
+    SymBounds xb, yb;
+    Int128 konst;  // x's constant term
+    std::vector<const UOp*> uops_no_const;
+  };
+  std::optional<const UOp*> FoldDivModByConst(const UOp* d, const DivModTerms& parts);
+  const UOp* FoldDivModGeneral(const UOp* d, const DivModTerms& parts);
   // SymbolicRule's rules, one group of tinygrad's `symbolic` each, in its order
   // (symbolic_rules.cc).
   const UOp* RulePropagateInvalid(const UOp* n);
