@@ -73,24 +73,29 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
 }
 
 // The method a local-socket call names, as metrics and errors name it.
-const char* LocalMethodName(v1::LocalCall::CallCase call) {
-  switch (call) {
-    case v1::LocalCall::kRunPlan:
-      return "RunPlan";
-    case v1::LocalCall::kExecute:
-      return "Execute";
-    case v1::LocalCall::kCreateBuffer:
-      return "CreateBuffer";
-    case v1::LocalCall::kFreeBuffer:
-      return "FreeBuffer";
-    case v1::LocalCall::kWriteBufferSmall:
-      return "WriteBufferSmall";
-    case v1::LocalCall::kReadBufferSmall:
-      return "ReadBufferSmall";
-    case v1::LocalCall::CALL_NOT_SET:
-      break;
+// The methods served over both gRPC and the local socket: the name they are counted and refused
+// under and the right they need, one entry each, which both transports read (the bodies are the
+// Do* functions both call).
+struct SharedMethod {
+  v1::LocalCall::CallCase call;
+  const char* name;
+  Right right;
+};
+constexpr SharedMethod kSharedMethods[] = {
+    {v1::LocalCall::kRunPlan, "RunPlan", kRightRun},
+    {v1::LocalCall::kExecute, "Execute", kRightRun},
+    {v1::LocalCall::kCreateBuffer, "CreateBuffer", kRightRun},
+    {v1::LocalCall::kFreeBuffer, "FreeBuffer", kRightRun},
+    {v1::LocalCall::kWriteBufferSmall, "WriteBufferSmall", kRightRun},
+    {v1::LocalCall::kReadBufferSmall, "ReadBufferSmall", kRightRun},
+};
+
+// The entry of `call`; null for a call that names no method.
+const SharedMethod* SharedMethodOf(v1::LocalCall::CallCase call) {
+  for (const SharedMethod& method : kSharedMethods) {
+    if (method.call == call) return &method;
   }
-  return "Unset";
+  return nullptr;
 }
 
 // Plans stop starting kernels, and the kernels running stop, once the watchdog finds the call
@@ -181,6 +186,13 @@ absl::Status KernelServiceImpl::Run(ExecutionPlan& plan,
   }
   FillTimings(run, timings);
   return absl::OkStatus();
+}
+
+template <typename Body>
+grpc::Status KernelServiceImpl::ServeShared(v1::LocalCall::CallCase call,
+                                            const grpc::ServerContextBase& context, Body&& body) {
+  const SharedMethod& method = *SharedMethodOf(call);
+  return Serve(method.name, context, method.right, std::forward<Body>(body));
 }
 
 grpc::Status KernelServiceImpl::ListDevices(grpc::ServerContext* context,
@@ -378,7 +390,7 @@ absl::Status KernelServiceImpl::DoCreateBuffer(const Identity& who,
 grpc::Status KernelServiceImpl::CreateBuffer(grpc::ServerContext* context,
                                              const v1::CreateBufferRequest* request,
                                              v1::CreateBufferResponse* response) {
-  return Serve("CreateBuffer", *context, kRightRun, [&](const Identity& who) {
+  return ServeShared(v1::LocalCall::kCreateBuffer, *context, [&](const Identity& who) {
     return DoCreateBuffer(who, *request, SessionOf(*context), response);
   });
 }
@@ -457,8 +469,9 @@ absl::Status KernelServiceImpl::DoWriteBufferSmall(const Identity& who,
 grpc::Status KernelServiceImpl::WriteBufferSmall(grpc::ServerContext* context,
                                                  const v1::WriteBufferChunk* request,
                                                  v1::WriteBufferResponse* response) {
-  return Serve("WriteBufferSmall", *context, kRightRun,
-               [&](const Identity& who) { return DoWriteBufferSmall(who, *request, response); });
+  return ServeShared(v1::LocalCall::kWriteBufferSmall, *context, [&](const Identity& who) {
+    return DoWriteBufferSmall(who, *request, response);
+  });
 }
 
 grpc::Status KernelServiceImpl::ReadBuffer(grpc::ServerContext* context,
@@ -504,8 +517,9 @@ absl::Status KernelServiceImpl::DoReadBufferSmall(const Identity& who,
 grpc::Status KernelServiceImpl::ReadBufferSmall(grpc::ServerContext* context,
                                                 const v1::ReadBufferRequest* request,
                                                 v1::ReadBufferChunk* response) {
-  return Serve("ReadBufferSmall", *context, kRightRun,
-               [&](const Identity& who) { return DoReadBufferSmall(who, *request, response); });
+  return ServeShared(v1::LocalCall::kReadBufferSmall, *context, [&](const Identity& who) {
+    return DoReadBufferSmall(who, *request, response);
+  });
 }
 
 absl::Status KernelServiceImpl::DoFreeBuffer(const Identity& who,
@@ -517,8 +531,8 @@ absl::Status KernelServiceImpl::DoFreeBuffer(const Identity& who,
 grpc::Status KernelServiceImpl::FreeBuffer(grpc::ServerContext* context,
                                            const v1::FreeBufferRequest* request,
                                            v1::FreeBufferResponse* response) {
-  return Serve("FreeBuffer", *context, kRightRun,
-               [&](const Identity& who) { return DoFreeBuffer(who, *request, response); });
+  return ServeShared(v1::LocalCall::kFreeBuffer, *context,
+                     [&](const Identity& who) { return DoFreeBuffer(who, *request, response); });
 }
 
 absl::Status KernelServiceImpl::DoExecute(const Identity& who, const v1::ExecuteRequest& request,
@@ -543,7 +557,7 @@ absl::Status KernelServiceImpl::DoExecute(const Identity& who, const v1::Execute
 grpc::Status KernelServiceImpl::Execute(grpc::ServerContext* context,
                                         const v1::ExecuteRequest* request,
                                         v1::ExecuteResponse* response) {
-  return Serve("Execute", *context, kRightRun, [&](const Identity& who) {
+  return ServeShared(v1::LocalCall::kExecute, *context, [&](const Identity& who) {
     return DoExecute(who, *request, CallEndOf(*context), response);
   });
 }
@@ -599,7 +613,7 @@ absl::Status KernelServiceImpl::DoRunPlan(const Identity& who, const v1::RunPlan
 grpc::Status KernelServiceImpl::RunPlan(grpc::ServerContext* context,
                                         const v1::RunPlanRequest* request,
                                         v1::RunPlanResponse* response) {
-  return Serve("RunPlan", *context, kRightRun, [&](const Identity& who) {
+  return ServeShared(v1::LocalCall::kRunPlan, *context, [&](const Identity& who) {
     return DoRunPlan(who, *request, CallEndOf(*context), response);
   });
 }
@@ -651,7 +665,8 @@ v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::Loca
     end.deadline = std::chrono::system_clock::now() + std::chrono::microseconds(std::min<int64_t>(
                                                           call.timeout_us(), int64_t{1} << 50));
   }
-  const char* method = LocalMethodName(call.call_case());
+  const SharedMethod* shared = SharedMethodOf(call.call_case());
+  const char* method = shared != nullptr ? shared->name : "Unset";
   // Recorded as "Local.<method>", beside the same method over gRPC.
   RpcScope scope(ctx_.metrics, ctx_.drain, absl::StrCat("Local.", method));
   absl::Status status = [&]() -> absl::Status {
@@ -660,7 +675,10 @@ v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::Loca
       return absl::InvalidArgumentError(
           absl::StrCat("timeout_us is ", call.timeout_us(), "; it must be 0 (none) or more"));
     }
-    UOPD_RETURN_IF_ERROR(who.Require(kRightRun, absl::StrCat("call ", method)));
+    if (shared == nullptr) {
+      return absl::InvalidArgumentError("the call names no method (LocalCall.call is unset)");
+    }
+    UOPD_RETURN_IF_ERROR(who.Require(shared->right, absl::StrCat("call ", method)));
     switch (call.call_case()) {
       case v1::LocalCall::kRunPlan:
         return DoRunPlan(who, call.run_plan(), end, reply.mutable_run_plan());
@@ -679,7 +697,7 @@ v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::Loca
       case v1::LocalCall::CALL_NOT_SET:
         break;
     }
-    return absl::InvalidArgumentError("the call names no method (LocalCall.call is unset)");
+    return absl::InternalError(absl::StrCat("no body for ", method));
   }();
   if (!status.ok() && std::chrono::system_clock::now() > end.deadline) {
     status = absl::DeadlineExceededError(

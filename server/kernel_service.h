@@ -114,6 +114,11 @@ class KernelServiceImpl final
                      std::optional<Right> right, Body&& body) {
     return ServeRpc(Env(), method, context, right, std::forward<Body>(body));
   }
+  // Serve for a method the local socket serves too, under its name and right from the table
+  // both transports read (kernel_service.cc kSharedMethods).
+  template <typename Body>
+  grpc::Status ServeShared(v1::LocalCall::CallCase call, const grpc::ServerContextBase& context,
+                           Body&& body);
   RpcEnv Env() const { return RpcEnv{ctx_.metrics, ctx_.drain, ctx_.auth, ctx_.calls}; }
 
   // Runs `plan` with `vars`, stopping once `watch` says the call is over, and fills the
