@@ -586,6 +586,7 @@ grpc::Status KernelServiceImpl::Prepare(grpc::ServerContext* context,
       bounds->set_name(var.name);
       bounds->set_min(var.min);
       bounds->set_max(var.max);
+      if (var.multiple > 1) bounds->set_multiple_of(var.multiple);
     }
     for (const PreparedKernel& k : plan->kernels()) {
       v1::PreparedKernelInfo* info = response->add_kernels();

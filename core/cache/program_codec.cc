@@ -1,5 +1,7 @@
 #include "core/cache/program_codec.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/opt/opt_codec.h"
 #include "core/util/status_macros.h"
@@ -43,6 +45,7 @@ v1::ProgramMetadata EncodeProgramMetadata(const ProgramSpec& spec) {
     v->set_name(var.name);
     v->set_min(var.min);
     v->set_max(var.max);
+    if (var.multiple > 1) v->set_multiple_of(var.multiple);
   }
   for (const std::string& name : spec.var_names) out.add_var_names(name);
   for (const BufferParam& param : spec.globals) {
@@ -75,7 +78,9 @@ absl::StatusOr<ProgramSpec> DecodeProgramMetadata(const v1::ProgramMetadata& m) 
       UOPD_ASSIGN_OR_RETURN((*spec.local_size)[i], DecodeDim(m.local_size(i)));
     }
   }
-  for (const v1::VarBounds& v : m.vars()) spec.vars.push_back({v.name(), v.min(), v.max()});
+  for (const v1::VarBounds& v : m.vars()) {
+    spec.vars.push_back({v.name(), v.min(), v.max(), std::max<int64_t>(1, v.multiple_of())});
+  }
   spec.var_names.assign(m.var_names().begin(), m.var_names().end());
   for (const v1::BufferSlot& slot : m.globals()) {
     if (slot.dtype() < 1 || slot.dtype() > kMaxScalar || slot.slot() < 0 ||

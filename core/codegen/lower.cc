@@ -74,7 +74,8 @@ absl::Status Lowerer::CollectSignature() {
     } else if (node->op() == Op::kDefineVar) {
       auto [it, inserted] = vars.emplace(node->arg().str, node);
       if (!inserted && (it->second->arg().var_min != node->arg().var_min ||
-                        it->second->arg().var_max != node->arg().var_max)) {
+                        it->second->arg().var_max != node->arg().var_max ||
+                        it->second->arg().var_multiple != node->arg().var_multiple)) {
         return NodeError(*node, absl::StrCat("variable '", node->arg().str,
                                              "' is declared again with other bounds"));
       }
@@ -106,7 +107,8 @@ absl::Status Lowerer::CollectSignature() {
   }
   for (const auto& [name, node] : vars) {
     var_index_[node] = static_cast<int>(program_.vars.size());
-    program_.vars.push_back(VarInfo{name, node->arg().var_min, node->arg().var_max});
+    program_.vars.push_back(
+        VarInfo{name, node->arg().var_min, node->arg().var_max, node->arg().var_multiple});
     program_.var_names.push_back(name);
   }
   // Equal-named variables share one runtime value.

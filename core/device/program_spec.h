@@ -27,6 +27,7 @@ struct VarInfo {
   std::string name;
   int64_t min = 0;
   int64_t max = 0;
+  int64_t multiple = 1;  // bound values must be multiples of this
 };
 
 struct BufferParam {

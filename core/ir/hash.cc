@@ -42,6 +42,11 @@ void HashArg(const UOp& node, Sha256& sha) {
       sha.UpdateFramed(arg.str);
       sha.UpdateU64(static_cast<uint64_t>(arg.var_min));
       sha.UpdateU64(static_cast<uint64_t>(arg.var_max));
+      // Only where it says something, so the hashes of variables without one stay as they were.
+      if (arg.var_multiple > 1) {
+        sha.UpdateFramed("multiple_of");
+        sha.UpdateU64(static_cast<uint64_t>(arg.var_multiple));
+      }
       break;
     case ArgKind::kReduceOp:
       sha.UpdateU64(static_cast<uint64_t>(arg.reduce_op));

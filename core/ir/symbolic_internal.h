@@ -334,7 +334,8 @@ inline int CompareArgs(const UOp* a, const UOp* b) {
     case ArgKind::kVar:
       if (x.str != y.str) return cmp(x.str, y.str);
       if (x.var_min != y.var_min) return cmp(x.var_min, y.var_min);
-      return cmp(x.var_max, y.var_max);
+      if (x.var_max != y.var_max) return cmp(x.var_max, y.var_max);
+      return cmp(x.var_multiple, y.var_multiple);
     case ArgKind::kI64:
     case ArgKind::kU64:
     case ArgKind::kBool:

@@ -47,7 +47,7 @@ enum class ArgKind : uint8_t {
   kBool,      // b
   kInvalid,   // the Invalid index constant
   kRange,     // axis + axis_type
-  kVar,       // str (name) + var_min/var_max
+  kVar,       // str (name) + var_min/var_max/var_multiple
   kReduceOp,  // reduce_op
   kKernel,    // str (kernel name)
   kStr,       // str
@@ -62,6 +62,7 @@ struct Arg {
   AxisType axis_type = AxisType::kLoop;
   int64_t var_min = 0;
   int64_t var_max = 0;
+  int64_t var_multiple = 1;  // kVar: values are multiples of this (1: any)
   std::string str;
   std::vector<int64_t> axis;  // RANGE axis ids
   std::vector<int64_t> ints;  // the repeated `ints` beside the oneof
@@ -124,7 +125,7 @@ struct Arg {
     uint64_t fbits;
     std::memcpy(&fbits, &a.f, sizeof(fbits));
     return H::combine(std::move(h), a.kind, a.i, fbits, a.b, a.reduce_op, a.axis_type, a.var_min,
-                      a.var_max, a.str, a.axis, a.ints);
+                      a.var_max, a.var_multiple, a.str, a.axis, a.ints);
   }
 };
 

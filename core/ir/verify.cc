@@ -244,6 +244,10 @@ absl::Status VerifyDefineVar(const UOp& node) {
   UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kVar, "var"));
   if (!IsIndexLike(dtype)) return Invalid(absl::StrCat("needs an integer dtype, got ", D(dtype)));
   if (node.arg().str.empty()) return Invalid("variable name is empty");
+  if (node.arg().var_multiple < 1) {
+    return Invalid(absl::StrCat("variable '", node.arg().str, "' has multiple_of ",
+                                node.arg().var_multiple, " (it must be 0, 1 or more)"));
+  }
   if (node.arg().var_min > node.arg().var_max) {
     return Invalid(absl::StrCat("variable '", node.arg().str, "' has min ", node.arg().var_min,
                                 " > max ", node.arg().var_max));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 
@@ -97,9 +98,16 @@ absl::Status BindFixedVars(PreparedKernel& k) {
                           absl::StrCat("fixed variable '", name, "' = ", value, " is outside [",
                                        var->min, ", ", var->max, "]"));
     }
+    if (value % var->multiple != 0) {
+      return BindingError(k.id, k.ast->Label(),
+                          absl::StrCat("fixed variable '", name, "' = ", value,
+                                       " is not a multiple of ", var->multiple));
+    }
   }
   for (const VarInfo& var : spec.vars) {
-    if (!k.fixedvars.contains(var.name)) k.runtime_vars.push_back({var.name, var.min, var.max});
+    if (!k.fixedvars.contains(var.name)) {
+      k.runtime_vars.push_back({var.name, var.min, var.max, var.multiple});
+    }
   }
   k.vals.assign(spec.var_names.size(), 0);
   for (size_t i = 0; i < spec.var_names.size(); ++i) {
@@ -218,6 +226,7 @@ std::vector<RuntimeVar> ExecutionPlan::RuntimeVars() const {
       if (!inserted) {
         it->second.min = std::max(it->second.min, var.min);
         it->second.max = std::min(it->second.max, var.max);
+        it->second.multiple = std::lcm(it->second.multiple, var.multiple);
       }
     }
   }
@@ -249,6 +258,11 @@ absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>
         return absl::InvalidArgumentError(absl::StrCat(KernelLabel(k), ": variable '", var.name,
                                                        "' = ", it->second, " is outside [", var.min,
                                                        ", ", var.max, "]"));
+      }
+      if (it->second % var.multiple != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(KernelLabel(k), ": variable '", var.name,
+                                                       "' = ", it->second,
+                                                       " is not a multiple of ", var.multiple));
       }
     }
   }

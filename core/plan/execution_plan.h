@@ -43,6 +43,7 @@ struct RuntimeVar {
   std::string name;
   int64_t min = 0;
   int64_t max = 0;
+  int64_t multiple = 1;  // values must be multiples of this
 };
 
 // A compiled kernel bound into a plan. Immutable after the plan is built, except `vals`,

@@ -98,6 +98,7 @@ absl::StatusOr<Arg> DecodeArg(const v1::Node& node) {
       arg.str = wire.var().name();
       arg.var_min = wire.var().min();
       arg.var_max = wire.var().max();
+      arg.var_multiple = wire.var().multiple_of() == 0 ? 1 : wire.var().multiple_of();
       break;
     case v1::Arg::kOp:
       if (!OpNameIfKnown(wire.op())) {

@@ -45,6 +45,7 @@ void EncodeArg(const Arg& arg, v1::Node* node) {
       out->mutable_var()->set_name(arg.str);
       out->mutable_var()->set_min(arg.var_min);
       out->mutable_var()->set_max(arg.var_max);
+      if (arg.var_multiple > 1) out->mutable_var()->set_multiple_of(arg.var_multiple);
       break;
     case ArgKind::kReduceOp:
       out->set_op(static_cast<v1::Node::Op>(arg.reduce_op));

@@ -425,6 +425,7 @@ class Translator {
           arg->set_name(p.name());
           arg->set_min(p.min());
           arg->set_max(p.max());
+          if (p.multiple_of() > 1) arg->set_multiple_of(p.multiple_of());
           return Add(std::move(var));
         }
         absl::StatusOr<v1::DType> dtype = BufferDType(i);

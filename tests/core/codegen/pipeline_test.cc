@@ -96,7 +96,9 @@ TEST(CodegenPipeline, VectorsTheTargetDoesNotSpellAreWrittenLaneByLane) {
   auto lanes = LowerForTarget(AddOne(64, /*upcast=*/true), "k", cpu, {});
   UOPD_ASSERT_OK(lanes);
   for (const Instr& in : lanes->program.instrs) {
-    if (in.kind == InstrKind::kAlu) EXPECT_EQ(in.dtype.count, 1) << lanes->program.Dump();
+    if (in.kind == InstrKind::kAlu) {
+      EXPECT_EQ(in.dtype.count, 1) << lanes->program.Dump();
+    }
   }
 
   cpu.max_vector_lanes = 0;  // scalars only: the upcast range is written out

@@ -234,10 +234,12 @@ TEST_F(ExecutionPlanTest, IndependentKernelsOfADiamondOverlapAndAChainNeverDoes)
 }
 
 // out[i] = i * 2 for i < n, n in [1, 16].
-v1::Graph Symbolic() {
+// out[i] = 2 i for i < n, n in [1, 16] and a multiple of `multiple_of` (0: any).
+v1::Graph Symbolic(int64_t multiple_of = 0) {
   GraphBuilder g;
   int out = g.Buffer(0, DType::INT32, 16);
   int n = g.Var("n", 1, 16);
+  if (multiple_of > 0) g.Mut(n)->mutable_arg()->mutable_var()->set_multiple_of(multiple_of);
   int r = g.Range(n, 0);
   int value = g.Node(Node::CAST, DType::INT32, {g.Node(Node::MUL, DType::INDEX, {r, g.Index(2)})});
   return g.Sink({g.End(g.Store(g.Target(out, r), value), {r})});
@@ -293,6 +295,26 @@ TEST_F(ExecutionPlanTest, FixedVariablesWinOverSuppliedOnes) {
   EXPECT_EQ(data[4], 0) << "n stayed 4";
   auto bad = Build({out}, {Bind(Symbolic(), {0}, {{"n", 99}})});
   EXPECT_TRUE(StatusIs(bad, absl::StatusCode::kInvalidArgument, {"fixed variable 'n' = 99"}));
+}
+
+TEST_F(ExecutionPlanTest, AValueThatIsNotAMultipleOfItsVariablesMultipleIsRefused) {
+  auto storage = DeviceBuffer::Create(*device_, 64);
+  BufferView out = *BufferView::Whole(*storage, Scalar::kInt32);
+  auto plan = Build({out}, {Bind(Symbolic(4), {0})});
+  UOPD_ASSERT_OK(plan);
+  ASSERT_EQ((*plan)->RuntimeVars().size(), 1u);
+  EXPECT_EQ((*plan)->RuntimeVars()[0].multiple, 4);
+  EXPECT_TRUE(StatusIs((*plan)->ExecuteWithVars({{"n", 6}}), absl::StatusCode::kInvalidArgument,
+                       {"'n' = 6 is not a multiple of 4"}));
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({{"n", 8}}));
+  EXPECT_EQ(static_cast<const int32_t*>(out.data())[7], 14);
+  EXPECT_TRUE(StatusIs(Build({out}, {Bind(Symbolic(4), {0}, {{"n", 6}})}),
+                       absl::StatusCode::kInvalidArgument,
+                       {"fixed variable 'n' = 6 is not a multiple of 4"}));
+  // Two kernels' multiples of one variable: its values are multiples of both.
+  auto both = Build({out}, {Bind(Symbolic(4), {0}), Bind(Symbolic(6), {0})});
+  UOPD_ASSERT_OK(both);
+  EXPECT_EQ((*both)->RuntimeVars()[0].multiple, 12);
 }
 
 TEST_F(ExecutionPlanTest, StopsStartingKernelsOnceCancelled) {

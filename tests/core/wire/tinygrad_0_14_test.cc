@@ -1,5 +1,6 @@
 #include "core/wire/tinygrad_0_14.h"
 
+#include "core/ir/graph.h"
 #include "core/ir/kernel_ast.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
@@ -70,6 +71,41 @@ TEST(Tinygrad014, AKernelHashesAsIts012SpellingDoes) {
                      {g.Load(in12, r12), g.Float(v1::DType::FLOAT32, 1.0)});
   const v1::Graph v012 = g.Sink({g.End(g.Store(g.Target(out12, r12), sum12), {r12})});
   EXPECT_EQ(HashOf(v014), HashOf(v012));
+}
+
+// out[i] = a[i] for i < n, n a variable in [1, 16] whose values are multiples of `multiple_of`.
+v1::Graph CopyFirstN(int64_t multiple_of) {
+  Graph014 k;
+  int sixteen = k.WeakInt(16);
+  int n = k.g().Node(v1::Node::PARAM, v1::DType::WEAKINT,
+                     {k.g().Node(v1::Node::STACK, v1::DType::VOID)});
+  v1::ParamArg* var = k.g().Mut(n)->mutable_arg()->mutable_param();
+  var->set_slot(-1);
+  var->set_name("n");
+  var->set_has_bounds(true);
+  var->set_min(1);
+  var->set_max(16);
+  var->set_multiple_of(multiple_of);
+  var->set_is_value(true);
+  int out = k.Param(0, v1::DType::FLOAT32, sixteen);
+  int in = k.Param(1, v1::DType::FLOAT32, sixteen);
+  int r = k.Range(n, 0);
+  int store = k.g().Store(k.Index(out, r, v1::DType::FLOAT32), k.Index(in, r, v1::DType::FLOAT32));
+  return k.Sink({k.g().End(store, {r})});
+}
+
+TEST(Tinygrad014, AVariablesMultipleIsPartOfItsMeaningOnlyWhenItSaysSomething) {
+  auto ast = DecodeKernelAst(CopyFirstN(4));
+  UOPD_ASSERT_OK(ast);
+  const UOp* var = nullptr;
+  for (const UOp* node : Toposort((*ast)->root)) {
+    if (node->op() == Op::kDefineVar) var = node;
+  }
+  ASSERT_NE(var, nullptr);
+  EXPECT_EQ(var->arg().var_multiple, 4);
+  EXPECT_NE(HashOf(CopyFirstN(4)), HashOf(CopyFirstN(1)));  // fewer values: another kernel
+  EXPECT_NE(HashOf(CopyFirstN(4)), HashOf(CopyFirstN(2)));
+  EXPECT_EQ(HashOf(CopyFirstN(1)), HashOf(CopyFirstN(0)));  // "any value", spelled either way
 }
 
 TEST(Tinygrad014, OneIndexReadAndStoredThroughBecomesAValueAndATarget) {
