@@ -45,9 +45,8 @@ absl::string_view AxisTypeName(AxisType type) {
 bool operator==(const Arg& a, const Arg& b) {
   return a.kind == b.kind && a.i == b.i && std::memcmp(&a.f, &b.f, sizeof(double)) == 0 &&
          a.b == b.b && a.reduce_op == b.reduce_op && a.axis_type == b.axis_type &&
-         a.var_min == b.var_min && a.var_max == b.var_max &&
-         a.var_multiple == b.var_multiple && a.str == b.str && a.axis == b.axis &&
-         a.ints == b.ints;
+         a.var_min == b.var_min && a.var_max == b.var_max && a.var_multiple == b.var_multiple &&
+         a.str == b.str && a.axis == b.axis && a.ints == b.ints;
 }
 
 std::string ArgToString(const Arg& arg) {
@@ -75,10 +74,9 @@ std::string ArgToString(const Arg& arg) {
                          AxisTypeName(arg.axis_type), ")");
       break;
     case ArgKind::kVar:
-      out = absl::StrCat("('", arg.str, "', ", arg.var_min, ", ", arg.var_max,
-                         arg.var_multiple > 1 ? absl::StrCat(", multiple_of=", arg.var_multiple)
-                                              : "",
-                         ")");
+      out = absl::StrCat(
+          "('", arg.str, "', ", arg.var_min, ", ", arg.var_max,
+          arg.var_multiple > 1 ? absl::StrCat(", multiple_of=", arg.var_multiple) : "", ")");
       break;
     case ArgKind::kReduceOp:
       out = absl::StrCat("Ops.", OpName(arg.reduce_op));

@@ -261,8 +261,8 @@ absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>
       }
       if (it->second % var.multiple != 0) {
         return absl::InvalidArgumentError(absl::StrCat(KernelLabel(k), ": variable '", var.name,
-                                                       "' = ", it->second,
-                                                       " is not a multiple of ", var.multiple));
+                                                       "' = ", it->second, " is not a multiple of ",
+                                                       var.multiple));
       }
     }
   }

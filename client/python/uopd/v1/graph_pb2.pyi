@@ -122,14 +122,16 @@ class RangeArg(_message.Message):
     def __init__(self, axis: _Optional[_Iterable[int]] = ..., type: _Optional[_Union[RangeArg.AxisType, str]] = ...) -> None: ...
 
 class VarArg(_message.Message):
-    __slots__ = ("name", "min", "max")
+    __slots__ = ("name", "min", "max", "multiple_of")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLE_OF_FIELD_NUMBER: _ClassVar[int]
     name: str
     min: int
     max: int
-    def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ...) -> None: ...
+    multiple_of: int
+    def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., multiple_of: _Optional[int] = ...) -> None: ...
 
 class Opt(_message.Message):
     __slots__ = ("op", "axis", "arg", "tc")

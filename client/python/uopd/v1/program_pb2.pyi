@@ -15,14 +15,16 @@ class LaunchDim(_message.Message):
     def __init__(self, constant: _Optional[int] = ..., expr: _Optional[_Union[_graph_pb2.Graph, _Mapping]] = ...) -> None: ...
 
 class VarBounds(_message.Message):
-    __slots__ = ("name", "min", "max")
+    __slots__ = ("name", "min", "max", "multiple_of")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLE_OF_FIELD_NUMBER: _ClassVar[int]
     name: str
     min: int
     max: int
-    def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ...) -> None: ...
+    multiple_of: int
+    def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., multiple_of: _Optional[int] = ...) -> None: ...
 
 class BufferSlot(_message.Message):
     __slots__ = ("slot", "dtype", "size")
