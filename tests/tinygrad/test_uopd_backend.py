@@ -267,6 +267,69 @@ class TestEncoding(unittest.TestCase):
         self.assertEqual(ir.encode_const_arg(UOp.const(dtypes.uint32, -3)), {"i64": "-3"})
 
 
+class TestIntrospection(unittest.TestCase):
+    """tinygrad's program of a kernel (get_program), as its tests and DEBUG>=2 use it: uops and
+    estimates from its lowering, a source, and a runner that runs it (on UOPD: the daemon's source,
+    run as the kernel AST in the daemon)."""
+
+    def _program(self, t: Tensor):
+        from tinygrad.engine.realize import get_program
+        sched = t.schedule()
+        self.assertEqual(len(sched), 1)
+        return sched[-1], get_program(sched[-1].ast, renderer=Device[Device.DEFAULT].renderer)
+
+    def test_program_runs_and_counts(self):
+        from tinygrad.engine.realize import CompiledRunner
+        from tinygrad.engine.schedule import ExecItem
+        a, b = Tensor(np.arange(1024, dtype=np.float32)).realize(), Tensor.ones(1024).contiguous().realize()
+        t = a * b + 2
+        si, p = self._program(t)
+        self.assertEqual(p.estimates.ops, 2 * 1024)  # tinygrad's own count: a multiply and an add per element
+        self.assertGreater(len(p.src), 0)
+        ExecItem(si.ast, list(si.bufs), prg=CompiledRunner(p)).run()
+        np.testing.assert_equal(t.numpy(), np.arange(1024, dtype=np.float32) + 2)
+
+    def test_symbolic_program_binds_its_variable(self):
+        from tinygrad.engine.realize import CompiledRunner
+        from tinygrad.engine.schedule import ExecItem
+        n = Variable("n", 1, 16).bind(5)
+        a = Tensor(np.arange(16, dtype=np.float32)).realize()
+        t = (a[:n] * 3).sum()
+        sched, var_vals = t.schedule_with_vars()
+        from tinygrad.engine.realize import get_program
+        p = get_program(sched[-1].ast, renderer=Device[Device.DEFAULT].renderer)
+        self.assertEqual([v.expr for v in p.vars], ["n"])
+        ExecItem(sched[-1].ast, list(sched[-1].bufs), prg=CompiledRunner(p)).run(var_vals)
+        self.assertEqual(t.item(), 30.0)  # 3 * (0 + 1 + 2 + 3 + 4)
+
+    @unittest.skipUnless(ON_UOPD, "UOPD only")
+    def test_source_is_the_daemons(self):
+        from uopd.tinygrad.device import get_runner
+        si, p = self._program(Tensor.ones(64, 64).contiguous().realize().sum(1))
+        runner = get_runner(Device.DEFAULT, si.ast)
+        want = runner.dev.client.compile(runner.graph, device=runner.remote, optimization=runner.optimization,
+                                         want_source=True).source
+        self.assertEqual(p.src, want)
+        self.assertIn("define", p.src)  # the daemon's CPU source is LLVM IR
+
+    @unittest.skipUnless(ON_UOPD, "UOPD only")
+    def test_debug_shows_gflops_and_the_source(self):
+        import subprocess
+        import sys
+        # This process's environment selects UOPD (DEV=UOPD, UOPD=address) for the child too.
+        prog = ("import uopd.tinygrad\nfrom tinygrad import Tensor\n"
+                "a = Tensor.ones(128, 128).contiguous().realize()\nprint((a @ a).sum().item())")
+        out = subprocess.run([sys.executable, "-c", prog], env={**os.environ, "DEBUG": "4"},
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        self.assertIn("2097152.0", out.stdout)
+        kernels = [line for line in out.stdout.splitlines() if "*** UOPD" in line and "GFLOPS" in line]
+        self.assertGreater(len(kernels), 0, out.stdout[:6000])
+        gflops = max(float(line.split("(")[-1].split("GFLOPS")[0]) for line in kernels)
+        self.assertGreater(gflops, 0)  # tinygrad's estimates, not 0
+        self.assertIn("define", out.stdout)  # DEBUG>=4 prints the daemon's source
+
+
 @unittest.skipUnless(ON_UOPD, "UOPD only")
 class TestUopdOnly(unittest.TestCase):
     def test_runner_is_uopd(self):

@@ -92,5 +92,58 @@ class TestJit(unittest.TestCase):
             np.testing.assert_allclose(got, want[:p + 1].sum(axis=0))
 
 
+
+class TestIntrospection(unittest.TestCase):
+    """tinygrad's program of a kernel (to_program), as its tests and DEBUG>=2 use it: uops and
+    estimates from its lowering, a source and a binary the device runs (on UOPD: the daemon's
+    source, run as the kernel AST in the daemon)."""
+
+    def _program(self, t: Tensor):
+        from tinygrad.codegen import to_program
+        from tinygrad.uop.ops import Ops
+        linear, _ = t.linear_with_vars()
+        sinks = [si.src[0] for si in linear.src if si.src[0].op is Ops.SINK]
+        self.assertEqual(len(sinks), 1)
+        return sinks[0], to_program(sinks[0], Device[Device.DEFAULT].renderer)
+
+    def test_program_counts_and_has_a_source(self):
+        a, b = Tensor(np.arange(1024, dtype=np.float32)).realize(), Tensor.ones(1024).contiguous().realize()
+        _, prg = self._program(a * b + 2)
+        self.assertEqual(prg.src[0].arg.estimates.ops, 2 * 1024)  # tinygrad's count: a multiply and an add each
+        self.assertGreater(len(prg.src[2].arg), 0)  # SOURCE
+        self.assertGreater(len(prg.src[3].arg), 0)  # BINARY
+
+    @unittest.skipUnless(ON_UOPD, "UOPD only")
+    def test_source_is_the_daemons(self):
+        from uopd.tinygrad._common import client_for
+        from uopd.tinygrad.device14 import _kernel_for
+        sink, prg = self._program(Tensor.ones(64, 64).contiguous().realize().sum(1))
+        k = _kernel_for(Device.DEFAULT, sink)
+        want = client_for().compile(k.graph, device=k.remote, optimization=k.optimization, want_source=True).source
+        self.assertEqual(prg.src[2].arg, want)
+        self.assertIn("define", want)  # the daemon's CPU source is LLVM IR
+        self.assertEqual(prg.src[3].arg, k.key)  # the runtime finds the kernel by its binary
+
+    @unittest.skipUnless(ON_UOPD, "UOPD only")
+    def test_debug_shows_gflops_and_the_source(self):
+        import subprocess
+        import sys
+        # This process's environment selects UOPD (DEV=UOPD, UOPD=address) for the child too. The
+        # programs tinygrad makes at DEBUG>=2 run: a matmul, and a kernel with a variable to bind.
+        prog = ("import uopd.tinygrad\nfrom tinygrad import Tensor, Variable\n"
+                "a = Tensor.ones(128, 128).contiguous().realize()\nprint((a @ a).sum().item())\n"
+                "v = Tensor.arange(16).float().contiguous().realize()\n"
+                "print((v[:Variable('n', 1, 16).bind(5)] * 3).sum().item())")
+        out = subprocess.run([sys.executable, "-c", prog], env={**os.environ, "DEBUG": "4"},
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        self.assertIn("2097152.0", out.stdout)
+        self.assertIn("30.0", out.stdout)
+        kernels = [line for line in out.stdout.splitlines() if "*** UOPD" in line and "GFLOPS" in line]
+        self.assertGreater(len(kernels), 0, out.stdout[:6000])
+        gflops = max(float(line.split("(")[-1].split("GFLOPS")[0]) for line in kernels)
+        self.assertGreater(gflops, 0)  # tinygrad's estimates, not 0
+        self.assertIn("define", out.stdout)  # DEBUG>=4 prints the daemon's source
+
 if __name__ == "__main__":
     unittest.main()

@@ -97,6 +97,12 @@ class UopdAllocator(LRUAllocator["UopdDevice"]):
         return UopdBuf(buf.handle, size, buf.offset + offset)
 
 
+def daemon_source(graph: Any, remote: str, optimization: Optional[ks.Optimization]) -> str:
+    """The daemon's rendered source of a kernel AST (Compile with want_source: the daemon compiles
+    it then, once, as it would for its first run)."""
+    return client_for().compile(graph, device=remote, optimization=optimization, want_source=True).source
+
+
 def optimization_for(opts: Any) -> Optional[ks.Optimization]:
     """What the daemon optimizes a kernel with: its opts_to_apply (else the daemon's default), and
     fused multiply-adds where tinygrad's own devices have them: its clang and NVRTC contract a

@@ -34,25 +34,27 @@ How tinygrad's pieces map onto uopd:
 from __future__ import annotations
 
 import functools
+from contextvars import ContextVar
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from google.protobuf import json_format
 
 import uopd
 from uopd.tinygrad import ir
-from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, optimization_for,
-                                   remote_device, server_address)
+from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
+                                   optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
-from tinygrad.device import Compiled, Compiler, CompilerPair, CompilerSet, Buffer
+from tinygrad.device import Compiled, Compiler, CompilerPair, CompilerSet, Buffer, Device
 from tinygrad.dtype import PtrDType, DType
+from tinygrad import codegen
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphRunner, GraphException
 from tinygrad.engine.realize import CompiledRunner, Runner, ExecItem
@@ -68,20 +70,40 @@ __all__ = ["UopdDevice", "UopdAllocator", "UopdRunner", "UopdGraph", "client_for
 
 
 class UopdRenderer(Renderer):
-    """Never renders: kernels go to the daemon as ASTs (get_runner is wrapped). It only tells the
-    scheduler what the device is like."""
-    device = "UOPD"
+    """What the scheduler and tinygrad's inspection see of the device. UOPD kernels run without
+    any local lowering (get_runner below); when a program is asked for (``get_program(ast,
+    renderer)``: tinygrad's tests, DEBUG>=2), tinygrad lowers the AST for this renderer as for
+    any other, so its uops and FLOP/byte estimates are tinygrad's own, and the source is the
+    daemon's rendering of that AST (get_program below sets what is being rendered)."""
     has_local = False
     has_shared = False
     supports_float4 = False
 
+    def __init__(self, device: str = "UOPD"):
+        self.device = device
+
+    def __reduce__(self) -> Any:
+        return self.__class__, (self.device,)
+
     def render(self, uops: list[UOp]) -> str:
-        raise RuntimeError("the UOPD device sends kernel ASTs to the daemon; nothing is rendered locally")
+        runner = _rendering.get()
+        if runner is None:
+            raise RuntimeError("the UOPD daemon renders kernel ASTs, not uops: ask get_program(ast, renderer) "
+                               "for a UOPD kernel's program")
+        return runner.source()
 
 
 class UopdCompiler(Compiler):
     def compile(self, src: str) -> bytes:
-        raise RuntimeError("the UOPD device compiles in the daemon")
+        runner = _rendering.get()
+        if runner is None:
+            raise RuntimeError("the UOPD device compiles kernel ASTs in the daemon, not source")
+        return runner.lib
+
+
+# The UOPD kernel whose program get_program is making (its render and compile ask the daemon).
+_rendering: ContextVar[Optional["UopdRunner"]] = ContextVar("uopd_rendering", default=None)
+MAGIC = b"uopd-kernel:"
 
 
 def _global_of(u: UOp) -> Optional[UOp]:
@@ -148,36 +170,69 @@ class UopdRunner(CompiledRunner):
                         ins=sorted(ins))
         self.p = p
         self._prg = None
+        self.lib = MAGIC + ast.key  # what compiling its program gives (UopdProgram finds this runner by it)
+        self._source: Optional[str] = None
         Runner.__init__(self, f"uopd {name}", device, Estimates())
+
+    def source(self) -> str:
+        """The daemon's rendering of this kernel (asked once; the daemon compiles it then)."""
+        if self._source is None:
+            self._source = daemon_source(self.graph, self.remote, self.optimization)
+        return self._source
+
+    def inspect(self, p: ProgramSpec) -> None:
+        """Takes tinygrad's estimates (and name) from its program of this kernel, for DEBUG>=2."""
+        self.estimates, self.display_name = p.estimates, p.name
+        if DEBUG >= 4:
+            print(p.src)
 
     def __reduce__(self) -> Any:
         return self.__class__, (self.p.device, self.p.ast)
 
-    def views(self, rawbufs: list[Buffer]) -> list[uopd.ViewRef]:
+    def views(self, bufs: list[UopdBuf]) -> list[uopd.ViewRef]:
         out = []
-        for s, b in zip(self.slots, rawbufs):
-            ob: UopdBuf = b._buf
+        for s, ob in zip(self.slots, bufs):
             size = s.size if s.size >= 0 else ob.nbytes // s.itemsize
             out.append(uopd.ViewRef(ob.handle, ob.offset, s.scalar, size))
         return out
 
     def kernel(self, rawbufs: list[Buffer]) -> uopd.Kernel:
-        return uopd.Kernel(self.graph, self.views(rawbufs), optimization=self.optimization)
+        return uopd.Kernel(self.graph, self.views([b._buf for b in rawbufs]), optimization=self.optimization)
 
-    def var_values(self, var_vals: Optional[dict[str, int]]) -> dict[str, int]:
-        return {v.expr: (var_vals or {})[v.expr] for v in self.p.vars}
-
-    def __call__(self, rawbufs: list[Buffer], var_vals: Optional[dict[str, int]] = None,
-                 wait: bool = False) -> Optional[float]:
-        client: uopd.Client = self.dev.client
+    def run(self, bufs: list[UopdBuf], variables: dict[str, int], wait: bool) -> Optional[float]:
         st = time.perf_counter()
-        result = client.execute([self.kernel(rawbufs)], vars=self.var_values(var_vals), device=self.remote)
+        kernel = uopd.Kernel(self.graph, self.views(bufs), optimization=self.optimization)
+        result = client_for().execute([kernel], vars=variables, device=self.remote)
         if not wait:
             return None
         if result.timings:
             t = result.timings[0]
             return (t.end_ns - t.start_ns) * 1e-9
         return time.perf_counter() - st
+
+    def var_values(self, var_vals: Optional[dict[str, int]]) -> dict[str, int]:
+        return {v.expr: (var_vals or {})[v.expr] for v in self.p.vars}
+
+    def __call__(self, rawbufs: list[Buffer], var_vals: Optional[dict[str, int]] = None,
+                 wait: bool = False) -> Optional[float]:
+        return self.run([b._buf for b in rawbufs], self.var_values(var_vals), wait)
+
+
+class UopdProgram:
+    """The device's runtime: runs the program get_program made for a UOPD kernel (CompiledRunner
+    calls it with the program's buffers and variable values, in the order of its globals and
+    vars, which get_program takes from the kernel's runner)."""
+
+    def __init__(self, device: str, name: str, lib: bytes, *aux: Any):
+        self.name = name
+        self.runner = _runners.get((device, lib[len(MAGIC):])) if lib.startswith(MAGIC) else None
+        if self.runner is None:
+            raise RuntimeError(f"kernel {name} was not made for the UOPD device {device} in this process")
+
+    def __call__(self, *bufs: UopdBuf, global_size: Any = None, local_size: Any = None, vals: tuple = (),
+                 wait: bool = False) -> Optional[float]:
+        variables = {v.expr: int(x) for v, x in zip(self.runner.p.vars, vals)}
+        return self.runner.run(list(bufs), variables, wait)
 
 
 class UopdGraph(GraphRunner):
@@ -220,8 +275,9 @@ class UopdDevice(Compiled):
     def __init__(self, device: str):
         self.client = client_for()
         self.remote = remote_device(device)
-        super().__init__(device, UopdAllocator(self), CompilerSet([CompilerPair(UopdRenderer, UopdCompiler)]),
-                         runtime=None, graph=UopdGraph)
+        super().__init__(device, UopdAllocator(self),
+                         CompilerSet([CompilerPair(functools.partial(UopdRenderer, device), UopdCompiler)]),
+                         runtime=functools.partial(UopdProgram, device), graph=UopdGraph)
         if DEBUG >= 1:
             print(f"UOPD: {device} is {self.remote} on {self.client.address}")
 
@@ -246,7 +302,33 @@ def get_runner(device: str, ast: UOp) -> CompiledRunner:
     runner = _runners.get(key)
     if runner is None:
         runner = _runners[key] = UopdRunner(device, ast)
+        if DEBUG >= 2:  # tinygrad's estimates for its GFLOP/s, and the daemon's source at DEBUG>=4
+            try:
+                runner.inspect(get_program(ast, Device[device].renderer))
+            except Exception as e:  # only the statistics are lost: the kernel still runs in the daemon
+                print(f"UOPD: no local program of {runner.display_name} for statistics: {e}")
     return runner
+
+
+_get_program = codegen.get_program
+
+
+@functools.wraps(_get_program)
+def get_program(ast: UOp, renderer: Renderer, opts: Optional[list] = None) -> ProgramSpec:
+    """tinygrad's program of a kernel, for a UOPD renderer: tinygrad's own lowering (uops,
+    estimates, launch sizes) with the daemon's source, and a lib that the device's runtime
+    (UopdProgram) runs as the kernel AST in the daemon, bound as get_runner's runner binds it."""
+    if not isinstance(renderer, UopdRenderer) or ast.op is not Ops.SINK:
+        return _get_program(ast, renderer, opts)
+    sent = ast.replace(arg=KernelInfo(opts_to_apply=tuple(opts))) if opts is not None and ast.arg is None else ast
+    runner = get_runner(renderer.device, sent)
+    token = _rendering.set(runner)
+    try:
+        p = _get_program(ast, renderer, opts)
+    finally:
+        _rendering.reset(token)
+    return replace(p, device=renderer.device, lib=runner.lib, vars=runner.p.vars, globals=runner.p.globals,
+                   outs=runner.p.outs, ins=runner.p.ins)
 
 
 def _lower_uopd(ctx: list[Buffer], sink: UOp) -> Optional[Runner]:
@@ -308,6 +390,7 @@ def run_schedule(schedule: list[ExecItem], var_vals: Optional[dict[str, int]] = 
 if getattr(realize.get_runner, "__uopd__", False) is False:
     get_runner.__uopd__ = True  # type: ignore[attr-defined]
     realize.get_runner = get_runner
+    codegen.get_program = realize.get_program = get_program
     realize.si_lowerer = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_uopd)]) + realize.si_lowerer
     # tinygrad.tensor imported run_schedule by name.
     import tinygrad.tensor as _tensor

@@ -21,24 +21,26 @@ one RunPlan (``UopdGraph``; ``$UOPD_GRAPH=0``: one Execute per kernel).
 from __future__ import annotations
 
 import functools
+from contextvars import ContextVar
 import os
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from google.protobuf import json_format
 
 import uopd
 from uopd.tinygrad import ir14
-from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, optimization_for,
-                                   remote_device, server_address)
+from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
+                                   optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
-from tinygrad.device import Compiled, Device, Program, TinyELF
+from tinygrad import codegen
+from tinygrad.device import Compiled, Compiler, Device, Program, TinyELF
 from tinygrad.dtype import AddrSpace
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphException, GraphRunner
@@ -51,15 +53,32 @@ __all__ = ["UopdDevice", "UopdAllocator", "UopdProgram", "client_for", "server_a
 MAGIC = b"uopd-kernel:"
 
 
+class UopdCompiler(Compiler):
+    def compile(self, src: str) -> bytes:
+        kernel = _rendering.get()
+        if kernel is None:
+            raise RuntimeError("the UOPD device compiles kernel ASTs in the daemon, not source")
+        return kernel.key
+
+
 class UopdRenderer(Renderer):
-    """Never renders: kernels go to the daemon as ASTs. It only tells the scheduler what the device
-    is like."""
+    """What the scheduler and tinygrad's inspection see of the device. UOPD kernels become
+    PROGRAMs without local lowering (lower_and_compile below); when a program is asked for
+    (``to_program(ast, renderer)``: tinygrad's tests, DEBUG>=2), tinygrad lowers the AST for this
+    renderer as for any other, so its uops and estimates are tinygrad's own, the source is the
+    daemon's rendering of that AST and the BINARY names the kernel (do_to_program below)."""
     has_local = False
     has_shared = False
     supports_float4 = False
+    compiler = UopdCompiler()
+    device = "UOPD"  # the tinygrad device; UopdDevice sets its own on the renderer it selects
 
     def render(self, uops: list[UOp]) -> str:
-        raise RuntimeError("the UOPD device sends kernel ASTs to the daemon; nothing is rendered locally")
+        kernel = _rendering.get()
+        if kernel is None:
+            raise RuntimeError("the UOPD daemon renders kernel ASTs, not uops: ask to_program(ast, renderer) "
+                               "for a UOPD kernel's program")
+        return kernel.source()
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,13 @@ class UopdKernel:
         self.vars = tuple(sorted({u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.ALU},
                                  key=lambda v: v.arg.name))
         self.key = MAGIC + ast.key
+        self._source: Optional[str] = None
+
+    def source(self) -> str:
+        """The daemon's rendering of this kernel (asked once; the daemon compiles it then)."""
+        if self._source is None:
+            self._source = daemon_source(self.graph, self.remote, self.optimization)
+        return self._source
 
     def program(self, ast: UOp) -> UOp:
         """The PROGRAM tinygrad takes as compiled: BINARY names this kernel; nothing was lowered."""
@@ -112,6 +138,8 @@ class UopdKernel:
 
 _kernels: dict[bytes, UopdKernel] = {}
 _kernels_lock = threading.Lock()
+# The UOPD kernel whose program to_program is making (its render and compile ask the daemon).
+_rendering: ContextVar[Optional[UopdKernel]] = ContextVar("uopd_rendering", default=None)
 
 
 class UopdProgram(Program["UopdDevice"]):
@@ -125,8 +153,9 @@ class UopdProgram(Program["UopdDevice"]):
         k = self.kernel
         st = time.perf_counter()
         variables = {v.arg.name: int(x) for v, x in zip(k.vars, vals) if x is not None}
+        # On this device: a kernel is made once per process, for whichever UOPD device lowered it first.
         result = self.dev.client.execute([uopd.Kernel(k.graph, k.views(bufs), optimization=k.optimization)],
-                                         vars=variables, device=k.remote)
+                                         vars=variables, device=self.dev.remote)
         if not wait:
             return None
         if result.timings:
@@ -180,6 +209,7 @@ class UopdDevice(Compiled):
         self.remote = remote_device(device)
         graph = None if os.environ.get("UOPD_GRAPH") == "0" else UopdGraph
         super().__init__(device, UopdAllocator(self), [UopdRenderer], UopdProgram, graph)
+        self.renderer.device = device
         if DEBUG >= 1:
             print(f"UOPD: {device} is {self.remote} on {self.client.address}")
 
@@ -223,16 +253,49 @@ def _kernel_for(device: str, ast: UOp) -> UopdKernel:
 _lower_and_compile = realize.lower_and_compile
 
 
+def _program(device: str, ast: UOp) -> UOp:
+    """The PROGRAM of a UOPD kernel: without local lowering, but at DEBUG>=2 tinygrad's own
+    (to_program: its estimates for GFLOP/s, the daemon's source printed at DEBUG>=4)."""
+    if DEBUG >= 2:
+        try:
+            return codegen.to_program(ast if isinstance(ast.arg, KernelInfo) else ast.replace(arg=KernelInfo()),
+                                      Device[device].renderer)
+        except Exception as e:  # only the statistics are lost: the kernel still runs in the daemon
+            print(f"UOPD: no local program of a kernel for statistics: {e}")
+    return _kernel_for(device, ast).program(ast)
+
+
 @functools.wraps(_lower_and_compile)
 def lower_and_compile(linear: UOp) -> UOp:
     swaps = {}
     for c in linear.toposort():
         if c.op is Ops.CALL and c.src and c.src[0].op is Ops.SINK and _is_uopd(c.device):
             device = c.device if isinstance(c.device, str) else c.device[0]
-            swaps[c] = c.replace(src=(_kernel_for(device, c.src[0]).program(c.src[0]), *c.src[1:]))
+            swaps[c] = c.replace(src=(_program(device, c.src[0]), *c.src[1:]))
     if swaps:
         linear = linear.substitute(swaps, name="uopd kernels")
     return _lower_and_compile(linear)
 
 
+_do_to_program = codegen.do_to_program
+
+
+@functools.wraps(_do_to_program)
+def do_to_program(ast: UOp, renderer: Renderer) -> UOp:
+    """tinygrad's program of a kernel, for a UOPD renderer: tinygrad's own lowering (uops,
+    estimates) with the daemon's source and a BINARY naming the kernel, which the device's runtime
+    (UopdProgram) runs as the kernel AST in the daemon, bound as the kernel binds it."""
+    if not isinstance(renderer, UopdRenderer) or ast.op is not Ops.SINK:
+        return _do_to_program(ast, renderer)
+    kernel = _kernel_for(renderer.device, ast)
+    token = _rendering.set(kernel)
+    try:
+        prg = _do_to_program(ast, renderer)
+    finally:
+        _rendering.reset(token)
+    return prg.replace(arg=replace(prg.arg, vars=kernel.vars, globals=tuple(s.index for s in kernel.slots),
+                                   outs=tuple(kernel.outs), ins=tuple(kernel.ins)))
+
+
 realize.lower_and_compile = lower_and_compile
+codegen.do_to_program = do_to_program
