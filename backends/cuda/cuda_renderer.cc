@@ -604,7 +604,7 @@ std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v11;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v12;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -59,6 +59,29 @@ TEST(CodegenPipeline, AGridTargetGetsBlocksOfItsThreadsAndNoCoreVariables) {
   EXPECT_TRUE(kernel->program.var_names.empty());
 }
 
+TEST(CodegenPipeline, LocalRangesAreThreadsOfTheGridNotLoops) {
+  // out[i * 16 + l] = x[i * 16 + l] + 1 with l a LOCAL range of 16: one thread per (i, l).
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 256);
+  int x = g.Buffer(1, DType::FLOAT32, 256);
+  int i = g.Range(g.Index(16), 0);
+  int l = g.Range(g.Index(16), 1, v1::RangeArg::LOCAL);
+  int index =
+      g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {i, g.Index(16)}), l});
+  auto ast = DecodeKernelAst(g.Sink({g.End(
+      g.Store(g.Target(out, index),
+              g.Node(Node::ADD, DType::FLOAT32, {g.Load(x, index), g.Float(DType::FLOAT32, 1)})),
+      {i, l})}));
+  UOPD_ASSERT_OK(ast);
+  auto kernel = LowerForTarget(*ast, "k", Gpu(128), {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.grid_ends.size(), 2u);
+  for (const Instr& in : kernel->program.instrs) {
+    EXPECT_NE(in.kind, InstrKind::kLoopBegin) << kernel->program.Dump();
+  }
+  EXPECT_EQ(kernel->global_size[0].constant, 2);  // 256 threads in blocks of 128
+}
+
 TEST(CodegenPipeline, AGridWithoutBlocksRunsAsALoopThatTakesTheCoreVariables) {
   auto kernel = LowerForTarget(AddOne(1000), "k", Gpu(0), {});
   UOPD_ASSERT_OK(kernel);
