@@ -68,10 +68,10 @@ TEST(CodegenPipeline, LocalRangesAreThreadsOfTheGridNotLoops) {
   int l = g.Range(g.Index(16), 1, v1::RangeArg::LOCAL);
   int index =
       g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {i, g.Index(16)}), l});
-  auto ast = DecodeKernelAst(g.Sink({g.End(
-      g.Store(g.Target(out, index),
-              g.Node(Node::ADD, DType::FLOAT32, {g.Load(x, index), g.Float(DType::FLOAT32, 1)})),
-      {i, l})}));
+  auto ast = DecodeKernelAst(g.Sink(
+      {g.End(g.Store(g.Target(out, index), g.Node(Node::ADD, DType::FLOAT32,
+                                                  {g.Load(x, index), g.Float(DType::FLOAT32, 1)})),
+             {i, l})}));
   UOPD_ASSERT_OK(ast);
   auto kernel = LowerForTarget(*ast, "k", Gpu(128), {});
   UOPD_ASSERT_OK(kernel);
