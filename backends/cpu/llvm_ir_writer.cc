@@ -220,6 +220,30 @@ void LlvmIrWriter::EmitInstr(int i) {
     case InstrKind::kHReduce:
       EmitVector(i, self);  // vector kinds, whatever their width
       return;
+    case InstrKind::kSharedDefine:  // a block's array: the CPU runs one block at a time
+      absl::StrAppend(&allocas_, "  %sh", i, " = alloca [", in.size, " x ", RegType(in.dtype),
+                      "]\n");
+      operand_[i] = absl::StrCat("%sh", i);
+      return;
+    case InstrKind::kSharedLoad:
+    case InstrKind::kSharedStore: {
+      const std::string type = RegType(in.dtype);
+      const std::string at = Fresh("sp");
+      Line(absl::StrCat(at, " = getelementptr ", type, ", ptr ", Op(in.src[0]), ", ", IndexType(),
+                        " ", Op(in.src[1])));
+      if (in.kind == InstrKind::kSharedLoad) {
+        Line(absl::StrCat(self, " = load ", type, ", ptr ", at));
+        operand_[i] = self;
+      } else {
+        Line(absl::StrCat("store ", type, " ", Op(in.src[2]), ", ptr ", at));
+      }
+      return;
+    }
+    case InstrKind::kThreadIndex:
+    case InstrKind::kBarrier:
+      // Never here: the pipeline runs groups as work-group loops for the CPU (WorkGroupLoops).
+      Line(absl::StrCat("unreachable ; ", InstrKindName(in.kind)));
+      return;
   }
 }
 

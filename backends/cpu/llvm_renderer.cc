@@ -88,6 +88,9 @@ CodegenTarget LlvmRenderer::Target(const LlvmRendererOptions& options) {
   if (options.gpu_lowering) {
     target.parallelism = CodegenTarget::Parallelism::kGrid;
     target.max_vector_lanes = 0;
+    // Blocks smaller than CUDA's, so that groups of the checked kernels span several blocks
+    // and leave blocks part-filled.
+    target.group_threads = kGpuLoweringGroupThreads;
   }
   target.spells_vector = [options](const LinearProgram& p, const Instr& in) {
     return LlvmKeepsVector(p, in, options);

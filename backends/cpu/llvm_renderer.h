@@ -21,12 +21,16 @@ namespace uopd {
 
 inline constexpr int32_t kCpuKernelStopped = -1;
 inline constexpr int64_t kCpuStopChunk = 1 << 16;
+// gpu_lowering: threads per block of a kernel whose GROUP reduction meets in shared memory (run
+// as work-group loops, core/codegen/work_group_loops.h).
+inline constexpr int kGpuLoweringGroupThreads = 64;
 
 struct LlvmRendererOptions {
   // Kernels with at least this many loop iterations split their outer loop across threads.
   int64_t min_parallel_work = kDefaultMinParallelWork;
   // Lower as for a GPU (the shared lowering's grid mode), running the grid's threads as one
-  // loop: lets the GPU lowering be checked on machines without a GPU. Off for real use.
+  // loop (and a GROUP reduction's blocks as work-group loops): lets the GPU lowering be
+  // checked on machines without a GPU. Off for real use.
   bool gpu_lowering = false;
   // Innermost loops updating more scalar accumulators than this (register tiles) get
   // llvm.loop.vectorize.enable false, leaving them to the SLP vectorizer; 0: LLVM decides for

@@ -546,6 +546,24 @@ class CudaWriter {
         // CUDA lowers without a vector range (every UPCAST is written out): never reached.
         operand_[i] = "/* vector instruction */";
         return;
+      case InstrKind::kThreadIndex:  // every thread stays: the block meets at barriers
+        operand_[i] = Define(i, DType::Of(Scalar::kIndex),
+                             absl::StrCat("(", Index(), ")blockIdx.x * (", Index(),
+                                          ")blockDim.x + (", Index(), ")threadIdx.x"));
+        return;
+      case InstrKind::kSharedDefine:
+        Line(absl::StrCat("__shared__ ", Type(in.dtype), " sh", i, "[", in.size, "];"));
+        operand_[i] = absl::StrCat("sh", i);
+        return;
+      case InstrKind::kSharedLoad:
+        operand_[i] = Define(i, in.dtype, absl::StrCat(src(0), "[", src(1), "]"));
+        return;
+      case InstrKind::kSharedStore:
+        Line(absl::StrCat(src(0), "[", src(1), "] = ", src(2), ";"));
+        return;
+      case InstrKind::kBarrier:
+        Line("__syncthreads();");
+        return;
     }
   }
 
@@ -596,6 +614,7 @@ CodegenTarget CudaRenderer::Target() {
   target.parallelism = CodegenTarget::Parallelism::kGrid;
   target.block_threads = kCudaBlockSize;
   target.warp_lanes = kWarpLanes;
+  target.group_threads = kCudaBlockSize;
   return target;
 }
 
@@ -604,7 +623,7 @@ std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v12;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v13;block=", kCudaBlockSize);
 }
 
 }  // namespace uopd

@@ -45,6 +45,10 @@ struct CodegenTarget {
   // that may share a reduction (0: none; core/codegen/warp_reduction.h).
   int block_threads = 0;
   int warp_lanes = 0;
+  // kGrid: threads per block whose GROUP reductions meet in shared memory after a barrier
+  // (LowerOptions::group_threads; 0: GROUP ranges run as loops). With no blocks of its own
+  // (GridRunsAsLoop), the CPU runs each block's threads as loops between barriers.
+  int group_threads = 0;
 
   // Kernels read a stop word: outer loops every iteration, innermost loops every this many
   // iterations (they run in chunks that stay vectorizable). 0: kernels never stop early.

@@ -43,6 +43,16 @@ absl::string_view InstrKindName(InstrKind kind) {
       return "build";
     case InstrKind::kHReduce:
       return "hreduce";
+    case InstrKind::kThreadIndex:
+      return "thread_index";
+    case InstrKind::kSharedDefine:
+      return "shared";
+    case InstrKind::kSharedLoad:
+      return "shared_load";
+    case InstrKind::kSharedStore:
+      return "shared_store";
+    case InstrKind::kBarrier:
+      return "barrier";
   }
   return "?";
 }

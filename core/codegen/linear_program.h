@@ -41,6 +41,13 @@ enum class InstrKind : uint8_t {
   kExtract,      // lane `lane` of vector src[0]
   kBuild,        // the vector whose lanes are src (scalars)
   kHReduce,      // `op` (ADD, MUL, MAX) over the lanes of vector src[0]: a scalar
+  // Work groups (programs with group_threads > 0: a GROUP reduction in shared memory):
+  kThreadIndex,   // GPU: this thread's flattened index over the grid; every thread runs to the
+                  // end (the barriers need the whole block), src[0] is the threads needed
+  kSharedDefine,  // an array of `size` elements of dtype, one per block (GPU shared memory)
+  kSharedLoad,    // element src[1] of shared array src[0]
+  kSharedStore,   // shared array src[0][src[1]] = src[2]
+  kBarrier,       // every thread of the block has done all before it (__syncthreads)
 };
 
 // "const", "alu", "cast", ...: how dumps and tests name a kind.
@@ -54,7 +61,7 @@ struct Instr {
   Arg arg;                      // kConst
   int var = -1;                 // kVar
   int slot = -1;                // kLoad, kStore, kCheckBounds
-  int64_t size = 0;             // kCheckBounds: the buffer's element count
+  int64_t size = 0;             // kCheckBounds: the buffer's element count; kSharedDefine
   int lane = 0;                 // kExtract
   const UOp* origin = nullptr;  // the AST node this came from, for dumps and messages
 };
@@ -77,6 +84,9 @@ struct LinearProgram {
   // GPU: the trip-count expressions of the ranges mapped onto the grid, outermost first (their
   // product is the number of threads needed); empty when the kernel runs as one thread.
   std::vector<const UOp*> grid_ends;
+  // GPU: threads per block when the program works in groups (kThreadIndex, shared memory,
+  // barriers; core/codegen/work_group_loops.h runs it on the CPU); 0 otherwise.
+  int group_threads = 0;
   int proven_accesses = 0;
   int guarded_accesses = 0;
 

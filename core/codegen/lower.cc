@@ -301,6 +301,15 @@ namespace uopd {
 absl::StatusOr<LinearProgram> LowerKernel(const KernelAst& ast, const std::string& name,
                                           const LowerOptions& options) {
   auto program = lowering::Lowerer(ast, options).Run(name);
+  if (program.ok() && program->group_threads > 0 &&
+      std::any_of(program->instrs.begin(), program->instrs.end(),
+                  [](const Instr& in) { return in.kind == InstrKind::kCheckBounds; })) {
+    // A failed check ends its thread, and the rest of the block would wait at the barrier
+    // for it: a kernel whose accesses are not all proven runs its group as a loop.
+    LowerOptions serial = options;
+    serial.group_threads = 0;
+    program = lowering::Lowerer(ast, serial).Run(name);
+  }
   if (!program.ok()) {
     return WithContext(program.status(), absl::StrCat("while lowering kernel ", name));
   }

@@ -22,6 +22,12 @@ struct LowerOptions {
   // GPU: the outermost parallel (LOOP/GLOBAL) ranges become one flattened thread index over
   // the grid instead of loops, and there are no core variables.
   bool gpu_grid = false;
+  // GPU: threads per block for a GROUP reduction in shared memory (0: GROUP ranges are loops).
+  // A kernel whose one GROUP_REDUCE range has a constant size dividing it, closed only by
+  // top-level scalar reductions, has that range's threads next to each other in a block: each
+  // reduces its share, the partial results meet in shared memory after a barrier, and the
+  // group's first thread stores (LinearProgram::group_threads).
+  int group_threads = 0;
   // A range of constant size whose iterations become the lanes of vector values instead of a
   // loop (core/codegen/vector_range.h); null for none.
   const UOp* vector_range = nullptr;

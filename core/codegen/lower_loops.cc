@@ -72,8 +72,45 @@ void Lowerer::ChooseGridRanges() {
     threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);
     if (threads > (Int128{1} << 62)) threads = Int128{1} << 62;
   }
+  // Last, and varied fastest, a GROUP reduction's range: the threads of a group are
+  // neighbours in a block and meet in its shared memory.
+  if (!grid_ranges_.empty() && (group_range_ = ChooseGroupRange()) != nullptr) {
+    grid_ranges_.push_back(group_range_);
+    program_.grid_ends.push_back(group_range_->src(0));
+    program_.group_threads = options_.group_threads;
+    threads *= ConstIntValue(*group_range_->src(0));
+  }
   // The flattened index and its strides must fit the index width.
   if (threads >= (Int128{1} << 31)) program_.index_bits = 64;
+}
+
+const UOp* Lowerer::ChooseGroupRange() {
+  if (options_.group_threads <= 0 || vector_range_ != nullptr) return nullptr;
+  const UOp* group = nullptr;
+  for (const UOp* node : topo_) {
+    if (node->op() != Op::kRange || node->arg().axis_type != AxisType::kGroupReduce) continue;
+    if (group != nullptr) return nullptr;  // one group range at most
+    group = node;
+  }
+  if (group == nullptr || !group->src(0)->IsConst()) return nullptr;
+  const Int128 size = ConstIntValue(*group->src(0));
+  if (size < 2 || options_.group_threads % size != 0) return nullptr;
+  // Only reductions close it, each a scalar of a type shared memory holds, computed once per
+  // thread at the top level (the barrier must be reached by every thread of the block once).
+  for (const UOp* node : topo_) {
+    if (node->op() != Op::kReduce && node->op() != Op::kEnd) continue;
+    auto closed = node->src().subspan(1);
+    if (std::find(closed.begin(), closed.end(), group) == closed.end()) continue;
+    if (node->op() != Op::kReduce) return nullptr;
+    const Scalar s = node->dtype().scalar;
+    if (node->dtype().count != 1 || s == Scalar::kBool || IsNarrowFloat(s)) return nullptr;
+    const Op op = node->arg().reduce_op;
+    if (op != Op::kAdd && op != Op::kMul && op != Op::kMax) return nullptr;
+    for (const UOp* free : FreeRanges(node)) {
+      if (!IsGridRange(free)) return nullptr;
+    }
+  }
+  return group;
 }
 
 absl::Status Lowerer::EmitGridIndex() {
@@ -86,7 +123,21 @@ absl::Status Lowerer::EmitGridIndex() {
   }
   int total = ends[0];
   for (size_t i = 1; i < ends.size(); ++i) total = Alu(Op::kMul, index, {total, ends[i]});
-  int rest = Emit(Instr{.kind = InstrKind::kGlobalIndex, .dtype = index, .src = {total}});
+  int rest;
+  if (group_range_ == nullptr) {
+    rest = Emit(Instr{.kind = InstrKind::kGlobalIndex, .dtype = index, .src = {total}});
+  } else {
+    // Every thread of a block reaches the barriers: one past the grid works as the last thread
+    // does (in bounds) and stores nothing; of a group, its first thread stores.
+    const DType boolean = DType::Of(Scalar::kBool);
+    const int thread = Emit(Instr{.kind = InstrKind::kThreadIndex, .dtype = index, .src = {total}});
+    const int in_grid = Alu(Op::kCmplt, boolean, {thread, total});
+    rest = Alu(Op::kWhere, index, {in_grid, thread, Alu(Op::kSub, index, {total, IndexConst(1)})});
+    block_position_ = Alu(Op::kMod, index, {thread, IndexConst(options_.group_threads)});
+    const int first = Alu(Op::kCmpeq, boolean,
+                          {Alu(Op::kMod, index, {block_position_, ends.back()}), IndexConst(0)});
+    group_store_mask_ = Alu(Op::kAnd, boolean, {in_grid, first});
+  }
   for (size_t i = grid_ranges_.size(); i-- > 0;) {
     int value = i == 0 ? rest : Alu(Op::kMod, index, {rest, ends[i]}, grid_ranges_[i]);
     if (i > 0) rest = Alu(Op::kIdiv, index, {rest, ends[i]});

@@ -76,6 +76,11 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
 
 absl::Status Lowerer::Store(const UOp* store) {
   UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(store->src(0)));
+  if (group_store_mask_ >= 0) {  // of a group, its first thread stores; past the grid, none
+    access.valid = access.valid < 0
+                       ? group_store_mask_
+                       : Alu(Op::kAnd, DType::Of(Scalar::kBool), {access.valid, group_store_mask_});
+  }
   UOPD_ASSIGN_OR_RETURN(int value, Value(store->src(1)));
   const bool vector =
       IsVector(access.index) || IsVector(value) || (access.valid >= 0 && IsVector(access.valid));

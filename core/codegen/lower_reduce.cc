@@ -72,7 +72,11 @@ absl::StatusOr<Lowerer::PendingReduce> Lowerer::BeginReduce(const UOp* node) {
   r.acc = Emit(
       Instr{.kind = InstrKind::kAccDefine, .dtype = r.acc_type, .src = {identity}, .origin = node});
   for (const UOp* range : SortedRanges(closed)) {
-    if (range != vector_range_) r.loops.push_back(range);
+    if (range == group_range_) {
+      r.group = true;  // a thread of the grid, not a loop
+    } else if (range != vector_range_) {
+      r.loops.push_back(range);
+    }
   }
   return r;
 }
@@ -105,6 +109,35 @@ int Lowerer::FinishReduce(const PendingReduce& r) {
                         .src = {result},
                         .origin = r.node});
   }
+  return r.group ? CombineGroup(r, result) : result;
+}
+
+int Lowerer::CombineGroup(const PendingReduce& r, int partial) {
+  const DType index = DType::Of(Scalar::kIndex);
+  const DType& d = r.node->dtype();
+  const Op op = r.node->arg().reduce_op;
+  const int shared = Emit(Instr{.kind = InstrKind::kSharedDefine,
+                                .dtype = d,
+                                .size = options_.group_threads,
+                                .origin = r.node});
+  Emit(Instr{.kind = InstrKind::kSharedStore,
+             .dtype = d,
+             .src = {shared, block_position_, partial},
+             .origin = r.node});
+  Emit(Instr{.kind = InstrKind::kBarrier, .origin = r.node});
+  // The group's threads are consecutive in the block, from a multiple of its size; each adds
+  // the partial results in the group's order (the order of the serial loop over it).
+  const int64_t size = static_cast<int64_t>(ConstIntValue(*group_range_->src(0)));
+  const int first =
+      Alu(Op::kSub, index,
+          {block_position_, Alu(Op::kMod, index, {block_position_, IndexConst(size)})});
+  int result = -1;
+  for (int64_t k = 0; k < size; ++k) {
+    const int at = k == 0 ? first : Alu(Op::kAdd, index, {first, IndexConst(k)});
+    const int value = Emit(
+        Instr{.kind = InstrKind::kSharedLoad, .dtype = d, .src = {shared, at}, .origin = r.node});
+    result = k == 0 ? value : Alu(op, d, {result, value}, r.node);
+  }
   return result;
 }
 
@@ -128,14 +161,14 @@ absl::Status Lowerer::EmitReductions(std::vector<const UOp*> reduces) {
     if (Memo(r) != nullptr) continue;
     std::vector<const UOp*> loops;
     for (const UOp* range : SortedRanges(r->src().subspan(1))) {
-      if (range != vector_range_) loops.push_back(range);
+      if (range != vector_range_ && range != group_range_) loops.push_back(range);
     }
     bool placed = false;
     for (auto& group : groups) {
       const UOp* first = group.front();
       std::vector<const UOp*> group_loops;
       for (const UOp* range : SortedRanges(first->src().subspan(1))) {
-        if (range != vector_range_) group_loops.push_back(range);
+        if (range != vector_range_ && range != group_range_) group_loops.push_back(range);
       }
       if (group_loops != loops || loops.empty()) continue;
       // Not if it reads another member's result (softmax's sum of exp(x - max)).

@@ -56,6 +56,10 @@ class Lowerer {
 
   bool IsGridRange(const UOp* range) const;
 
+  // GPU with group_threads: the GROUP_REDUCE range whose threads share a block's shared
+  // memory, when the kernel has one that can (LowerOptions::group_threads); null otherwise.
+  const UOp* ChooseGroupRange();
+
   // ---- Emission -------------------------------------------------------------------------------
 
   int Emit(Instr instr);
@@ -119,6 +123,7 @@ class Lowerer {
     int acc = -1;
     DType acc_type;
     bool over_lanes = false;  // reduces over the vectorized range: partial sums per lane
+    bool group = false;       // closes the group range: combined across the group's threads
     std::vector<const UOp*> loops;
   };
 
@@ -129,6 +134,10 @@ class Lowerer {
   absl::Status UpdateReduce(const PendingReduce& r);
 
   int FinishReduce(const PendingReduce& r);
+
+  // A group reduction's partial result combined across its group: through shared memory and
+  // a barrier, every thread of the group ends with the whole result.
+  int CombineGroup(const PendingReduce& r, int partial);
 
   absl::StatusOr<int> Reduce(const UOp* node);
 
@@ -160,6 +169,9 @@ class Lowerer {
   const UOp* vector_range_ = nullptr;  // its lanes are vector lanes; null: scalar code
   int width_ = 1;
   std::vector<const UOp*> grid_ranges_;  // GPU: outermost first
+  const UOp* group_range_ = nullptr;     // GPU: the GROUP_REDUCE range in shared memory
+  int block_position_ = -1;              // with group_range_: the thread's place in its block
+  int group_store_mask_ = -1;            // with group_range_: stores happen when true
   // Values computed in each open scope (the kernel body, then one per open loop).
   std::vector<absl::flat_hash_map<const UOp*, int>> scopes_;
   absl::flat_hash_map<const UOp*, int> open_ranges_;

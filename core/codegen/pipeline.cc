@@ -13,6 +13,7 @@
 #include "core/codegen/tinygrad_algebra.h"
 #include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
+#include "core/codegen/work_group_loops.h"
 #include "core/ir/copy_expression.h"
 #include "core/ir/symbolic.h"
 #include "core/util/status_macros.h"
@@ -115,6 +116,7 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   LowerOptions lower;
   lower.min_parallel_work = grid ? 0 : target.min_parallel_work;
   lower.gpu_grid = grid;
+  lower.group_threads = grid ? target.group_threads : 0;
   std::shared_ptr<const KernelAst> algebra = ApplyTinygradAlgebra(std::move(ast));
   if (target.decompose_transcendentals) algebra = DecomposeTranscendentals(algebra);
   // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are
@@ -141,11 +143,14 @@ absl::StatusOr<LoweredKernel> LowerForTarget(std::shared_ptr<const KernelAst> as
   out.program = Legalize(out.program);
   if (options.allow_fma) out.program = FuseMultiplyAdds(out.program);
   if (target.GridRunsAsLoop()) {
+    out.program = WorkGroupLoops(out.program);
     out.program.var_names.push_back(kCoreIdVar);
     out.program.var_names.push_back(kCoreCountVar);
   }
   out.loops = PlanLoops(out.program, target);
-  if (target.warp_lanes > 0) out.warps = PlanWarpReductions(out.program, target.warp_lanes);
+  // A block that meets in shared memory needs all its threads; warps would stop some early.
+  if (target.warp_lanes > 0 && out.program.group_threads == 0)
+    out.warps = PlanWarpReductions(out.program, target.warp_lanes);
   if (out.program.parallel) {
     out.global_size[0] = out.program.parallel_extent;
     out.global_size[0].owner = out.expanded;  // the extent's expression lives in that graph

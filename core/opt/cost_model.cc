@@ -118,7 +118,14 @@ double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& targe
     case InstrKind::kAccRead:
     case InstrKind::kLoopEnd:
     case InstrKind::kGlobalIndex:
+    case InstrKind::kThreadIndex:
+    case InstrKind::kSharedDefine:
+    case InstrKind::kBarrier:
       return 0;
+    case InstrKind::kSharedLoad:
+      return kLoad;
+    case InstrKind::kSharedStore:
+      return kStore;
     case InstrKind::kAlu:
       return AluCost(p, in);
     case InstrKind::kCast:
@@ -196,6 +203,11 @@ class ValueNumbers {
         case InstrKind::kLoopEnd:
         case InstrKind::kVar:
         case InstrKind::kGlobalIndex:
+        case InstrKind::kThreadIndex:
+        case InstrKind::kSharedDefine:
+        case InstrKind::kSharedLoad:
+        case InstrKind::kSharedStore:
+        case InstrKind::kBarrier:
           key.unique = static_cast<int64_t>(i) + 1;  // never the same as another
           break;
         default:

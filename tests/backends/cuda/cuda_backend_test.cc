@@ -196,6 +196,28 @@ TEST(CudaBackend, ReductionsWithRunTimeChecksKeepAThreadPerOutput) {
   EXPECT_FALSE(WarpShared(*spec)) << spec->src;
 }
 
+TEST(CudaBackend, GroupReductionsMeetInSharedMemoryAfterABarrier) {
+  // GROUP (and GROUPTOP) split a reduction across a block's threads: each keeps a partial sum,
+  // writes it to shared memory, and after __syncthreads the group's first thread combines them.
+  auto ast = DecodeKernelAst(testing::RowSumKernel(1024, 1024));
+  UOPD_ASSERT_OK(ast);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  for (OptOp op : {OptOp::kGroup, OptOp::kGroupTop}) {
+    auto optimized = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"),
+                                    OptimizeRequest{OptMode::kOpts, {Opt{op, 0, 16}}});
+    UOPD_ASSERT_OK(optimized);
+    auto spec = CudaRenderer().Render(optimized->ast, "r_grouped");
+    UOPD_ASSERT_OK(spec);
+    EXPECT_NE(spec->src.find("__shared__"), std::string::npos) << spec->src;
+    EXPECT_NE(spec->src.find("__syncthreads()"), std::string::npos) << spec->src;
+    auto dims = spec->launch_dims({});
+    UOPD_ASSERT_OK(dims);
+    EXPECT_EQ(dims->global[0] * dims->local[0], 1024 * 16) << "16 threads per row";
+    UOPD_EXPECT_OK((*compiler)->Compile(*spec).status());
+  }
+}
+
 TEST(CudaBackend, WarpsShareSymbolicRowReductions) {
   // out[r] = max_k in[r * 1024 + k] for k < n: the trip count is known only at run time.
   testing::GraphBuilder g;

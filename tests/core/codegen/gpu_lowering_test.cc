@@ -1,11 +1,14 @@
 // The GPU mode of the shared lowering (parallel ranges on a flattened grid index), checked
 // without a GPU: the CPU backend runs the grid's threads as a loop, and every corpus case and
 // plan must still match tinygrad.
+#include <atomic>
+
 #include "backends/cpu/cpu_allocator.h"
 #include "backends/cpu/llvm_compiler.h"
 #include "backends/cpu/llvm_renderer.h"
 #include "backends/cpu/orc_runtime.h"
 #include "core/corpus/corpus_runner.h"
+#include "core/opt/optimize.h"
 #include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
@@ -61,6 +64,53 @@ TEST(GpuLowering, RandomCudaOptListsKeepTheMeaningOfTheCorpus) {
       EXPECT_TRUE(status.ok()) << entry.path << " (seed " << seed << ", opts "
                                << random.Describe(entry) << "): " << status;
     }
+  }
+}
+
+// Optimizes every kernel with one GROUP (or GROUPTOP) opt of the first size it takes, so
+// every reduction of the corpus that can meets in shared memory.
+class GroupFirstSource : public ProgramSource {
+ public:
+  GroupFirstSource(ProgramSource& inner, OptOp op) : inner_(inner), op_(op) {}
+  absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(Device& device,
+                                                           std::shared_ptr<const KernelAst> ast,
+                                                           const OptimizeRequest&,
+                                                           const StopFlag* stop) override {
+    const OptTarget target = OptTarget::Cuda("sm_90");
+    if (!IsAlreadyOptimized(*ast)) {
+      for (int size : {16, 8, 4, 2}) {
+        auto optimized =
+            OptimizeKernel(ast, target, OptimizeRequest{OptMode::kOpts, {Opt{op_, 0, size}}});
+        if (!optimized.ok()) continue;
+        auto loaded = inner_.Get(device, optimized->ast, OptimizeRequest{OptMode::kNone, {}}, stop);
+        // The block's array of partial sums (LLVM: `%shN = alloca [64 x ...]`).
+        if (loaded.ok() && (*loaded)->spec->src.find("%sh") != std::string::npos) ++shared;
+        return loaded;
+      }
+    }
+    return inner_.Get(device, ast, OptimizeRequest{OptMode::kNone, {}}, stop);
+  }
+  std::atomic<int> shared{0};
+
+ private:
+  ProgramSource& inner_;
+  const OptOp op_;
+};
+
+TEST(GpuLowering, GroupReductionsInSharedMemoryKeepTheMeaningOfTheCorpus) {
+  // Work-group loops run each block's threads part by part between barriers: the partial sums
+  // meet in the block's array as a GPU's shared memory would hold them.
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  KernelCache cache;
+  CachingProgramSource source(cache);
+  for (OptOp op : {OptOp::kGroup, OptOp::kGroupTop}) {
+    GroupFirstSource group(source, op);
+    for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {
+      if (entry.is_plan) continue;
+      absl::Status status = RunCorpusEntry(*device, entry, {&group, nullptr});
+      EXPECT_TRUE(status.ok()) << entry.path << " (" << static_cast<int>(op) << "): " << status;
+    }
+    EXPECT_GT(group.shared.load(), 35);
   }
 }
 

@@ -82,6 +82,64 @@ TEST(CodegenPipeline, LocalRangesAreThreadsOfTheGridNotLoops) {
   EXPECT_EQ(kernel->global_size[0].constant, 2);  // 256 threads in blocks of 128
 }
 
+// out[i] = sum over g < 4, r < 16 of x[i * 64 + g * 16 + r], g a GROUP_REDUCE range.
+std::shared_ptr<const KernelAst> GroupSum(int64_t outputs) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, outputs);
+  int x = g.Buffer(1, DType::FLOAT32, outputs * 64);
+  int i = g.Range(g.Index(outputs), 0, v1::RangeArg::GLOBAL);
+  int grp = g.Range(g.Index(4), 1, v1::RangeArg::GROUP_REDUCE);
+  int r = g.Range(g.Index(16), 2, v1::RangeArg::REDUCE);
+  auto mul = [&](int a, int64_t c) { return g.Node(Node::MUL, DType::INDEX, {a, g.Index(c)}); };
+  auto add = [&](int a, int b) { return g.Node(Node::ADD, DType::INDEX, {a, b}); };
+  int index = add(add(mul(i, 64), mul(grp, 16)), r);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, index), {grp, r});
+  auto ast = DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, i), sum), {i})}));
+  EXPECT_TRUE(ast.ok()) << ast.status();
+  return *ast;
+}
+
+TEST(CodegenPipeline, AGroupReductionMeetsInSharedMemoryAfterABarrier) {
+  CodegenTarget gpu = Gpu(128);
+  gpu.group_threads = 128;
+  auto kernel = LowerForTarget(GroupSum(10), "k", gpu, {});
+  UOPD_ASSERT_OK(kernel);
+  const LinearProgram& p = kernel->program;
+  EXPECT_EQ(p.group_threads, 128);
+  auto count = [&](InstrKind kind) {
+    return std::count_if(p.instrs.begin(), p.instrs.end(),
+                         [&](const Instr& in) { return in.kind == kind; });
+  };
+  EXPECT_EQ(count(InstrKind::kThreadIndex), 1) << p.Dump();
+  EXPECT_EQ(count(InstrKind::kGlobalIndex), 0) << p.Dump();  // no thread leaves early
+  EXPECT_EQ(count(InstrKind::kBarrier), 1) << p.Dump();
+  EXPECT_EQ(count(InstrKind::kSharedLoad), 4) << p.Dump();  // the group's 4 partial sums
+  EXPECT_EQ(kernel->global_size[0].constant, 1);            // 10 x 4 threads: one block
+  EXPECT_FALSE(kernel->warps.enabled);
+
+  gpu.group_threads = 0;  // no shared memory: the group is a loop in each thread
+  auto serial = LowerForTarget(GroupSum(10), "k", gpu, {});
+  UOPD_ASSERT_OK(serial);
+  EXPECT_EQ(serial->program.group_threads, 0);
+}
+
+TEST(CodegenPipeline, WithoutBlocksAGroupRunsAsWorkGroupLoops) {
+  CodegenTarget gpu = Gpu(0);
+  gpu.group_threads = 8;  // 10 x 4 threads: five blocks of two groups
+  auto kernel = LowerForTarget(GroupSum(10), "k", gpu, {});
+  UOPD_ASSERT_OK(kernel);
+  const LinearProgram& p = kernel->program;
+  int loops = 0, grid = 0;
+  for (const Instr& in : p.instrs) {
+    EXPECT_NE(in.kind, InstrKind::kBarrier) << p.Dump();
+    EXPECT_NE(in.kind, InstrKind::kThreadIndex) << p.Dump();
+    loops += in.kind == InstrKind::kLoopBegin;
+    grid += in.kind == InstrKind::kGlobalIndex;
+  }
+  EXPECT_EQ(grid, 1) << p.Dump();   // over the blocks
+  EXPECT_EQ(loops, 3) << p.Dump();  // the threads before and after the barrier, the reduction
+}
+
 TEST(CodegenPipeline, AGridWithoutBlocksRunsAsALoopThatTakesTheCoreVariables) {
   auto kernel = LowerForTarget(AddOne(1000), "k", Gpu(0), {});
   UOPD_ASSERT_OK(kernel);
