@@ -96,7 +96,10 @@ const UOp* Lowerer::ChooseGroupRange() {
   const Int128 size = ConstIntValue(*group->src(0));
   if (size < 2 || options_.group_threads % size != 0) return nullptr;
   // Only reductions close it, each a scalar of a type shared memory holds, computed once per
-  // thread at the top level (the barrier must be reached by every thread of the block once).
+  // thread at the top level (the barrier must be reached by every thread of the block once),
+  // with arrays of partials that fit a block's static shared memory.
+  constexpr int64_t kSharedBytes = 48 * 1024;
+  int64_t shared_bytes = 0;
   for (const UOp* node : topo_) {
     if (node->op() != Op::kReduce && node->op() != Op::kEnd) continue;
     auto closed = node->src().subspan(1);
@@ -106,6 +109,8 @@ const UOp* Lowerer::ChooseGroupRange() {
     if (node->dtype().count != 1 || s == Scalar::kBool || IsNarrowFloat(s)) return nullptr;
     const Op op = node->arg().reduce_op;
     if (op != Op::kAdd && op != Op::kMul && op != Op::kMax) return nullptr;
+    shared_bytes += int64_t{options_.group_threads} * ScalarItemSize(s);
+    if (shared_bytes > kSharedBytes) return nullptr;
     for (const UOp* free : FreeRanges(node)) {
       if (!IsGridRange(free)) return nullptr;
     }

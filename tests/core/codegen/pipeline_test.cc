@@ -123,6 +123,18 @@ TEST(CodegenPipeline, AGroupReductionMeetsInSharedMemoryAfterABarrier) {
   EXPECT_EQ(serial->program.group_threads, 0);
 }
 
+TEST(CodegenPipeline, AGroupWhosePartialsOverflowSharedMemoryStaysALoop) {
+  CodegenTarget gpu = Gpu(16384);
+  gpu.group_threads = 16384;  // 16,384 float partials: 64 KiB, past a block's static 48 KiB
+  auto kernel = LowerForTarget(GroupSum(10), "k", gpu, {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.group_threads, 0);
+  gpu.block_threads = gpu.group_threads = 8192;  // 32 KiB
+  kernel = LowerForTarget(GroupSum(10), "k", gpu, {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.group_threads, 8192);
+}
+
 TEST(CodegenPipeline, WithoutBlocksAGroupRunsAsWorkGroupLoops) {
   CodegenTarget gpu = Gpu(0);
   gpu.group_threads = 8;  // 10 x 4 threads: five blocks of two groups
