@@ -61,12 +61,16 @@ void Lowerer::ChooseParallelLoop() {
 void Lowerer::ChooseGridRanges() {
   if (ast_.root->num_src() != 1 || ast_.root->src(0)->op() != Op::kEnd) return;
   Int128 threads = 1;
-  // The kernel's outer parallel ranges, in order: GLOBAL (and LOOP) then LOCAL, which the
-  // flattened index varies fastest, so neighbouring threads take neighbouring LOCAL indices as
-  // the optimizer meant (run as loops inside each thread, a LOCAL opt made kernels slower).
+  // The kernel's outer parallel ranges, in order: GLOBAL (and LOOP), a tensor core's WARP, then
+  // LOCAL, which the flattened index varies fastest, so neighbouring threads take neighbouring
+  // LOCAL indices as the optimizer meant (run as loops inside each thread, a LOCAL opt made
+  // kernels slower).
   for (const UOp* range : SortedRanges(ast_.root->src(0)->src().subspan(1))) {
     AxisType type = range->arg().axis_type;
-    if (type != AxisType::kLoop && type != AxisType::kGlobal && type != AxisType::kLocal) break;
+    if (type != AxisType::kLoop && type != AxisType::kGlobal && type != AxisType::kWarp &&
+        type != AxisType::kLocal) {
+      break;
+    }
     grid_ranges_.push_back(range);
     program_.grid_ends.push_back(range->src(0));
     threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);

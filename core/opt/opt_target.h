@@ -6,6 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "core/opt/tensor_core.h"
 
 namespace uopd {
 
@@ -22,6 +25,10 @@ struct OptTarget {
   // CPU: the SIMD registers the heuristics tile for (AVX-512: 32 of 64 bytes).
   int vector_bytes = 32;
   int vector_registers = 16;
+  // The TC opt's matrix units, and whether float32 may run on a TF32 one (tinygrad's
+  // ALLOW_TF32: off, as its default, because TF32 rounds the inputs to 10 bits).
+  std::vector<TensorCore> tensor_cores;
+  bool allow_tf32 = false;
 
   // uopd's CPU: threads up to the core count (at least 8, as tinygrad's corpus was captured).
   static OptTarget Cpu(int cores);

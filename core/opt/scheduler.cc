@@ -79,6 +79,7 @@ OptTarget OptTarget::Cuda(const std::string& arch) {
   t.device = absl::StrCat("CUDA:", arch);
   t.has_local = true;
   t.has_shared = true;
+  t.tensor_cores = CudaTensorCores(arch);
   return t;
 }
 
@@ -205,7 +206,8 @@ absl::StatusOr<const UOp*> Scheduler::RealAxis(const Opt& opt) const {
   return candidates[*opt.axis];
 }
 
-absl::Status Scheduler::ShiftTo(const UOp* range, int64_t amount, AxisType type, bool top) {
+absl::Status Scheduler::ShiftTo(const UOp* range, int64_t amount, AxisType type, bool top,
+                                const UOp** kept_out, const UOp* given) {
   const int64_t size = ConstSize(range);
   if (amount <= 0 || size < 0 || size % amount != 0) {
     return OptError(absl::StrCat(amount, " can't divide ",
@@ -213,8 +215,9 @@ absl::Status Scheduler::ShiftTo(const UOp* range, int64_t amount, AxisType type,
   }
   const int64_t rest = size / amount;
   const DType index = DType::Of(Scalar::kIndex);
-  const UOp* fresh =
-      graph_->Make(Op::kRange, index, {IndexConst(amount)}, Arg::Range({next_range_id_++}, type));
+  const UOp* fresh = given != nullptr ? given
+                                      : graph_->Make(Op::kRange, index, {IndexConst(amount)},
+                                                     Arg::Range({next_range_id_++}, type));
   const UOp* kept = graph_->Make(Op::kRange, index, {IndexConst(rest)}, range->arg());
   const UOp* expr =
       top ? graph_->Make(Op::kAdd, index,
@@ -222,6 +225,7 @@ absl::Status Scheduler::ShiftTo(const UOp* range, int64_t amount, AxisType type,
           : graph_->Make(Op::kAdd, index,
                          {graph_->Make(Op::kMul, index, {kept, IndexConst(amount)}), fresh});
   root_ = Substitute(root_, {{range, expr}});
+  if (kept_out != nullptr) *kept_out = kept;
   return absl::OkStatus();
 }
 
@@ -367,9 +371,7 @@ absl::Status Scheduler::Apply(const Opt& opt) {
     applied_.push_back(opt);
     return absl::OkStatus();
   }
-  if (opt.op == OptOp::kTc) {
-    return absl::UnimplementedError("TC (tensor core) opts are not supported yet");
-  }
+  if (opt.op == OptOp::kTc) return ApplyTensorCore(opt);
   if ((opt.op == OptOp::kLocal || opt.op == OptOp::kGroup || opt.op == OptOp::kGroupTop) &&
       !target_.has_local) {
     return OptError("locals needed for opt");
@@ -418,6 +420,10 @@ absl::Status Scheduler::Apply(const Opt& opt) {
       break;
     case OptOp::kGroup:
     case OptOp::kGroupTop: {
+      if (std::any_of(applied_.begin(), applied_.end(),
+                      [](const Opt& o) { return o.op == OptOp::kTc; })) {
+        return OptError("no grouping with tensor cores");
+      }
       if (dont_use_locals_) return OptError("can't use locals");
       if (range->arg().axis_type != AxisType::kReduce) return OptError("only reduce axes group");
       // The REDUCE closing this range must not sit inside another reduction.

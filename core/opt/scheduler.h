@@ -49,8 +49,14 @@ class Scheduler {
   // The axis `opt` names (tinygrad's real_axis), or INVALID_ARGUMENT.
   absl::StatusOr<const UOp*> RealAxis(const Opt& opt) const;
   // Splits `range` by `amount` into itself (size / amount) and a new range of `type`:
-  // every use becomes old * amount + new (new * (size / amount) + old when `top`).
-  absl::Status ShiftTo(const UOp* range, int64_t amount, AxisType type, bool top);
+  // every use becomes old * amount + new (new * (size / amount) + old when `top`). With
+  // `given`, that expression stands for the new range (the TC opt's warp thread bits). The
+  // shortened range is stored to `kept` when not null.
+  absl::Status ShiftTo(const UOp* range, int64_t amount, AxisType type, bool top,
+                       const UOp** kept = nullptr, const UOp* given = nullptr);
+  // tinygrad's _apply_tc_opt: the ranges of the first reduction's two inputs and of its
+  // reduction split into a tensor core's layout (use_tensor_cores 2: the shape only).
+  absl::Status ApplyTensorCore(const Opt& opt);
   absl::Status PadTo(const UOp* range, int64_t multiple);
   absl::Status Swap(const UOp* a, const UOp* b);
   // Output LOOP ranges closed by a top-level END: what GLOBAL/THREAD may be made of.

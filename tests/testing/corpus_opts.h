@@ -3,6 +3,10 @@
 #ifndef UOPD_TESTS_TESTING_CORPUS_OPTS_H_
 #define UOPD_TESTS_TESTING_CORPUS_OPTS_H_
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "core/opt/opt.h"
 #include "core/opt/opt_target.h"
@@ -31,9 +35,33 @@ inline absl::StatusOr<Opt> OptOf(const v1::CorpusOpt& wire) {
   return opt;
 }
 
-// The corpus was captured with CPU_COUNT=8 (threads up to 8) and CUDARenderer("sm_80").
+// The corpus was captured with CPU_COUNT=8 (threads up to 8) and CUDARenderer("sm_80"); a
+// case whose manifest context says ALLOW_TF32=1 may put float32 on a TF32 tensor core.
 inline OptTarget TargetOf(const v1::CorpusCase& kase) {
-  return kase.target() == "CPU" ? OptTarget::Cpu(8) : OptTarget::Cuda("sm_80");
+  if (kase.target() == "CPU") return OptTarget::Cpu(8);
+  OptTarget cuda = OptTarget::Cuda("sm_80");
+#ifdef UOPD_CORPUS_OPT_DIR
+  static const google::protobuf::Struct* manifest = [] {
+    auto* out = new google::protobuf::Struct;
+    std::ifstream in(std::string(UOPD_CORPUS_OPT_DIR) + "/manifest.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!google::protobuf::util::JsonStringToMessage(text.str(), out).ok()) out->Clear();
+    return out;
+  }();
+  for (const auto& [section, cases] : manifest->fields()) {
+    const auto& entries = cases.struct_value().fields();
+    auto it = entries.find(kase.name());
+    if (it == entries.end()) continue;
+    const auto& fields = it->second.struct_value().fields();
+    auto context = fields.find("context");
+    if (context == fields.end()) continue;
+    const auto& flags = context->second.struct_value().fields();
+    auto tf32 = flags.find("ALLOW_TF32");
+    if (tf32 != flags.end() && tf32->second.number_value() != 0) cuda.allow_tf32 = true;
+  }
+#endif
+  return cuda;
 }
 
 // A JSON value of a line re-read as the message it encodes (an IR v1 Graph, an opt).

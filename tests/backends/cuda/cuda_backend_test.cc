@@ -126,6 +126,31 @@ TEST(CudaBackend, CorpusKernelsWithRandomGpuOptListsCompileWithNvrtc) {
   EXPECT_EQ(compiled.load(), static_cast<int>(asts.size()));
 }
 
+TEST(CudaBackend, TinygradsOptimizedKernelsCompileWithNvrtc) {
+  // tests/corpus_opt's CUDA kernels as tinygrad's optimizer left them (LOCAL, GROUP_REDUCE, a
+  // tensor core's WARP): their locals and warp are threads of a block, groups meet in shared
+  // memory, and NVRTC compiles every one.
+  auto files = ListCorpusFiles({std::string(UOPD_CORPUS_OPT_DIR) + "/cases"});
+  UOPD_ASSERT_OK(files);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  int compiled = 0, shared = 0;
+  for (const std::string& file : *files) {
+    auto entry = LoadCorpusFile(file);
+    UOPD_ASSERT_OK(entry);
+    if (entry->kase.target() != "CUDA") continue;
+    auto ast = DecodeKernelAst(entry->kase.ast());
+    UOPD_ASSERT_OK(ast);
+    auto spec = CudaRenderer().Render(*ast, (*ast)->DefaultName());
+    UOPD_ASSERT_OK(spec) << file;
+    UOPD_EXPECT_OK((*compiler)->Compile(*spec).status()) << file;
+    ++compiled;
+    shared += spec->src.find("__syncthreads()") != std::string::npos;
+  }
+  EXPECT_GE(compiled, 10);
+  EXPECT_GE(shared, 3);
+}
+
 TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/red_sum_4d_2x3x4x5.json");
   UOPD_ASSERT_OK(entry);

@@ -67,6 +67,28 @@ TEST(GpuLowering, RandomCudaOptListsKeepTheMeaningOfTheCorpus) {
   }
 }
 
+TEST(GpuLowering, TinygradsOptimizedKernelsRunWithTheirWarpsAndLocalsAsThreads) {
+  // tests/corpus_opt: kernels as tinygrad's optimizer left them for CUDA (LOCAL, GROUP_REDUCE,
+  // a tensor core's WARP), with the outputs tinygrad's GPU emulator computed.
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  KernelCache cache;
+  CachingProgramSource source(cache);
+  auto files = ListCorpusFiles({std::string(UOPD_CORPUS_OPT_DIR) + "/cases"});
+  ASSERT_TRUE(files.ok()) << files.status();
+  int passed = 0, cuda = 0;
+  for (const std::string& file : *files) {
+    auto entry = LoadCorpusFile(file);
+    ASSERT_TRUE(entry.ok()) << entry.status();
+    if (entry->kase.target() != "CUDA") continue;
+    ++cuda;
+    absl::Status status = RunCorpusEntry(*device, *entry, {&source, nullptr});
+    EXPECT_TRUE(status.ok()) << file << ": " << status;
+    passed += status.ok();
+  }
+  EXPECT_EQ(passed, cuda);
+  EXPECT_GE(cuda, 10);
+}
+
 // Optimizes every kernel with one GROUP (or GROUPTOP) opt of the first size it takes, so
 // every reduction of the corpus that can meets in shared memory.
 class GroupFirstSource : public ProgramSource {

@@ -14,6 +14,7 @@
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_opts.h"
+#include "tests/testing/graph_builder.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -62,8 +63,8 @@ void ReplayCorpus(
     matched += optimized->hash == (*expected)->hash;
   }
   std::printf("[  NOTE    ] %d cases replayed to tinygrad's AST, %d skipped\n", matched, skipped);
-  EXPECT_LE(skipped, 1);
-  EXPECT_GE(matched, 54);
+  EXPECT_EQ(skipped, 0);  // the TC case (shape only) too
+  EXPECT_GE(matched, 55);
 }
 
 TEST(Scheduler, ReplaysTinygradsOptsToTheSameAst) {
@@ -82,6 +83,59 @@ TEST(Scheduler, ReplaysTinygradsOptsFromTheScheduledAst) {
     EXPECT_TRUE(scheduled.ok()) << scheduled.status();
     return scheduled.ok() ? RunPreOptPasses(*scheduled, TargetOf(kase)) : nullptr;
   });
+}
+
+Opt Tc(int axis, int tc_select, int tc_opt, int use_tensor_cores) {
+  Opt opt{OptOp::kTc, axis, 0};
+  opt.tc = {tc_select, tc_opt, use_tensor_cores};
+  return opt;
+}
+
+std::shared_ptr<const KernelAst> Matmul32() {
+  auto ast = DecodeKernelAst(testing::Matmul(32, 32, 32));
+  EXPECT_TRUE(ast.ok()) << ast.status();
+  return *ast;
+}
+
+TEST(Scheduler, ATensorCoreShapesFloat32OnlyWhereTf32IsAllowed) {
+  OptTarget sm80 = OptTarget::Cuda("sm_80");
+  Scheduler plain(*Matmul32(), sm80);
+  EXPECT_TRUE(testing::StatusIs(plain.Apply(Tc(0, -1, 0, 2)), absl::StatusCode::kInvalidArgument,
+                                {"no tensor core available"}));
+  sm80.allow_tf32 = true;
+  Scheduler tf32(*Matmul32(), sm80);
+  UOPD_ASSERT_OK(tf32.Apply(Tc(0, -1, 0, 2)));
+  // A warp of 32 threads, the M x N tile's upcasts and K's three factors of 2 unrolled.
+  int warps = 0, upcasts = 0, unrolls = 0;
+  for (const UOp* range : tf32.Axes()) {
+    warps += range->arg().axis_type == AxisType::kWarp;
+    upcasts += range->arg().axis_type == AxisType::kUpcast;
+    unrolls += range->arg().axis_type == AxisType::kUnroll;
+  }
+  EXPECT_EQ(warps, 1);
+  EXPECT_EQ(upcasts, 2);
+  EXPECT_EQ(unrolls, 3);
+  EXPECT_TRUE(testing::StatusIs(tf32.Apply(Opt{OptOp::kGroup, 0, 2}),
+                                absl::StatusCode::kInvalidArgument,
+                                {"no grouping with tensor cores"}));
+}
+
+TEST(Scheduler, ATensorCoreOptIsFirstAndItsWmmaIsNotLoweredYet) {
+  OptTarget sm80 = OptTarget::Cuda("sm_80");
+  sm80.allow_tf32 = true;
+  Scheduler later(*Matmul32(), sm80);
+  UOPD_ASSERT_OK(later.Apply(Opt{OptOp::kUpcast, 0, 2}));
+  EXPECT_TRUE(testing::StatusIs(later.Apply(Tc(0, -1, 0, 2)), absl::StatusCode::kInvalidArgument,
+                                {"must be first"}));
+  Scheduler wmma(*Matmul32(), sm80);
+  EXPECT_TRUE(
+      testing::StatusIs(wmma.Apply(Tc(0, -1, 0, 1)), absl::StatusCode::kUnimplemented, {"WMMA"}));
+  EXPECT_TRUE(testing::StatusIs(wmma.Apply(Tc(0, 9, 0, 2)), absl::StatusCode::kInvalidArgument,
+                                {"tc_select"}));
+  // A CPU has no tensor cores.
+  Scheduler cpu(*Matmul32(), OptTarget::Cpu(8));
+  EXPECT_TRUE(testing::StatusIs(cpu.Apply(Tc(0, -1, 0, 2)), absl::StatusCode::kInvalidArgument,
+                                {"no tensor core available"}));
 }
 
 }  // namespace

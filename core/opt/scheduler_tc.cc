@@ -1,0 +1,187 @@
+// The TC opt: tinygrad 0.12's Scheduler._apply_tc_opt (codegen/opt/postrange.py) for
+// use_tensor_cores 2, which gives the kernel a tensor core's range layout (a 32-thread WARP
+// range whose bits index the M and N tiles, UPCASTs for the elements a thread holds, UNROLLs
+// for K) without the WMMA instruction. With use_tensor_cores 1 tinygrad also replaces the
+// reduction by a WMMA; uopd does not lower one yet and answers UNIMPLEMENTED.
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/ir/uop.h"
+#include "core/ir/value_range.h"
+#include "core/opt/scheduler.h"
+#include "core/util/status_macros.h"
+
+namespace uopd {
+namespace {
+
+int64_t ConstSizeOf(const UOp* range) {
+  const UOp* size = range->src(0);
+  return size->IsConst() ? static_cast<int64_t>(ConstIntValue(*size)) : -1;
+}
+
+// tinygrad's UOp.ranges: the RANGEs each node sits inside (used below it, not closed there).
+class OpenRanges {
+ public:
+  const std::vector<const UOp*>& Of(const UOp* node) {
+    if (auto it = memo_.find(node); it != memo_.end()) return it->second;
+    std::vector<const UOp*> out;
+    auto add = [&](const UOp* r) {
+      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+    };
+    if (node->op() == Op::kRange) add(node);
+    for (const UOp* s : node->src()) {
+      for (const UOp* r : Of(s)) add(r);
+    }
+    if (node->op() == Op::kReduce || node->op() == Op::kEnd) {
+      for (size_t i = 1; i < node->num_src(); ++i) {
+        out.erase(std::remove(out.begin(), out.end(), node->src(i)), out.end());
+      }
+    }
+    return memo_[node] = std::move(out);
+  }
+
+ private:
+  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> memo_;
+};
+
+// Largest axis id first (tinygrad sorts by arg[0], reversed).
+void SortByAxisDescending(std::vector<const UOp*>& ranges) {
+  std::stable_sort(ranges.begin(), ranges.end(),
+                   [](const UOp* a, const UOp* b) { return a->arg().axis > b->arg().axis; });
+}
+
+absl::Status TcError(absl::string_view why) { return absl::InvalidArgumentError(why); }
+
+}  // namespace
+
+absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
+  if (!applied_.empty()) return TcError("tensor core opts must be first");
+  if (!opt.axis.has_value()) return TcError("tensor core opts must have an axis");
+  const auto [tc_select, tc_opt, use_tensor_cores] = opt.tc;
+  if (tc_select < -1 || tc_select >= static_cast<int>(target_.tensor_cores.size())) {
+    return TcError("tensor core opts must have valid tc_select");
+  }
+  if (tc_opt < 0 || tc_opt > 2) return TcError("tensor core opts must have valid tc_opt");
+  if (use_tensor_cores <= 0 || use_tensor_cores > 2) {
+    return TcError("use_tensor_cores value is not valid");
+  }
+  if (use_tensor_cores == 1) {
+    return absl::UnimplementedError(
+        "TC with use_tensor_cores 1 (a WMMA instruction) is not lowered yet; "
+        "use_tensor_cores 2 applies the tensor core's shape alone");
+  }
+  const UOp* reduce = nullptr;
+  for (const UOp* n : Toposort(root_)) {
+    if (n->op() == Op::kReduce) {
+      reduce = n;
+      break;
+    }
+  }
+  if (reduce == nullptr) return TcError("no reduce ops for TensorCore");
+  const absl::Status none = TcError("no tensor core available");
+  if (reduce->arg().reduce_op != Op::kAdd) return none;
+  const UOp* mul = reduce->src(0)->op() == Op::kCast ? reduce->src(0)->src(0) : reduce->src(0);
+  if (mul->op() != Op::kMul) return none;
+  const UOp* in0 = mul->src(0);
+  const UOp* in1 = mul->src(1);
+
+  std::vector<TensorCore> cores = target_.tensor_cores;
+  if (tc_select >= 0) cores = {target_.tensor_cores[tc_select]};
+  OpenRanges open;
+  for (const TensorCore& tc : cores) {
+    if (absl::StartsWith(target_.device, "CUDA") && tc.dtype_in == Scalar::kFloat32 &&
+        !target_.allow_tf32) {
+      continue;
+    }
+    if (in0->dtype().scalar != tc.dtype_in || in1->dtype().scalar != tc.dtype_in ||
+        reduce->dtype().scalar != tc.dtype_out) {
+      continue;
+    }
+    // A tensor core has three ranges: N (only in the second input), M (only in the first) and
+    // the reduction's K.
+    auto only_in = [&](const UOp* a, const UOp* b) {
+      std::vector<const UOp*> out;
+      const std::vector<const UOp*>& other = open.Of(b);
+      for (const UOp* r : open.Of(a)) {
+        if (std::find(other.begin(), other.end(), r) == other.end()) out.push_back(r);
+      }
+      SortByAxisDescending(out);
+      return out;
+    };
+    const std::vector<const UOp*> in0_ranges = only_in(in0, in1);
+    const std::vector<const UOp*> in1_ranges = only_in(in1, in0);
+    std::vector<const UOp*> red_ranges;
+    for (size_t i = 1; i < reduce->num_src(); ++i) {
+      if (reduce->src(i)->op() == Op::kRange) red_ranges.push_back(reduce->src(i));
+    }
+    SortByAxisDescending(red_ranges);
+    if (in0_ranges.empty() || in1_ranges.empty() || red_ranges.empty()) continue;
+    // The axis-th of (N, M, K) choices, N slowest (itertools.product's order).
+    const int64_t choices =
+        static_cast<int64_t>(in1_ranges.size() * in0_ranges.size() * red_ranges.size());
+    if (*opt.axis < 0 || *opt.axis >= choices) continue;
+    const int64_t axis = *opt.axis;
+    const int64_t per_n = static_cast<int64_t>(in0_ranges.size() * red_ranges.size());
+    std::array<const UOp*, 3> axes = {in1_ranges[axis / per_n],
+                                      in0_ranges[(axis / static_cast<int64_t>(red_ranges.size())) %
+                                                 static_cast<int64_t>(in0_ranges.size())],
+                                      red_ranges[axis % static_cast<int64_t>(red_ranges.size())]};
+
+    const UOp* before = root_;
+    const int64_t ids_before = next_range_id_;
+    // Ranges that are not a multiple of the core's dims are padded (opt level 2 only).
+    bool fits = true;
+    for (int i = 0; i < 3 && fits; ++i) {
+      const int64_t size = ConstSizeOf(axes[i]);
+      if (size > 0 && size % tc.dims[i] == 0) continue;
+      if (tc_opt < 2 || size < 0) {
+        fits = false;
+        break;
+      }
+      const std::vector<const UOp*> order = Axes();
+      const auto at = std::find(order.begin(), order.end(), axes[i]) - order.begin();
+      if (!PadTo(axes[i], tc.dims[i]).ok()) {
+        fits = false;
+        break;
+      }
+      axes[i] = Axes()[at];
+    }
+    if (!fits) {
+      root_ = before;
+      next_range_id_ = ids_before;
+      continue;
+    }
+    // The warp is made whole, and its bits become the LOCAL parts of N and M, in the core's
+    // order ("l0" takes warp % 2, the next warp / 2 % 2, ...).
+    const DType index = DType::Of(Scalar::kIndex);
+    const UOp* warp = graph_->Make(Op::kRange, index, {IndexConst(tc.threads)},
+                                   Arg::Range({-1}, AxisType::kWarp));
+    absl::Status status;
+    for (const std::string& step : tc.opts) {
+      const int dim = step[1] - '0';
+      if (step[0] == 'l') {
+        const UOp* bit = graph_->Make(Op::kMod, index, {warp, IndexConst(2)});
+        status = ShiftTo(axes[dim], 2, AxisType::kLocal, /*top=*/false, &axes[dim], bit);
+        warp = graph_->Make(Op::kIdiv, index, {warp, IndexConst(2)});
+      } else {
+        status = ShiftTo(axes[dim], 2, AxisType::kUpcast, /*top=*/false, &axes[dim]);
+      }
+      if (!status.ok()) break;
+    }
+    for (int i = 0; i < tc.ReduceAxes() && status.ok(); ++i) {
+      status = ShiftTo(axes[2], 2, AxisType::kUnroll, /*top=*/false, &axes[2]);
+    }
+    if (!status.ok()) {
+      root_ = before;
+      next_range_id_ = ids_before;
+      return status;
+    }
+    applied_.push_back(opt);
+    return absl::OkStatus();
+  }
+  return none;
+}
+
+}  // namespace uopd
