@@ -67,6 +67,96 @@ Int128 ConstIntValue(const UOp& node) {
   return WrapToDType(raw, node.dtype().scalar);
 }
 
+namespace {
+
+Interval ProductRange(Interval a, Interval b) {
+  return Hull({SaturatingMul(a.min, b.min), SaturatingMul(a.min, b.max),
+               SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)});
+}
+
+// The range of integer `op` over operands in `a` and `b`, before wrapping to the dtype (`full`
+// where nothing narrower is known).
+Interval BinaryRange(Op op, Scalar scalar, Interval a, Interval b, Interval full) {
+  Interval r = full;
+  switch (op) {
+    case Op::kAdd: {
+      if (scalar == Scalar::kBool) return {0, 1};
+      r = {Saturate(a.min + b.min), Saturate(a.max + b.max)};
+      break;
+    }
+    case Op::kSub: {
+      r = {Saturate(a.min - b.max), Saturate(a.max - b.min)};
+      break;
+    }
+    case Op::kMul: {
+      if (scalar == Scalar::kBool) return {0, 1};
+      r = ProductRange(a, b);
+      break;
+    }
+    case Op::kIdiv: {
+      if (b.min > 0 || b.max < 0) {
+        r = Hull({TruncDiv(a.min, b.min), TruncDiv(a.min, b.max), TruncDiv(a.max, b.min),
+                  TruncDiv(a.max, b.max)});
+      } else {
+        // The divisor may be zero (the lowering defines x/0) or +-1: |result| <= |x|.
+        Int128 m = std::max(a.max < 0 ? -a.max : a.max, a.min < 0 ? -a.min : a.min);
+        r = {-m, m};
+      }
+      break;
+    }
+    case Op::kMod: {
+      Int128 bmax = std::max(b.max < 0 ? -b.max : b.max, b.min < 0 ? -b.min : b.min);
+      Int128 limit = bmax > 0 ? bmax - 1 : 0;
+      if (a.min >= 0 && b.min > 0 && a.max < b.min) {
+        r = a;  // x % b == x for 0 <= x < b
+      } else if (a.min >= 0) {
+        r = {0, std::min(a.max, limit)};
+      } else if (a.max <= 0) {
+        r = {std::max(a.min, -limit), 0};
+      } else {
+        r = {std::max(a.min, -limit), std::min(a.max, limit)};
+      }
+      break;
+    }
+    case Op::kMax: {
+      r = {std::max(a.min, b.min), std::max(a.max, b.max)};
+      break;
+    }
+    case Op::kAnd:
+    case Op::kOr:
+    case Op::kXor: {
+      if (scalar == Scalar::kBool) return {0, 1};
+      if (a.min >= 0 && b.min >= 0) {
+        if (op == Op::kAnd) {
+          r = {0, std::min(a.max, b.max)};
+        } else {
+          r = {0, PowerOfTwoCeilMinus1(std::max(a.max, b.max))};
+        }
+      }
+      break;
+    }
+    case Op::kShl: {
+      if (b.IsConst() && b.min >= 0 && b.min < 64) {
+        Int128 f = Int128{1} << static_cast<int>(b.min);
+        r = {SaturatingMul(a.min, f), SaturatingMul(a.max, f)};
+      }
+      break;
+    }
+    case Op::kShr: {
+      if (b.IsConst() && b.min >= 0 && b.min < 64) {
+        int s = static_cast<int>(b.min);
+        r = {a.min >> s, a.max >> s};  // arithmetic shift of Int128 floors, as SHR does
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return r;
+}
+
+}  // namespace
+
 Interval ValueRanges::Get(const UOp* node) {
   if (auto it = memo_.find(node); it != memo_.end()) return it->second;
   // Post-order walk with an explicit stack: client graphs can be deep.
@@ -107,96 +197,28 @@ Interval ValueRanges::Compute(const UOp& node) {
       r = {0, std::max<Int128>(0, end.max - 1)};
       break;
     }
-    case Op::kAdd: {
-      if (scalar == Scalar::kBool) return {0, 1};
-      Interval a = src(0), b = src(1);
-      r = {Saturate(a.min + b.min), Saturate(a.max + b.max)};
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kIdiv:
+    case Op::kMod:
+    case Op::kMax:
+    case Op::kAnd:
+    case Op::kOr:
+    case Op::kXor:
+    case Op::kShl:
+    case Op::kShr:
+      r = BinaryRange(node.op(), scalar, src(0), src(1), full);
       break;
-    }
-    case Op::kSub: {
-      Interval a = src(0), b = src(1);
-      r = {Saturate(a.min - b.max), Saturate(a.max - b.min)};
-      break;
-    }
     case Op::kNeg: {
       Interval a = src(0);
       r = {-a.max, -a.min};
       break;
     }
-    case Op::kMul: {
-      if (scalar == Scalar::kBool) return {0, 1};
-      Interval a = src(0), b = src(1);
-      r = Hull({SaturatingMul(a.min, b.min), SaturatingMul(a.min, b.max),
-                SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)});
-      break;
-    }
     case Op::kMulacc: {
       Interval a = src(0), b = src(1), c = src(2);
-      Interval p = Hull({SaturatingMul(a.min, b.min), SaturatingMul(a.min, b.max),
-                         SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)});
+      Interval p = ProductRange(a, b);
       r = {Saturate(p.min + c.min), Saturate(p.max + c.max)};
-      break;
-    }
-    case Op::kIdiv: {
-      Interval a = src(0), b = src(1);
-      if (b.min > 0 || b.max < 0) {
-        r = Hull({TruncDiv(a.min, b.min), TruncDiv(a.min, b.max), TruncDiv(a.max, b.min),
-                  TruncDiv(a.max, b.max)});
-      } else {
-        // The divisor may be zero (the lowering defines x/0) or +-1: |result| <= |x|.
-        Int128 m = std::max(a.max < 0 ? -a.max : a.max, a.min < 0 ? -a.min : a.min);
-        r = {-m, m};
-      }
-      break;
-    }
-    case Op::kMod: {
-      Interval a = src(0), b = src(1);
-      Int128 bmax = std::max(b.max < 0 ? -b.max : b.max, b.min < 0 ? -b.min : b.min);
-      Int128 limit = bmax > 0 ? bmax - 1 : 0;
-      if (a.min >= 0 && b.min > 0 && a.max < b.min) {
-        r = a;  // x % b == x for 0 <= x < b
-      } else if (a.min >= 0) {
-        r = {0, std::min(a.max, limit)};
-      } else if (a.max <= 0) {
-        r = {std::max(a.min, -limit), 0};
-      } else {
-        r = {std::max(a.min, -limit), std::min(a.max, limit)};
-      }
-      break;
-    }
-    case Op::kMax: {
-      Interval a = src(0), b = src(1);
-      r = {std::max(a.min, b.min), std::max(a.max, b.max)};
-      break;
-    }
-    case Op::kAnd:
-    case Op::kOr:
-    case Op::kXor: {
-      Interval a = src(0), b = src(1);
-      if (scalar == Scalar::kBool) return {0, 1};
-      if (a.min >= 0 && b.min >= 0) {
-        if (node.op() == Op::kAnd) {
-          r = {0, std::min(a.max, b.max)};
-        } else {
-          r = {0, PowerOfTwoCeilMinus1(std::max(a.max, b.max))};
-        }
-      }
-      break;
-    }
-    case Op::kShl: {
-      Interval a = src(0), b = src(1);
-      if (b.IsConst() && b.min >= 0 && b.min < 64) {
-        Int128 f = Int128{1} << static_cast<int>(b.min);
-        r = {SaturatingMul(a.min, f), SaturatingMul(a.max, f)};
-      }
-      break;
-    }
-    case Op::kShr: {
-      Interval a = src(0), b = src(1);
-      if (b.IsConst() && b.min >= 0 && b.min < 64) {
-        int s = static_cast<int>(b.min);
-        r = {a.min >> s, a.max >> s};  // arithmetic shift of Int128 floors, as SHR does
-      }
       break;
     }
     case Op::kCmplt: {

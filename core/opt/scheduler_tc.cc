@@ -4,6 +4,8 @@
 // for K) without the WMMA instruction. With use_tensor_cores 1 tinygrad also replaces the
 // reduction by a WMMA; uopd does not lower one yet and answers UNIMPLEMENTED.
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -50,6 +52,36 @@ class OpenRanges {
 void SortByAxisDescending(std::vector<const UOp*>& ranges) {
   std::stable_sort(ranges.begin(), ranges.end(),
                    [](const UOp* a, const UOp* b) { return a->arg().axis > b->arg().axis; });
+}
+
+// A tensor core has three ranges: N (only in the second input), M (only in the first) and the
+// reduction's K. The `axis`-th of their combinations, N varied slowest (itertools.product's
+// order), or none.
+std::optional<std::array<const UOp*, 3>> ChooseTensorCoreAxes(OpenRanges& open, const UOp* in0,
+                                                              const UOp* in1, const UOp* reduce,
+                                                              int axis) {
+  auto only_in = [&](const UOp* a, const UOp* b) {
+    std::vector<const UOp*> out;
+    const std::vector<const UOp*>& other = open.Of(b);
+    for (const UOp* r : open.Of(a)) {
+      if (std::find(other.begin(), other.end(), r) == other.end()) out.push_back(r);
+    }
+    SortByAxisDescending(out);
+    return out;
+  };
+  const std::vector<const UOp*> in0_ranges = only_in(in0, in1);
+  const std::vector<const UOp*> in1_ranges = only_in(in1, in0);
+  std::vector<const UOp*> red_ranges;
+  for (size_t i = 1; i < reduce->num_src(); ++i) {
+    if (reduce->src(i)->op() == Op::kRange) red_ranges.push_back(reduce->src(i));
+  }
+  SortByAxisDescending(red_ranges);
+  const int64_t n = static_cast<int64_t>(in1_ranges.size());
+  const int64_t m = static_cast<int64_t>(in0_ranges.size());
+  const int64_t k = static_cast<int64_t>(red_ranges.size());
+  if (n == 0 || m == 0 || k == 0 || axis < 0 || axis >= n * m * k) return std::nullopt;
+  return std::array<const UOp*, 3>{in1_ranges[axis / (m * k)], in0_ranges[(axis / k) % m],
+                                   red_ranges[axis % k]};
 }
 
 absl::Status TcError(absl::string_view why) { return absl::InvalidArgumentError(why); }
@@ -99,35 +131,10 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
         reduce->dtype().scalar != tc.dtype_out) {
       continue;
     }
-    // A tensor core has three ranges: N (only in the second input), M (only in the first) and
-    // the reduction's K.
-    auto only_in = [&](const UOp* a, const UOp* b) {
-      std::vector<const UOp*> out;
-      const std::vector<const UOp*>& other = open.Of(b);
-      for (const UOp* r : open.Of(a)) {
-        if (std::find(other.begin(), other.end(), r) == other.end()) out.push_back(r);
-      }
-      SortByAxisDescending(out);
-      return out;
-    };
-    const std::vector<const UOp*> in0_ranges = only_in(in0, in1);
-    const std::vector<const UOp*> in1_ranges = only_in(in1, in0);
-    std::vector<const UOp*> red_ranges;
-    for (size_t i = 1; i < reduce->num_src(); ++i) {
-      if (reduce->src(i)->op() == Op::kRange) red_ranges.push_back(reduce->src(i));
-    }
-    SortByAxisDescending(red_ranges);
-    if (in0_ranges.empty() || in1_ranges.empty() || red_ranges.empty()) continue;
-    // The axis-th of (N, M, K) choices, N slowest (itertools.product's order).
-    const int64_t choices =
-        static_cast<int64_t>(in1_ranges.size() * in0_ranges.size() * red_ranges.size());
-    if (*opt.axis < 0 || *opt.axis >= choices) continue;
-    const int64_t axis = *opt.axis;
-    const int64_t per_n = static_cast<int64_t>(in0_ranges.size() * red_ranges.size());
-    std::array<const UOp*, 3> axes = {in1_ranges[axis / per_n],
-                                      in0_ranges[(axis / static_cast<int64_t>(red_ranges.size())) %
-                                                 static_cast<int64_t>(in0_ranges.size())],
-                                      red_ranges[axis % static_cast<int64_t>(red_ranges.size())]};
+    std::optional<std::array<const UOp*, 3>> chosen =
+        ChooseTensorCoreAxes(open, in0, in1, reduce, *opt.axis);
+    if (!chosen.has_value()) continue;
+    std::array<const UOp*, 3> axes = *chosen;
 
     const UOp* before = root_;
     const int64_t ids_before = next_range_id_;

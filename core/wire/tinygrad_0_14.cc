@@ -388,6 +388,73 @@ class Translator {
     return Add(Make(v1::Node::WHERE, t, {adjust, corrected, div ? q : r}));
   }
 
+  // A store whose value 0.14 gates with a WHERE: the gate moves to the index (an invalid
+  // index stores nothing), as 0.12 spells it.
+  absl::StatusOr<int> EmitGatedStore(int i, const GatedStore& g) {
+    const int buffer = BufferOf(g.buffer);
+    if (buffer < 0) return Error(i, "a stored-to INDEX must address a buffer PARAM");
+    UOPD_ASSIGN_OR_RETURN(v1::DType pointer, BufferDType(buffer));
+    v1::Node invalid = Make(v1::Node::CONST, v1::DType::INDEX, {});
+    invalid.mutable_arg()->set_invalid(true);
+    const int gated_index =
+        Add(Make(v1::Node::WHERE, v1::DType::INDEX,
+                 {Emitted(g.cond, VariantOfSource(g.where, 0)),
+                  Emitted(g.index, VariantOfSource(g.target, 1)), Add(std::move(invalid))}));
+    v1::Node target = Make(v1::Node::INDEX, v1::DType::VOID,
+                           {Emitted(g.buffer, VariantOfSource(g.target, 0)), gated_index});
+    *target.mutable_dtype() = pointer;
+    const int target_at = Add(std::move(target));
+    return Add(Make(v1::Node::STORE, v1::DType::VOID,
+                    {target_at, Emitted(g.value, VariantOfSource(g.where, 1))}));
+  }
+
+  // A PARAM: a variable (DEFINE_VAR) or a buffer (DEFINE_GLOBAL).
+  absl::StatusOr<int> EmitParam(int i) {
+    const v1::ParamArg& p = node(i).arg().param();
+    if (IsVariable(i)) {
+      if (!p.has_bounds()) return Error(i, "a variable needs bounds (vmin_vmax)");
+      v1::Node var = Make(v1::Node::DEFINE_VAR, Committed(scalar(i)), {});
+      v1::VarArg* arg = var.mutable_arg()->mutable_var();
+      arg->set_name(p.name());
+      arg->set_min(p.min());
+      arg->set_max(p.max());
+      if (p.multiple_of() > 1) arg->set_multiple_of(p.multiple_of());
+      return Add(std::move(var));
+    }
+    absl::StatusOr<v1::DType> dtype = BufferDType(i);
+    if (!dtype.ok()) return dtype.status();
+    v1::Node buffer = Make(v1::Node::DEFINE_GLOBAL, v1::DType::VOID, {});
+    *buffer.mutable_dtype() = *dtype;
+    buffer.mutable_arg()->set_i64(p.slot());
+    return Add(std::move(buffer));
+  }
+
+  // A REDUCE over its RANGE sources; a masked one (WHERE(mask, x, 0)) keeps its identity.
+  absl::StatusOr<int> EmitReduce(int i) {
+    const v1::Node& n = node(i);
+    if (n.arg().ints_size() > 1 || (n.arg().ints_size() == 1 && n.arg().ints(0) != 0)) {
+      return Error(i, "a kernel's REDUCE reduces over its RANGE sources: (op, 0)");
+    }
+    const int masked = MaskedReduceWhere(i);
+    int identity_where = -1;
+    if (masked >= 0) {
+      UOPD_ASSIGN_OR_RETURN(const int identity, ReduceIdentity(i));
+      v1::Node where = Make(v1::Node::WHERE, Committed(scalar(i)),
+                            {Emitted(node(masked).src(0), VariantOfSource(masked, 0)),
+                             Emitted(node(masked).src(1), VariantOfSource(masked, 1)), identity});
+      where.mutable_dtype()->set_count(node(i).dtype().count());
+      identity_where = Add(std::move(where));
+    }
+    v1::Node reduce = Make(v1::Node::REDUCE, Committed(scalar(i)), {});
+    *reduce.mutable_dtype() = node(i).dtype();
+    reduce.mutable_dtype()->set_scalar(Committed(scalar(i)));
+    *reduce.mutable_arg() = n.arg();
+    reduce.mutable_arg()->clear_ints();
+    reduce.add_src(masked >= 0 ? identity_where : Source(i, 0));
+    for (int pos = 1; pos < n.src_size(); ++pos) reduce.add_src(Source(i, pos));
+    return Add(std::move(reduce));
+  }
+
   absl::StatusOr<int> Emit(int i, int variant) {
     const v1::Node& n = node(i);
     if (IsLiteral(i)) return Literal(i, static_cast<Scalar>(variant));
@@ -398,43 +465,10 @@ class Translator {
       }
       return Add(Make(v1::Node::CAST, static_cast<Scalar>(variant), {emitted_[i][committed]}));
     }
-    if (GatedStore g; AsGatedStore(i, &g)) {
-      const int buffer = BufferOf(g.buffer);
-      if (buffer < 0) return Error(i, "a stored-to INDEX must address a buffer PARAM");
-      UOPD_ASSIGN_OR_RETURN(v1::DType pointer, BufferDType(buffer));
-      v1::Node invalid = Make(v1::Node::CONST, v1::DType::INDEX, {});
-      invalid.mutable_arg()->set_invalid(true);
-      const int gated_index =
-          Add(Make(v1::Node::WHERE, v1::DType::INDEX,
-                   {Emitted(g.cond, VariantOfSource(g.where, 0)),
-                    Emitted(g.index, VariantOfSource(g.target, 1)), Add(std::move(invalid))}));
-      v1::Node target = Make(v1::Node::INDEX, v1::DType::VOID,
-                             {Emitted(g.buffer, VariantOfSource(g.target, 0)), gated_index});
-      *target.mutable_dtype() = pointer;
-      const int target_at = Add(std::move(target));
-      return Add(Make(v1::Node::STORE, v1::DType::VOID,
-                      {target_at, Emitted(g.value, VariantOfSource(g.where, 1))}));
-    }
+    if (GatedStore g; AsGatedStore(i, &g)) return EmitGatedStore(i, g);
     switch (n.op()) {
-      case v1::Node::PARAM: {
-        const v1::ParamArg& p = n.arg().param();
-        if (IsVariable(i)) {
-          if (!p.has_bounds()) return Error(i, "a variable needs bounds (vmin_vmax)");
-          v1::Node var = Make(v1::Node::DEFINE_VAR, Committed(scalar(i)), {});
-          v1::VarArg* arg = var.mutable_arg()->mutable_var();
-          arg->set_name(p.name());
-          arg->set_min(p.min());
-          arg->set_max(p.max());
-          if (p.multiple_of() > 1) arg->set_multiple_of(p.multiple_of());
-          return Add(std::move(var));
-        }
-        absl::StatusOr<v1::DType> dtype = BufferDType(i);
-        if (!dtype.ok()) return dtype.status();
-        v1::Node buffer = Make(v1::Node::DEFINE_GLOBAL, v1::DType::VOID, {});
-        *buffer.mutable_dtype() = *dtype;
-        buffer.mutable_arg()->set_i64(p.slot());
-        return Add(std::move(buffer));
-      }
+      case v1::Node::PARAM:
+        return EmitParam(i);
       case v1::Node::INDEX: {
         v1::Node index = Like(i);
         if (variant == kTarget) {
@@ -483,30 +517,8 @@ class Translator {
         }
         return Add(std::move(vec));
       }
-      case v1::Node::REDUCE: {
-        if (n.arg().ints_size() > 1 || (n.arg().ints_size() == 1 && n.arg().ints(0) != 0)) {
-          return Error(i, "a kernel's REDUCE reduces over its RANGE sources: (op, 0)");
-        }
-        const int masked = MaskedReduceWhere(i);
-        int identity_where = -1;
-        if (masked >= 0) {
-          UOPD_ASSIGN_OR_RETURN(const int identity, ReduceIdentity(i));
-          v1::Node where =
-              Make(v1::Node::WHERE, Committed(scalar(i)),
-                   {Emitted(node(masked).src(0), VariantOfSource(masked, 0)),
-                    Emitted(node(masked).src(1), VariantOfSource(masked, 1)), identity});
-          where.mutable_dtype()->set_count(node(i).dtype().count());
-          identity_where = Add(std::move(where));
-        }
-        v1::Node reduce = Make(v1::Node::REDUCE, Committed(scalar(i)), {});
-        *reduce.mutable_dtype() = node(i).dtype();
-        reduce.mutable_dtype()->set_scalar(Committed(scalar(i)));
-        *reduce.mutable_arg() = n.arg();
-        reduce.mutable_arg()->clear_ints();
-        reduce.add_src(masked >= 0 ? identity_where : Source(i, 0));
-        for (int pos = 1; pos < n.src_size(); ++pos) reduce.add_src(Source(i, pos));
-        return Add(std::move(reduce));
-      }
+      case v1::Node::REDUCE:
+        return EmitReduce(i);
       case v1::Node::RECIPROCAL:
       case v1::Node::SQRT:
       case v1::Node::EXP2:
