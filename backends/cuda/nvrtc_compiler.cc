@@ -2,11 +2,13 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/ptxas_report.h"
 
 namespace uopd {
 namespace {
@@ -36,10 +38,11 @@ std::string Log(nvrtcProgram program) {
   return log;
 }
 
-// Compiles `src` for `arch` ("compute_90" for PTX, "sm_90" for CUBIN) and returns the output.
+// Compiles `src` for `arch` ("compute_90" for PTX, "sm_90" for CUBIN) and returns the output;
+// with `ptxas_log`, ptxas reports what the kernel uses there (`-v`).
 absl::StatusOr<std::string> RunNvrtc(const std::string& src, const std::string& name,
                                      const std::string& arch, const std::string& include_dir,
-                                     bool cubin) {
+                                     bool cubin, std::string* ptxas_log = nullptr) {
   NvrtcProgram program;
   std::string file = name + ".cu";
   nvrtcResult result =
@@ -53,6 +56,7 @@ absl::StatusOr<std::string> RunNvrtc(const std::string& src, const std::string& 
   std::string include_flag = "--include-path=" + include_dir;
   std::vector<const char*> options = {arch_flag.c_str(), include_flag.c_str(), "--std=c++17",
                                       "-default-device", "-lineinfo",          "--fmad=false"};
+  if (ptxas_log != nullptr) options.push_back("--ptxas-options=-v");
   result = nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
   if (result != NVRTC_SUCCESS) {
     // The source is ours: a rejection is a uopd bug. The log says where.
@@ -60,6 +64,7 @@ absl::StatusOr<std::string> RunNvrtc(const std::string& src, const std::string& 
                                             ") rejected the generated CUDA C: ",
                                             nvrtcGetErrorString(result), "\n", Log(program.get())));
   }
+  if (ptxas_log != nullptr) *ptxas_log = Log(program.get());
   size_t size = 0;
   std::string out;
   if (cubin) {
@@ -118,12 +123,18 @@ absl::StatusOr<CompiledKernel> NvrtcCompiler::CompileImpl(const ProgramSpec& spe
   const std::string compute = "compute_" + arch_.substr(3);
   auto ptx = RunNvrtc(spec.src, spec.name, compute, include_dir_, /*cubin=*/false);
   if (!ptx.ok()) return ptx.status();
-  auto cubin = RunNvrtc(spec.src, spec.name, arch_, include_dir_, /*cubin=*/true);
+  std::string ptxas_log;
+  auto cubin = RunNvrtc(spec.src, spec.name, arch_, include_dir_, /*cubin=*/true, &ptxas_log);
   if (!cubin.ok()) return cubin.status();
   CompiledKernel kernel;
   kernel.bytes = *std::move(cubin);
   kernel.ptx = *std::move(ptx);
   kernel.entry = spec.name;
+  if (auto report = ParsePtxasReport(ptxas_log, spec.name); report.ok()) {
+    kernel.resources =
+        KernelResources{report->registers, report->shared_bytes,
+                        std::max(report->spill_store_bytes, report->spill_load_bytes)};
+  }
   return kernel;
 }
 

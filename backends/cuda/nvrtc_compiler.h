@@ -17,7 +17,8 @@ class NvrtcCompiler : public Compiler {
   static absl::StatusOr<std::unique_ptr<NvrtcCompiler>> Create(const std::string& arch,
                                                                std::string include_dir = "");
 
-  // bytes = CUBIN for the architecture, ptx = its PTX (the driver can JIT it on newer GPUs).
+  // bytes = CUBIN for the architecture, ptx = its PTX (the driver can JIT it on newer GPUs),
+  // resources = what ptxas reports the kernel uses there.
   std::string Target() const override { return arch_; }
   // The toolkit headers NVRTC reads (cuda_fp16.h, ...), found when uopd was built.
   static std::string DefaultIncludeDir();

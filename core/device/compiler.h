@@ -2,8 +2,10 @@
 #ifndef UOPD_CORE_DEVICE_COMPILER_H_
 #define UOPD_CORE_DEVICE_COMPILER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -12,10 +14,19 @@
 
 namespace uopd {
 
+// What a kernel holds per thread and per block on a GPU, as its compiler reports it.
+struct KernelResources {
+  int registers = 0;          // per thread
+  int64_t shared_bytes = 0;   // static shared memory per block
+  int64_t spilled_bytes = 0;  // stored to local memory for lack of registers
+};
+
 struct CompiledKernel {
   std::string bytes;  // an ELF object (CPU) or CUBIN (CUDA)
   std::string entry;  // the symbol to call
   std::string ptx;    // CUDA: the PTX too, which drivers can JIT for GPUs the CUBIN is not for
+  // CUDA, when just compiled (not kept in the cache): ptxas's report.
+  std::optional<KernelResources> resources;
 };
 
 struct CompileOptions {

@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_renderer.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/ptxas_report.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/opt/optimize.h"
 #include "core/opt/search_space.h"
@@ -60,6 +61,7 @@ TEST(CudaBackend, EveryCorpusKernelCompilesForSm90AndSm80WithoutAGpu) {
   std::mutex mu;
   std::vector<std::string> failures;
   std::atomic<int> compiled{0};
+  int most_registers = 0;
   ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
   pool.ParallelFor(static_cast<int>(asts.size()), [&](int i) {
     const auto& [label, wire] = asts[i];
@@ -80,6 +82,19 @@ TEST(CudaBackend, EveryCorpusKernelCompilesForSm90AndSm80WithoutAGpu) {
                                                             "ELF") != 0) {
         return fail(absl::StrCat(compiler->Target(), ": the CUBIN is not an ELF image"));
       }
+      // The default (as-written) kernels hold their values in registers and fit a block's
+      // static shared memory.
+      if (!kernel->resources.has_value()) return fail("ptxas gave no report");
+      if (kernel->resources->spilled_bytes > 0 || kernel->resources->shared_bytes > (48 << 10)) {
+        return fail(absl::StrCat(compiler->Target(), ": ", kernel->resources->registers,
+                                 " registers, ", kernel->resources->spilled_bytes,
+                                 " bytes spilled, ", kernel->resources->shared_bytes,
+                                 " bytes of shared memory"));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        most_registers = std::max(most_registers, kernel->resources->registers);
+      }
       int params = EntryParams(kernel->ptx, spec->name);
       if (params != expected_params) {
         return fail(absl::StrCat(compiler->Target(), ": PTX entry ", spec->name, " has ", params,
@@ -90,6 +105,7 @@ TEST(CudaBackend, EveryCorpusKernelCompilesForSm90AndSm80WithoutAGpu) {
   });
   for (const std::string& failure : failures) ADD_FAILURE() << failure;
   EXPECT_EQ(compiled.load(), static_cast<int>(2 * asts.size()));
+  std::printf("[  NOTE    ] at most %d registers per thread (ptxas)\n", most_registers);
 }
 
 TEST(CudaBackend, CorpusKernelsWithRandomGpuOptListsCompileWithNvrtc) {
@@ -239,8 +255,36 @@ TEST(CudaBackend, GroupReductionsMeetInSharedMemoryAfterABarrier) {
     auto dims = spec->launch_dims({});
     UOPD_ASSERT_OK(dims);
     EXPECT_EQ(dims->global[0] * dims->local[0], 1024 * 16) << "16 threads per row";
-    UOPD_EXPECT_OK((*compiler)->Compile(*spec).status());
+    // ptxas's count: 256 float partials in shared memory.
+    auto kernel = (*compiler)->Compile(*spec);
+    UOPD_ASSERT_OK(kernel);
+    ASSERT_TRUE(kernel->resources.has_value());
+    EXPECT_EQ(kernel->resources->shared_bytes, 256 * 4);
+    EXPECT_EQ(kernel->resources->spilled_bytes, 0);
   }
+}
+
+TEST(CudaBackend, PtxasReportsReadTheEntrysLines) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_80'\n"
+      "ptxas info    : Function properties for other\n"
+      "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, 0 bytes smem, 372 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'k' for 'sm_80'\n"
+      "ptxas info    : Function properties for k\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 18 registers, used 1 barriers, 1024 bytes smem, 372 bytes cmem[0]\n";
+  auto k = ParsePtxasReport(log, "k");
+  UOPD_ASSERT_OK(k);
+  EXPECT_EQ(k->registers, 18);
+  EXPECT_EQ(k->shared_bytes, 1024);
+  EXPECT_FALSE(k->Spills());
+  auto other = ParsePtxasReport(log, "other");
+  UOPD_ASSERT_OK(other);
+  EXPECT_EQ(other->registers, 255);
+  EXPECT_TRUE(other->Spills());
+  EXPECT_EQ(ParsePtxasReport(log, "missing").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(CudaBackend, WarpsShareSymbolicRowReductions) {
