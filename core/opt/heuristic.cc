@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 
+#include "core/codegen/pipeline.h"
 #include "core/codegen/vector_range.h"
 #include "core/ir/affine.h"
 #include "core/ir/value_range.h"
@@ -535,10 +536,38 @@ void ApplyCpuHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> a
   }
 }
 
+// Whether the kernel as written is one whose reduction a warp's lanes share (uopd's GPU row
+// reduction, core/codegen/warp_reduction.h): its loads are contiguous along the reduction, and
+// tinygrad's opts for it (upcasts and locals, no group for large outputs) would give each output
+// a thread of its own again, reading a row apart from its neighbours.
+bool WarpsShareAsWritten(const Scheduler& scheduler) {
+  const OptTarget& target = scheduler.target();
+  if (target.warp_lanes <= 0) return false;
+  CodegenTarget gpu;
+  gpu.device = target.device;
+  gpu.parallelism = CodegenTarget::Parallelism::kGrid;
+  gpu.block_threads = target.block_threads;
+  gpu.warp_lanes = target.warp_lanes;
+  auto kernel = LowerForTarget(scheduler.Finish(/*hash=*/false), "k", gpu, {});
+  return kernel.ok() && kernel->warps.enabled;
+}
+
+// GPUs: tinygrad's hand-coded optimizations (locals, GROUPTOP for small outputs, matvec's GROUP,
+// upcasts), except for the row reductions warps share as written. Not yet ranked by a model
+// of the GPU, nor timed: the search is what would.
+void ApplyGpuHeuristics(Scheduler& scheduler) {
+  if (Toposort(scheduler.root()).size() > kMaxRankedNodes) return;  // as written
+  if (OnCompileStack([&] { return WarpsShareAsWritten(scheduler); })) return;
+  ApplyTinygradHeuristics(scheduler);
+}
+
 }  // namespace
 
 void ApplyHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written) {
-  if (scheduler.target().has_local) return;  // GPUs: not yet
+  if (scheduler.target().has_local) {
+    ApplyGpuHeuristics(scheduler);
+    return;
+  }
   ApplyCpuHeuristics(scheduler, std::move(as_written));
 }
 

@@ -16,7 +16,10 @@
 // - tinygrad's own hand-coded optimizations (core/opt/tinygrad_heuristic.h), so the choice is
 //   never one tinygrad would beat by its own measure of the model;
 // - the kernel as written.
-// CUDA: nothing yet (kernels run as written; the grid comes from the lowering).
+// GPUs: tinygrad's hand-coded optimizations (locals as threads of a block, GROUPTOP in shared
+// memory for small outputs, matvec's GROUP, upcasts), except for row reductions a warp's lanes
+// share as written (core/codegen/warp_reduction.h), which stay as written. Neither ranked by a
+// model of the GPU nor timed yet.
 #ifndef UOPD_CORE_OPT_HEURISTIC_H_
 #define UOPD_CORE_OPT_HEURISTIC_H_
 

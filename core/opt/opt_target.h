@@ -29,6 +29,9 @@ struct OptTarget {
   // ALLOW_TF32: off, as its default, because TF32 rounds the inputs to 10 bits).
   std::vector<TensorCore> tensor_cores;
   bool allow_tf32 = false;
+  // GPU: the threads of a launched block and of a warp (CUDA: as the backend launches them).
+  int block_threads = 0;
+  int warp_lanes = 0;
 
   // uopd's CPU: threads up to the core count (at least 8, as tinygrad's corpus was captured).
   static OptTarget Cpu(int cores);

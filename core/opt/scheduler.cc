@@ -80,6 +80,8 @@ OptTarget OptTarget::Cuda(const std::string& arch) {
   t.has_local = true;
   t.has_shared = true;
   t.tensor_cores = CudaTensorCores(arch);
+  t.block_threads = 256;  // backends/cuda's kCudaBlockSize
+  t.warp_lanes = 32;
   return t;
 }
 

@@ -167,6 +167,67 @@ TEST(CudaBackend, TinygradsOptimizedKernelsCompileWithNvrtc) {
   EXPECT_GE(shared, 3);
 }
 
+TEST(CudaBackend, TheHeuristicsChoicesCompileWithoutSpills) {
+  // What the CUDA backend's heuristics choose for every corpus kernel, compiled for sm_80: ptxas
+  // keeps every value in registers and the shared arrays fit a block's 48 KiB.
+  auto asts = testing::CorpusAsts();
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  const OptTarget target = OptTarget::Cuda("sm_80");
+  EXPECT_EQ(target.block_threads, kCudaBlockSize);  // the optimizer's picture of a launch
+  std::mutex mu;
+  std::vector<std::string> failures;
+  int optimized = 0, most_registers = 0;
+  ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  pool.ParallelFor(static_cast<int>(asts.size()), [&](int i) {
+    const auto& [label, wire] = asts[i];
+    auto fail = [&](const std::string& why) {
+      std::lock_guard<std::mutex> lock(mu);
+      failures.push_back(absl::StrCat(label, ": ", why));
+    };
+    auto ast = DecodeKernelAst(wire);
+    if (!ast.ok()) return fail(ast.status().ToString());
+    auto chosen = OptimizeKernel(*ast, target, OptimizeRequest{OptMode::kHeuristic, {}});
+    if (!chosen.ok()) return fail(chosen.status().ToString());
+    auto spec = CudaRenderer().Render(chosen->ast, (*ast)->DefaultName());
+    if (!spec.ok()) return fail(spec.status().ToString());
+    auto kernel = (*compiler)->Compile(*spec);
+    if (!kernel.ok()) return fail(kernel.status().ToString());
+    if (!kernel->resources.has_value()) return fail("ptxas gave no report");
+    const KernelResources& used = *kernel->resources;
+    if (used.spilled_bytes > 0 || used.shared_bytes > (48 << 10)) {
+      return fail(absl::StrCat(OptsToString(chosen->applied), ": ", used.registers, " registers, ",
+                               used.spilled_bytes, " bytes spilled, ", used.shared_bytes,
+                               " bytes of shared memory"));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    optimized += !chosen->applied.empty();
+    most_registers = std::max(most_registers, used.registers);
+  });
+  for (const std::string& failure : failures) ADD_FAILURE() << failure;
+  EXPECT_GT(optimized, 200);
+  std::printf("[  NOTE    ] %d of %zu kernels optimized, at most %d registers per thread\n",
+              optimized, asts.size(), most_registers);
+}
+
+TEST(CudaBackend, TheHeuristicsLeaveWarpSharedRowReductionsAsWritten) {
+  auto rows = DecodeKernelAst(testing::RowSumKernel(8192, 8192));
+  UOPD_ASSERT_OK(rows);
+  auto chosen =
+      OptimizeKernel(*rows, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_TRUE(chosen->applied.empty()) << OptsToString(chosen->applied);
+  // A matmul gets tinygrad's locals and upcasts.
+  auto matmul = DecodeKernelAst(testing::Matmul(512, 512, 512));
+  UOPD_ASSERT_OK(matmul);
+  chosen =
+      OptimizeKernel(*matmul, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  const std::string opts = OptsToString(chosen->applied);
+  EXPECT_NE(opts.find("LOCAL"), std::string::npos) << opts;
+  EXPECT_NE(opts.find("UPCAST"), std::string::npos) << opts;
+}
+
 TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/red_sum_4d_2x3x4x5.json");
   UOPD_ASSERT_OK(entry);

@@ -119,6 +119,38 @@ class GroupFirstSource : public ProgramSource {
   const OptOp op_;
 };
 
+// Optimizes every kernel as the CUDA backend's heuristics choose for an sm_90 GPU.
+class GpuHeuristicsSource : public ProgramSource {
+ public:
+  explicit GpuHeuristicsSource(ProgramSource& inner) : inner_(inner) {}
+  absl::StatusOr<std::shared_ptr<const LoadedProgram>> Get(Device& device,
+                                                           std::shared_ptr<const KernelAst> ast,
+                                                           const OptimizeRequest&,
+                                                           const StopFlag* stop) override {
+    auto optimized =
+        OptimizeKernel(ast, OptTarget::Cuda("sm_90"), OptimizeRequest{OptMode::kHeuristic, {}});
+    if (!optimized.ok()) return optimized.status();
+    if (!optimized->applied.empty()) ++optimized_;
+    return inner_.Get(device, optimized->ast, OptimizeRequest{OptMode::kNone, {}}, stop);
+  }
+  std::atomic<int> optimized_{0};
+
+ private:
+  ProgramSource& inner_;
+};
+
+TEST(GpuLowering, TheGpuHeuristicsKeepTheMeaningOfTheCorpus) {
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  KernelCache cache;
+  CachingProgramSource source(cache);
+  GpuHeuristicsSource heuristics(source);
+  for (const CorpusEntry& entry : testing::LoadWholeCorpus()) {
+    absl::Status status = RunCorpusEntry(*device, entry, {&heuristics, nullptr});
+    EXPECT_TRUE(status.ok()) << entry.path << ": " << status;
+  }
+  EXPECT_GT(heuristics.optimized_.load(), 200);
+}
+
 TEST(GpuLowering, GroupReductionsInSharedMemoryKeepTheMeaningOfTheCorpus) {
   // Work-group loops run each block's threads part by part between barriers: the partial sums
   // meet in the block's array as a GPU's shared memory would hold them.
