@@ -53,10 +53,12 @@ inline std::shared_ptr<const KernelAst> RandomlyOptimized(const KernelAst& ast,
 
 // Runs the kernel of `seed` on `device` with bytes from `data_rng`; records failures with gtest.
 // Safe to call from several threads at once, each with its own `data_rng`. With `opt_rng`, the
-// kernel first gets a random list of valid opts (the reference runs it as written).
+// kernel first gets a random list of valid opts (the reference runs it as written), for
+// `opt_target` or else the device's.
 inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_rng,
                               RandomKernelOutcomes& outcomes, bool long_reductions = false,
-                              std::mt19937* opt_rng = nullptr, int64_t outputs = kN) {
+                              std::mt19937* opt_rng = nullptr, int64_t outputs = kN,
+                              const OptTarget* opt_target = nullptr) {
   Generator generator(seed, long_reductions, outputs);
   std::vector<RandomInput> inputs;
   S out_dtype;
@@ -103,8 +105,11 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
   std::shared_ptr<const KernelAst> run = *ast;
   std::string opts = "as written";
   if (opt_rng != nullptr) {
-    run = RandomlyOptimized(
-        **ast, OptTargetFor("CPU", device.compiler().Target(), device.threads()), *opt_rng, &opts);
+    run = RandomlyOptimized(**ast,
+                            opt_target != nullptr
+                                ? *opt_target
+                                : OptTargetFor("CPU", device.compiler().Target(), device.threads()),
+                            *opt_rng, &opts);
   }
   absl::Status status = RunAstOn(device, run, buffers, {{"shift", shift}});
   // Only slot 0 is written: every input reads back as it was sent (nothing else wrote there).

@@ -75,5 +75,26 @@ TEST(RandomKernels, GpuLoweringRunsOnTheCpu) {
   EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified);
 }
 
+// The same kernels with random GPU opt lists (LOCAL, GROUP, GROUPTOP, UPCAST, ...) lowered for a
+// GPU and run through the work-group loops: LOCAL threads, GROUP reductions in shared memory
+// after a barrier, against the reference interpreter.
+TEST(RandomKernels, RandomGpuOptsKeepTheMeaningThroughWorkGroupLoops) {
+  ThreadPool pool(1);
+  CpuDeviceOptions options;
+  options.renderer.gpu_lowering = true;
+  auto device = CreateCpuDevice(&pool, options);
+  ASSERT_TRUE(device.ok()) << device.status();
+  const OptTarget gpu = OptTarget::Cuda("sm_90");
+  std::mt19937 data_rng(13), opt_rng(17);
+  testing::RandomKernelOutcomes outcomes;
+  const uint32_t kernels = testing::RandomKernelCount(400) / 2;
+  for (uint32_t seed = 0; seed < kernels; ++seed) {
+    testing::CheckRandomKernel(**device, seed, data_rng, outcomes,
+                               /*long_reductions=*/seed % 3 == 0, &opt_rng, /*outputs=*/48, &gpu);
+  }
+  EXPECT_GT(outcomes.completed, 0) << "no kernel ran to completion";
+  EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified);
+}
+
 }  // namespace
 }  // namespace uopd
