@@ -713,4 +713,45 @@ v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::Loca
   return reply;
 }
 
+v1::LocalReply KernelServiceImpl::ServeLocalFrame(const Identity& who, const std::string& frame,
+                                                  std::function<bool()> gone) {
+  auto refuse = [&](const absl::Status& status) {
+    RpcScope scope(ctx_.metrics, ctx_.drain, "Local.Unparsed");
+    if (scope.admitted()) scope.Done(ToGrpcStatus(status));
+    v1::LocalReply reply;
+    reply.set_code(static_cast<int32_t>(status.code()));
+    reply.set_message(std::string(status.message()));
+    return reply;
+  };
+  const int64_t bytes = static_cast<int64_t>(frame.size());
+  const bool large = large_requests_.IsLarge(bytes);
+  std::shared_ptr<const void> parse_charge;
+  if (large) {
+    if (absl::Status open = large_requests_.Admit(who.quota_key, bytes); !open.ok()) {
+      return refuse(open);
+    }
+    absl::StatusOr<std::shared_ptr<const void>> charge =
+        ctx_.resources.Charge(who, bytes * LargeRequestGate::kParsedBytesPerWireByte);
+    if (!charge.ok()) {
+      absl::Status refused(
+          charge.status().code(),
+          absl::StrCat("parsing a request of ", bytes, " bytes: ", charge.status().message()));
+      large_requests_.Record(who.quota_key, bytes, refused);
+      return refuse(refused);
+    }
+    parse_charge = *std::move(charge);
+  }
+  v1::LocalCall call;
+  if (!call.ParseFromString(frame)) {
+    return refuse(absl::InvalidArgumentError("a frame that is not one LocalCall"));
+  }
+  v1::LocalReply reply = ServeLocal(who, call, std::move(gone));
+  if (large) {
+    large_requests_.Record(
+        who.quota_key, bytes,
+        absl::Status(static_cast<absl::StatusCode>(reply.code()), reply.message()));
+  }
+  return reply;
+}
+
 }  // namespace uopd

@@ -101,6 +101,11 @@ class KernelServiceImpl final
   // answer, as over gRPC, stopping past the call's timeout or once `gone` (the client hung up).
   v1::LocalReply ServeLocal(const Identity& who, const v1::LocalCall& call,
                             std::function<bool()> gone);
+  // The same for a call's bytes (a serialized LocalCall): a large one is admitted and the
+  // memory its parse takes charged to `who` before it is parsed, as over gRPC
+  // (server/parse_after_admission.h).
+  v1::LocalReply ServeLocalFrame(const Identity& who, const std::string& frame,
+                                 std::function<bool()> gone);
 
  private:
   // Has gRPC hand `method`'s requests to `serve` through ServeParsedAfterAdmission.

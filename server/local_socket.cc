@@ -306,13 +306,12 @@ void LocalSocket::ServeCalls(int fd, const Identity& who) {
       }
       return;
     }
-    v1::LocalCall call;
     v1::LocalReply reply;
-    if (frame->size() != 1 || !call.ParseFromString((*frame)[0])) {
+    if (frame->size() != 1) {
       reply = ErrorReply(absl::InvalidArgumentError(
-          absl::StrCat("a frame of ", frame->size(), " part(s) that is not one LocalCall")));
+          absl::StrCat("a frame of ", frame->size(), " parts; a call is one LocalCall")));
     } else {
-      reply = handler_(who, call, [fd] { return HungUp(fd); });
+      reply = handler_(who, (*frame)[0], [fd] { return HungUp(fd); });
     }
     if (!Send(fd, reply)) return;
   }

@@ -61,10 +61,11 @@ struct LocalSocketOptions {
   int max_spinning = 1;
 };
 
-// Answers one call of a connection acting as an identity; `gone` says whether the client has
-// hung up (for the watchdog).
+// Answers one call of a connection acting as an identity: `frame` is the call's bytes, a
+// serialized LocalCall the handler parses (so it can refuse a large one before parsing it);
+// `gone` says whether the client has hung up (for the watchdog).
 using LocalSocketHandler = std::function<v1::LocalReply(
-    const Identity& who, const v1::LocalCall& call, std::function<bool()> gone)>;
+    const Identity& who, const std::string& frame, std::function<bool()> gone)>;
 
 // Safe for concurrent use.
 class LocalSocket {

@@ -380,8 +380,8 @@ absl::StatusOr<std::unique_ptr<LocalSocket>> StartLocalSocket(const DaemonConfig
           .spin = config.local_socket_spin,
           .max_spinning = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2))},
       tickets,
-      [&kernels](const Identity& who, const v1::LocalCall& call, std::function<bool()> gone) {
-        return kernels.ServeLocal(who, call, std::move(gone));
+      [&kernels](const Identity& who, const std::string& frame, std::function<bool()> gone) {
+        return kernels.ServeLocalFrame(who, frame, std::move(gone));
       });
   if (!started.ok()) {
     Log(LogLevel::kError, "cannot open the local socket",

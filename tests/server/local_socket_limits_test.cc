@@ -53,7 +53,7 @@ struct Fixture {
                    LocalSocketHandler handler = nullptr) {
     options.path = testing::TempDir(name) + "/local";
     if (handler == nullptr) {
-      handler = [](const Identity&, const v1::LocalCall&, std::function<bool()>) {
+      handler = [](const Identity&, const std::string&, std::function<bool()>) {
         return v1::LocalReply();
       };
     }
@@ -114,7 +114,7 @@ TEST(LocalSocketLimits, SilentConnectionsCannotTakeEverySlot) {
 TEST(LocalSocketLimits, AClientThatReadsNoRepliesIsHungUpOn) {
   // A reply larger than a unix socket's buffers: it cannot all be sent until the client reads.
   Fixture f("local-limits-send", LocalSocketOptions{.send_timeout = absl::Milliseconds(200)},
-            [](const Identity&, const v1::LocalCall&, std::function<bool()>) {
+            [](const Identity&, const std::string&, std::function<bool()>) {
               v1::LocalReply reply;
               reply.set_message(std::string(4 << 20, 'x'));
               return reply;

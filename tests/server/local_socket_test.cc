@@ -180,6 +180,41 @@ TEST(LocalSocket, BuffersAndExecuteAnswerAsTheirRpcsDo) {
   UOPD_EXPECT_OK(local.ReadBufferSmall(*out));
 }
 
+// As over gRPC (Security.ALargeRequestOverTheQuotaIsRefusedBeforeItIsParsed): a large call's
+// parse is charged to the caller before the frame is parsed, and after a refusal the caller's
+// next large calls are refused unread for a while; its small ones are served. The frame was
+// parsed first before, whatever the caller's quota.
+TEST(LocalSocket, ALargeCallOverTheQuotaIsRefusedBeforeItIsParsed) {
+  UnixDaemon d("local-socket-large", {"--max_client_bytes=33554432"});
+  ASSERT_TRUE(d.daemon->running());
+  Client client(d.address());
+  auto channel = LocalChannel::Open(client);
+  UOPD_ASSERT_OK(channel);
+  auto out = (*channel)->CreateBuffer("CPU", DType::FLOAT32, 64);
+  UOPD_ASSERT_OK(out);
+  v1::ExecuteRequest heavy;
+  heavy.add_buffers()->set_handle(*out);
+  auto* kernel = heavy.add_kernels();
+  *kernel->mutable_ast() = HeavyKernel(64, 35000);
+  kernel->add_buffers(0);
+  ASSERT_GT(heavy.ByteSizeLong(), size_t{2} << 20);  // x16 for the parse: past 32 MiB
+  ASSERT_LT(heavy.ByteSizeLong(), size_t{4} << 20);  // within a frame
+  EXPECT_TRUE(StatusIs((*channel)->Execute(heavy), absl::StatusCode::kResourceExhausted,
+                       {"parsing a request of", "over its limit of 33554432"}));
+  EXPECT_TRUE(StatusIs((*channel)->Execute(heavy), absl::StatusCode::kResourceExhausted,
+                       {"refused unread", "parsing a request of"}));
+  auto in = (*channel)->CreateBuffer("CPU", DType::FLOAT32, 64);
+  UOPD_ASSERT_OK(in);
+  v1::ExecuteRequest small;
+  small.add_buffers()->set_handle(*out);
+  small.add_buffers()->set_handle(*in);
+  auto* scale = small.add_kernels();
+  *scale->mutable_ast() = ScaleKernel(64, 2.0);
+  scale->add_buffers(0);
+  scale->add_buffers(1);
+  UOPD_EXPECT_OK((*channel)->Execute(small));
+}
+
 TEST(LocalSocket, AConnectionActsOnlyAsTheIdentityWhoseTicketOpenedIt) {
   UnixDaemon d("local-socket-identity");
   ASSERT_TRUE(d.daemon->running());
