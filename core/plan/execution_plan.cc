@@ -25,13 +25,34 @@ absl::Status BindingError(int id, const std::string& name, absl::string_view wha
 
 bool IsCoreVar(const std::string& name) { return name == kCoreIdVar || name == kCoreCountVar; }
 
-// Checks one kernel's bindings against its spec and fills its buffer fields.
+// The buffer slots of a kernel as its caller wrote it: its DEFINE_GLOBALs' highest slot + 1.
+int SlotsOf(const KernelAst& ast) {
+  int slots = 0;
+  for (const UOp* node : Toposort(ast.root)) {
+    if (node->op() == Op::kDefineGlobal)
+      slots = std::max(slots, static_cast<int>(node->arg().i) + 1);
+  }
+  return slots;
+}
+
+// Checks one kernel's bindings against its spec and fills its buffer fields. The caller binds
+// the slots of the AST it sent; the optimized program may use fewer (a buffer its rewrites left
+// unread, as in WHERE(x != 0, 0, 0)), and those are bound but not passed.
 absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffers) {
   const ProgramSpec& spec = *k.program->spec;
-  if (static_cast<int>(k.buffer_indices.size()) != spec.buf_count) {
+  const int slots = std::max(spec.buf_count, SlotsOf(*k.ast));
+  if (static_cast<int>(k.buffer_indices.size()) != slots) {
     return BindingError(
         k.id, k.ast->Label(),
-        absl::StrCat("has ", spec.buf_count, " buffer slots, ", k.buffer_indices.size(), " bound"));
+        absl::StrCat("has ", slots, " buffer slots, ", k.buffer_indices.size(), " bound"));
+  }
+  for (size_t slot = 0; slot < k.buffer_indices.size(); ++slot) {
+    const int index = k.buffer_indices[slot];
+    if (index < 0 || index >= static_cast<int>(buffers.size())) {
+      return BindingError(
+          k.id, k.ast->Label(),
+          absl::StrCat("slot ", slot, " is bound to buffer ", index, ", which does not exist"));
+    }
   }
   k.buffer_ptrs.assign(spec.buf_count, nullptr);
   k.buffer_ids.assign(spec.buf_count, nullptr);

@@ -317,6 +317,30 @@ TEST_F(ExecutionPlanTest, AValueThatIsNotAMultipleOfItsVariablesMultipleIsRefuse
   EXPECT_EQ((*both)->RuntimeVars()[0].multiple, 12);
 }
 
+// out[i] = x[i] != 0 ? 0 : 0 (tinygrad's gradient of x**0): the optimizer's passes fold the
+// WHERE to 0 and x is read no more, but the caller binds both buffers as its AST says (the
+// optimized kernel took one slot and refused them: "has 1 buffer slots, 2 bound").
+TEST_F(ExecutionPlanTest, ABufferTheOptimizerFoldsAwayIsStillBound) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 2925);
+  int x = g.Buffer(1, DType::FLOAT32, 2925);
+  int i = g.Range(g.Index(45), 0);
+  int j = g.Range(g.Index(65), 1);
+  int index = g.RowMajor(i, 65, j);
+  int zero = g.Float(DType::FLOAT32, 0);
+  int nonzero = g.Node(Node::CMPNE, DType::BOOL, {g.Load(x, index), zero});
+  int value = g.Node(Node::WHERE, DType::FLOAT32, {nonzero, zero, zero});
+  v1::Graph kernel = g.Sink({g.End(g.Store(g.Target(out, index), value), {i, j})});
+  auto plan = Build({Floats(std::vector<float>(2925, 7)), Floats(std::vector<float>(2925, 1))},
+                    {Bind(kernel, {0, 1})});
+  UOPD_ASSERT_OK(plan);
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*plan)->buffers()[0]), std::vector<float>(2925, 0));
+  // The caller still binds what its AST says, no more and no fewer.
+  EXPECT_TRUE(StatusIs(Build({Floats(std::vector<float>(2925, 7))}, {Bind(kernel, {0})}),
+                       absl::StatusCode::kInvalidArgument, {"2 buffer slots, 1 bound"}));
+}
+
 TEST_F(ExecutionPlanTest, StopsStartingKernelsOnceCancelled) {
   for (bool sequential : {true, false}) {
     auto plan =
