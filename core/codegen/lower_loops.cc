@@ -59,13 +59,19 @@ void Lowerer::ChooseParallelLoop() {
 }
 
 void Lowerer::ChooseGridRanges() {
-  if (ast_.root->num_src() != 1 || ast_.root->src(0)->op() != Op::kEnd) return;
+  if (ast_.root->num_src() != 1) return;
+  const UOp* statement = ast_.root->src(0);
+  // A kernel of one output (a STORE under the SINK, no END) has no grid ranges but may have a
+  // group: tinygrad's GROUPTOP of a whole-tensor reduction.
+  if (statement->op() != Op::kEnd && statement->op() != Op::kStore) return;
   Int128 threads = 1;
   // The kernel's outer parallel ranges, in order: GLOBAL (and LOOP), a tensor core's WARP, then
   // LOCAL, which the flattened index varies fastest, so neighbouring threads take neighbouring
   // LOCAL indices as the optimizer meant (run as loops inside each thread, a LOCAL opt made
   // kernels slower).
-  for (const UOp* range : SortedRanges(ast_.root->src(0)->src().subspan(1))) {
+  const absl::Span<const UOp* const> ended =
+      statement->op() == Op::kEnd ? statement->src().subspan(1) : absl::Span<const UOp* const>();
+  for (const UOp* range : SortedRanges(ended)) {
     AxisType type = range->arg().axis_type;
     if (type != AxisType::kLoop && type != AxisType::kGlobal && type != AxisType::kWarp &&
         type != AxisType::kLocal) {
@@ -78,14 +84,15 @@ void Lowerer::ChooseGridRanges() {
   }
   // Last, and varied fastest, a GROUP reduction's range: the threads of a group are
   // neighbours in a block and meet in its shared memory.
-  if (!grid_ranges_.empty() && (group_range_ = ChooseGroupRange()) != nullptr) {
+  if ((group_range_ = ChooseGroupRange()) != nullptr) {
     grid_ranges_.push_back(group_range_);
     program_.grid_ends.push_back(group_range_->src(0));
     program_.group_threads = options_.group_threads;
     threads *= ConstIntValue(*group_range_->src(0));
   }
-  // The flattened index and its strides must fit the index width.
-  if (threads >= (Int128{1} << 31)) program_.index_bits = 64;
+  // The flattened index and its strides must fit the index width, as must the threads of the
+  // last block (a whole block runs when a group meets in shared memory).
+  if (threads + options_.group_threads >= (Int128{1} << 31)) program_.index_bits = 64;
 }
 
 const UOp* Lowerer::ChooseGroupRange() {

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace uopd {
 namespace {
 
@@ -68,6 +70,16 @@ class WorkGroupWriter {
       }
     }
     parts_ = part + 1;
+    // An accumulator is defined in the part that updates it (the lowering may define one before
+    // a barrier that a reduction hoisted out of its body put there).
+    absl::flat_hash_set<int> moved;
+    for (size_t i = ti_ + 1; i < n_; ++i) {
+      const Instr& in = in_.instrs[i];
+      if (in.kind != InstrKind::kAccUpdate || part_[in.src[0]] < 0) continue;
+      if (part_[in.src[0]] < part_[i] && moved.insert(in.src[0]).second) {
+        part_[in.src[0]] = part_[i];
+      }
+    }
     // An accumulator lives in one thread's registers, which the CPU reuses for the next thread:
     // a later part reads what the thread's accumulator held at the end of its own part, kept.
     for (size_t i = ti_ + 1; i < n_; ++i) {

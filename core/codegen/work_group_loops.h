@@ -13,9 +13,9 @@
 
 namespace uopd {
 
-// REQUIRES: barriers at the top level of the kernel (outside every loop), and accumulators
-// updated in the part that defines them (what the lowering emits; they may be read later). A
-// program without groups is returned unchanged.
+// REQUIRES: barriers at the top level of the kernel (outside every loop), and each accumulator
+// updated in one part (it is defined there; it may be read later). A program without groups is
+// returned unchanged.
 LinearProgram WorkGroupLoops(const LinearProgram& program);
 
 }  // namespace uopd

@@ -13,7 +13,10 @@
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
+#include "tests/testing/graph_builder.h"
+#include "tests/testing/kernel_runner.h"
 #include "tests/testing/random_opts_source.h"
+#include "tests/testing/reference_interpreter.h"
 
 namespace uopd {
 namespace {
@@ -166,6 +169,78 @@ TEST(GpuLowering, GroupReductionsInSharedMemoryKeepTheMeaningOfTheCorpus) {
     }
     EXPECT_GT(group.shared.load(), 35);
   }
+}
+
+// Runs `wire` optimized with `opt` for an sm_90 GPU through the work-group loops and the
+// reference interpreter on the same float inputs; the shared memory must be in use.
+void ExpectGroupMatchesTheReference(const v1::Graph& wire, const Opt& opt,
+                                    std::vector<testing::HostBuffer> buffers) {
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  auto ast = DecodeKernelAst(wire);
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  auto optimized =
+      OptimizeKernel(*ast, OptTarget::Cuda("sm_90"), OptimizeRequest{OptMode::kOpts, {opt}});
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  auto spec = device->renderer().Render(optimized->ast, "grouped");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_NE(spec->src.find("%sh"), std::string::npos) << "no shared array:\n" << spec->src;
+  std::vector<std::string> reference;
+  for (const testing::HostBuffer& b : buffers) reference.push_back(b.bytes);
+  ASSERT_TRUE(testing::Interpret(**ast, reference, {}).ok());
+  absl::Status ran = testing::RunAstOn(*device, optimized->ast, buffers);
+  ASSERT_TRUE(ran.ok()) << ran;
+  std::vector<float> want(reference[0].size() / 4);
+  std::memcpy(want.data(), reference[0].data(), reference[0].size());
+  std::vector<float> got = buffers[0].As<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3 * std::abs(want[i]));
+}
+
+testing::HostBuffer Floats(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 37) % 101) / 101.0f;
+  testing::HostBuffer b;
+  b.bytes.assign(reinterpret_cast<const char*>(v.data()), n * sizeof(float));
+  return b;
+}
+
+TEST(GpuLowering, AGroupHoistedOutOfAnotherReductionMeetsInSharedMemory) {
+  // var[i] = sum_j (x[i, j] - sum_k x[i, k] / 64)^2, GROUP on k: the mean is hoisted out of the
+  // outer sum's body, so its barrier comes after the outer accumulator's definition (the work-
+  // group loops wrote invalid IR for it).
+  using v1::DType;
+  using v1::Node;
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 8);
+  int x = g.Buffer(1, DType::FLOAT32, 8 * 64);
+  int i = g.Range(g.Index(8), 0);
+  int j = g.Range(g.Index(64), 1, v1::RangeArg::REDUCE);
+  int k = g.Range(g.Index(64), 2, v1::RangeArg::REDUCE);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, g.RowMajor(i, 64, k)), {k});
+  int mean = g.Node(Node::MUL, DType::FLOAT32, {sum, g.Float(DType::FLOAT32, 1.0 / 64)});
+  int d = g.Node(Node::ADD, DType::FLOAT32,
+                 {g.Load(x, g.RowMajor(i, 64, j)),
+                  g.Node(Node::MUL, DType::FLOAT32, {mean, g.Float(DType::FLOAT32, -1)})});
+  int var = g.Reduce(Node::ADD, DType::FLOAT32, g.Node(Node::MUL, DType::FLOAT32, {d, d}), {j});
+  v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, i), var), {i})});
+  ExpectGroupMatchesTheReference(
+      wire, Opt{OptOp::kGroup, 1, 16},
+      {testing::HostBuffer{std::string(8 * 4, '\0')}, Floats(8 * 64, 3)});
+}
+
+TEST(GpuLowering, AWholeTensorSumMeetsInSharedMemory) {
+  // total = sum_i x[i] with tinygrad's GROUPTOP for small outputs: one group of 16 threads (a
+  // serial loop in one thread before).
+  using v1::DType;
+  using v1::Node;
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 1);
+  int x = g.Buffer(1, DType::FLOAT32, 1024);
+  int r = g.Range(g.Index(1024), 0, v1::RangeArg::REDUCE);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, r), {r});
+  v1::Graph wire = g.Sink({g.Store(g.Target(out, g.Index(0)), sum)});
+  ExpectGroupMatchesTheReference(wire, Opt{OptOp::kGroupTop, 0, 16},
+                                 {testing::HostBuffer{std::string(4, '\0')}, Floats(1024, 1)});
 }
 
 }  // namespace
