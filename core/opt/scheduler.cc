@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/ir/hash.h"
+#include "core/ir/symbolic.h"
 #include "core/ir/value_range.h"
 #include "core/util/status_macros.h"
 
@@ -428,19 +429,23 @@ absl::Status Scheduler::Apply(const Opt& opt) {
       }
       if (dont_use_locals_) return OptError("can't use locals");
       if (range->arg().axis_type != AxisType::kReduce) return OptError("only reduce axes group");
-      // The REDUCE closing this range must not sit inside another reduction.
+      // The REDUCE closing this range must not sit inside another reduction: none of the ranges
+      // it sits inside (tinygrad's UOp.ranges) is a reduction's. One that holds a reduction of
+      // its own (a variance's mean) may group.
+      SymbolicRewriter rewriter(*graph_);
       for (const UOp* n : Toposort(root_)) {
-        if (n->op() != Op::kReduce ||
-            std::find(n->src().begin() + 1, n->src().end(), range) == n->src().end()) {
-          continue;
+        if (n->op() != Op::kReduce) continue;
+        bool closes = false;
+        for (size_t i = 1; i < n->num_src() && !closes; ++i) {
+          closes = rewriter.Ranges(n->src(i)).contains(range);
         }
-        for (const UOp* m : Toposort(n->src(0))) {
-          if (m->op() == Op::kRange && m != range &&
-              IsType(m, {AxisType::kReduce, AxisType::kUnroll, AxisType::kGroupReduce}) &&
-              std::find(n->src().begin() + 1, n->src().end(), m) == n->src().end()) {
+        if (!closes) continue;
+        for (const UOp* m : rewriter.Ranges(n)) {
+          if (IsType(m, {AxisType::kReduce, AxisType::kUnroll, AxisType::kGroupReduce})) {
             return OptError("cannot have a GROUP_REDUCE inside another reduce");
           }
         }
+        break;
       }
       UOPD_RETURN_IF_ERROR(
           ShiftTo(range, amount, AxisType::kGroupReduce, opt.op == OptOp::kGroupTop));

@@ -7,9 +7,10 @@
 #include <array>
 #include <optional>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/ir/symbolic.h"
 #include "core/ir/uop.h"
 #include "core/ir/value_range.h"
 #include "core/opt/scheduler.h"
@@ -23,31 +24,6 @@ int64_t ConstSizeOf(const UOp* range) {
   return size->IsConst() ? static_cast<int64_t>(ConstIntValue(*size)) : -1;
 }
 
-// tinygrad's UOp.ranges: the RANGEs each node sits inside (used below it, not closed there).
-class OpenRanges {
- public:
-  const std::vector<const UOp*>& Of(const UOp* node) {
-    if (auto it = memo_.find(node); it != memo_.end()) return it->second;
-    std::vector<const UOp*> out;
-    auto add = [&](const UOp* r) {
-      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
-    };
-    if (node->op() == Op::kRange) add(node);
-    for (const UOp* s : node->src()) {
-      for (const UOp* r : Of(s)) add(r);
-    }
-    if (node->op() == Op::kReduce || node->op() == Op::kEnd) {
-      for (size_t i = 1; i < node->num_src(); ++i) {
-        out.erase(std::remove(out.begin(), out.end(), node->src(i)), out.end());
-      }
-    }
-    return memo_[node] = std::move(out);
-  }
-
- private:
-  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> memo_;
-};
-
 // Largest axis id first (tinygrad sorts by arg[0], reversed).
 void SortByAxisDescending(std::vector<const UOp*>& ranges) {
   std::stable_sort(ranges.begin(), ranges.end(),
@@ -57,14 +33,14 @@ void SortByAxisDescending(std::vector<const UOp*>& ranges) {
 // A tensor core has three ranges: N (only in the second input), M (only in the first) and the
 // reduction's K. The `axis`-th of their combinations, N varied slowest (itertools.product's
 // order), or none.
-std::optional<std::array<const UOp*, 3>> ChooseTensorCoreAxes(OpenRanges& open, const UOp* in0,
-                                                              const UOp* in1, const UOp* reduce,
-                                                              int axis) {
+std::optional<std::array<const UOp*, 3>> ChooseTensorCoreAxes(SymbolicRewriter& open,
+                                                              const UOp* in0, const UOp* in1,
+                                                              const UOp* reduce, int axis) {
   auto only_in = [&](const UOp* a, const UOp* b) {
     std::vector<const UOp*> out;
-    const std::vector<const UOp*>& other = open.Of(b);
-    for (const UOp* r : open.Of(a)) {
-      if (std::find(other.begin(), other.end(), r) == other.end()) out.push_back(r);
+    const absl::flat_hash_set<const UOp*>& other = open.Ranges(b);
+    for (const UOp* r : open.Ranges(a)) {
+      if (!other.contains(r)) out.push_back(r);
     }
     SortByAxisDescending(out);
     return out;
@@ -121,7 +97,7 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
 
   std::vector<TensorCore> cores = target_.tensor_cores;
   if (tc_select >= 0) cores = {target_.tensor_cores[tc_select]};
-  OpenRanges open;
+  SymbolicRewriter open(*graph_);  // for tinygrad's UOp.ranges
   for (const TensorCore& tc : cores) {
     if (absl::StartsWith(target_.device, "CUDA") && tc.dtype_in == Scalar::kFloat32 &&
         !target_.allow_tf32) {

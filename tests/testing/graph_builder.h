@@ -122,6 +122,26 @@ inline v1::Graph Matmul(int64_t m, int64_t k, int64_t n) {
   return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j})});
 }
 
+// var[i] = sum_j (x[i, j] - sum_k x[i, k] / cols)^2 in float32, a reduction (over j, axis 1)
+// holding another (the mean, over k, axis 2): slot 0 is var (rows), 1 is x (rows x cols).
+inline v1::Graph Variance(int64_t rows, int64_t cols) {
+  using v1::DType;
+  using v1::Node;
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, rows);
+  int x = g.Buffer(1, DType::FLOAT32, rows * cols);
+  int i = g.Range(g.Index(rows), 0);
+  int j = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int k = g.Range(g.Index(cols), 2, v1::RangeArg::REDUCE);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, g.RowMajor(i, cols, k)), {k});
+  int mean = g.Node(Node::MUL, DType::FLOAT32, {sum, g.Float(DType::FLOAT32, 1.0 / cols)});
+  int d = g.Node(Node::ADD, DType::FLOAT32,
+                 {g.Load(x, g.RowMajor(i, cols, j)),
+                  g.Node(Node::MUL, DType::FLOAT32, {mean, g.Float(DType::FLOAT32, -1)})});
+  int var = g.Reduce(Node::ADD, DType::FLOAT32, g.Node(Node::MUL, DType::FLOAT32, {d, d}), {j});
+  return g.Sink({g.End(g.Store(g.Target(out, i), var), {i})});
+}
+
 }  // namespace uopd::testing
 
 #endif  // UOPD_TESTS_TESTING_GRAPH_BUILDER_H_

@@ -97,6 +97,36 @@ std::shared_ptr<const KernelAst> Matmul32() {
   return *ast;
 }
 
+TEST(Scheduler, GroupsAReductionHoldingAnotherButNotOneInsideAnother) {
+  // tinygrad refuses a GROUP whose reduction sits inside another's loop, not one whose
+  // reduction holds a reduction of its own (a variance's outer sum).
+  auto variance = DecodeKernelAst(testing::Variance(8, 64));
+  UOPD_ASSERT_OK(variance);
+  const OptTarget gpu = OptTarget::Cuda("sm_80");
+  Scheduler outer(**variance, gpu);
+  UOPD_EXPECT_OK(outer.Apply(Opt{OptOp::kGroupTop, 0, 16}));  // j: holds the mean
+  Scheduler inner(**variance, gpu);
+  UOPD_EXPECT_OK(inner.Apply(Opt{OptOp::kGroup, 1, 16}));  // k: the mean, outside j's loop
+  // out[i] = sum_j x[i, j] * sum_k y[j, k]: the inner sum runs inside j's loop.
+  using v1::DType;
+  using v1::Node;
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 8);
+  int x = g.Buffer(1, DType::FLOAT32, 8 * 16);
+  int y = g.Buffer(2, DType::FLOAT32, 16 * 16);
+  int i = g.Range(g.Index(8), 0);
+  int j = g.Range(g.Index(16), 1, v1::RangeArg::REDUCE);
+  int k = g.Range(g.Index(16), 2, v1::RangeArg::REDUCE);
+  int row = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(y, g.RowMajor(j, 16, k)), {k});
+  int product = g.Node(Node::MUL, DType::FLOAT32, {g.Load(x, g.RowMajor(i, 16, j)), row});
+  int total = g.Reduce(Node::ADD, DType::FLOAT32, product, {j});
+  auto nested = DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, i), total), {i})}));
+  UOPD_ASSERT_OK(nested);
+  Scheduler refused(**nested, gpu);
+  EXPECT_TRUE(testing::StatusIs(refused.Apply(Opt{OptOp::kGroup, 1, 4}),
+                                absl::StatusCode::kInvalidArgument, {"inside another reduce"}));
+}
+
 TEST(Scheduler, ATensorCoreShapesFloat32OnlyWhereTf32IsAllowed) {
   OptTarget sm80 = OptTarget::Cuda("sm_80");
   Scheduler plain(*Matmul32(), sm80);
