@@ -638,6 +638,8 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   request.set_device("CUDA");
   request.set_target("sm_90");
   request.set_want_binary(true);
+  // As written: a thread per element (the heuristics would upcast and take fewer blocks).
+  request.mutable_optimization()->set_mode(v1::Optimization::NONE);
   auto compiled = client.Compile(request);
   UOPD_ASSERT_OK(compiled);
   EXPECT_EQ(compiled->target(), "sm_90");
@@ -651,6 +653,12 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
   auto other = client.Compile(request);
   UOPD_ASSERT_OK(other);
   EXPECT_NE(other->cache_key(), compiled->cache_key()) << "the target is part of the cache key";
+  // By default the GPU heuristics choose (tinygrad's hand-coded opts): fewer, fuller threads.
+  request.clear_optimization();
+  auto chosen = client.Compile(request);
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_GT(chosen->applied_opts_size(), 0);
+  EXPECT_NE(chosen->cache_key(), other->cache_key());
   request.set_target("sm_1");
   EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument, {"sm_1"}));
 #endif
