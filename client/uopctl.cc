@@ -35,7 +35,7 @@
 #include "client/remote_corpus.h"
 #include "client/uopd_client.h"
 #include "core/corpus/corpus_file.h"
-#include "core/opt/opt_codec.h"
+#include "core/wire/opt_codec.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/cache/program_codec.h"
-#include "core/opt/opt_codec.h"
+#include "core/wire/opt_codec.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
 #include "server/parse_after_admission.h"

@@ -1,7 +1,7 @@
 #include "server/request_builder.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/opt/opt_codec.h"
+#include "core/wire/opt_codec.h"
 #include "core/util/status_macros.h"
 #include "core/wire/decode.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "core/opt/opt_codec.h"
+#include "core/wire/opt_codec.h"
 #include "core/util/status_macros.h"
 #include "core/wire/decode.h"
 #include "core/wire/encode.h"

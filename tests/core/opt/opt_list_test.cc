@@ -1,7 +1,7 @@
 // Opt lists as people type them (uopctl --optimize, the benches): tinygrad's spelling, the way
 // OptsToString writes it, read back.
 #include "core/opt/opt.h"
-#include "core/opt/opt_codec.h"
+#include "core/wire/opt_codec.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 

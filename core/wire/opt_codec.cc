@@ -1,4 +1,4 @@
-#include "core/opt/opt_codec.h"
+#include "core/wire/opt_codec.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"

@@ -1,7 +1,7 @@
 // Opts on the wire (uopd.v1.Opt): what clients send as tinygrad's opts_to_apply and what comes
 // back as applied opts and in a search's cache record.
-#ifndef UOPD_CORE_OPT_OPT_CODEC_H_
-#define UOPD_CORE_OPT_OPT_CODEC_H_
+#ifndef UOPD_CORE_WIRE_OPT_CODEC_H_
+#define UOPD_CORE_WIRE_OPT_CODEC_H_
 
 #include <vector>
 
@@ -21,4 +21,4 @@ v1::Opt EncodeOpt(const Opt& opt);
 
 }  // namespace uopd
 
-#endif  // UOPD_CORE_OPT_OPT_CODEC_H_
+#endif  // UOPD_CORE_WIRE_OPT_CODEC_H_
