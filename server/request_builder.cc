@@ -1,9 +1,9 @@
 #include "server/request_builder.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/wire/opt_codec.h"
 #include "core/util/status_macros.h"
 #include "core/wire/decode.h"
+#include "core/wire/opt_codec.h"
 
 namespace uopd {
 

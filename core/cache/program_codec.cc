@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "core/wire/opt_codec.h"
 #include "core/util/status_macros.h"
 #include "core/wire/decode.h"
 #include "core/wire/encode.h"
+#include "core/wire/opt_codec.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace uopd {
