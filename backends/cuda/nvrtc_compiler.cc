@@ -131,9 +131,7 @@ absl::StatusOr<CompiledKernel> NvrtcCompiler::CompileImpl(const ProgramSpec& spe
   kernel.ptx = *std::move(ptx);
   kernel.entry = spec.name;
   if (auto report = ParsePtxasReport(ptxas_log, spec.name); report.ok()) {
-    kernel.resources =
-        KernelResources{report->registers, report->shared_bytes,
-                        std::max(report->spill_store_bytes, report->spill_load_bytes)};
+    kernel.resources = *report;
   }
   return kernel;
 }

@@ -1,5 +1,7 @@
 #include "backends/cuda/ptxas_report.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -21,9 +23,9 @@ int64_t NumberBefore(absl::string_view line, absl::string_view unit) {
 
 }  // namespace
 
-absl::StatusOr<PtxasReport> ParsePtxasReport(absl::string_view log, absl::string_view entry) {
-  PtxasReport report;
-  bool in_entry = false, properties = false, usage = false;
+absl::StatusOr<KernelResources> ParsePtxasReport(absl::string_view log, absl::string_view entry) {
+  KernelResources report;
+  bool in_entry = false, usage = false;
   for (absl::string_view line : absl::StrSplit(log, '\n')) {
     if (absl::StrContains(line, "Compiling entry function") ||
         absl::StrContains(line, "Function properties for")) {
@@ -33,21 +35,17 @@ absl::StatusOr<PtxasReport> ParsePtxasReport(absl::string_view log, absl::string
     }
     if (!in_entry) continue;
     if (absl::StrContains(line, "stack frame")) {
-      report.stack_bytes = NumberBefore(line, "bytes stack frame");
-      report.spill_store_bytes = NumberBefore(line, "bytes spill stores");
-      report.spill_load_bytes = NumberBefore(line, "bytes spill loads");
-      properties = true;
+      report.spilled_bytes = std::max<int64_t>(
+          {0, NumberBefore(line, "bytes spill stores"), NumberBefore(line, "bytes spill loads")});
     } else if (absl::StrContains(line, "Used ") && absl::StrContains(line, "registers")) {
       report.registers = static_cast<int>(NumberBefore(line, "registers"));
-      const int64_t smem = NumberBefore(line, "bytes smem");
-      report.shared_bytes = smem < 0 ? 0 : smem;
+      report.shared_bytes = std::max<int64_t>(0, NumberBefore(line, "bytes smem"));
       usage = true;
     }
   }
   if (!usage || report.registers < 0) {
     return absl::NotFoundError(absl::StrCat("no ptxas report for ", entry, " in the log"));
   }
-  if (!properties) report.stack_bytes = report.spill_store_bytes = report.spill_load_bytes = 0;
   return report;
 }
 

@@ -20,6 +20,7 @@
 #include "core/worker/frame_io.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/daemon_requests.h"
 #include "tests/testing/local_socket_client.h"
 #include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
@@ -139,13 +140,7 @@ TEST(LocalSocket, BuffersAndExecuteAnswerAsTheirRpcsDo) {
   UOPD_ASSERT_OK(back);
   EXPECT_EQ(*back, data);
 
-  v1::ExecuteRequest execute;
-  execute.add_buffers()->set_handle(*out);
-  execute.add_buffers()->set_handle(*in);
-  auto* kernel = execute.add_kernels();
-  *kernel->mutable_ast() = ScaleKernel(16, 3.0);
-  kernel->add_buffers(0);
-  kernel->add_buffers(1);
+  const v1::ExecuteRequest execute = testing::ExecuteOf(ScaleKernel(16, 3.0), {*out, *in});
   auto executed = local.Execute(execute);
   UOPD_ASSERT_OK(executed);
   EXPECT_EQ(executed->timings_size(), 1);
@@ -192,11 +187,7 @@ TEST(LocalSocket, ALargeCallOverTheQuotaIsRefusedBeforeItIsParsed) {
   UOPD_ASSERT_OK(channel);
   auto out = (*channel)->CreateBuffer("CPU", DType::FLOAT32, 64);
   UOPD_ASSERT_OK(out);
-  v1::ExecuteRequest heavy;
-  heavy.add_buffers()->set_handle(*out);
-  auto* kernel = heavy.add_kernels();
-  *kernel->mutable_ast() = HeavyKernel(64, 35000);
-  kernel->add_buffers(0);
+  const v1::ExecuteRequest heavy = testing::ExecuteOf(HeavyKernel(64, 35000), {*out});
   ASSERT_GT(heavy.ByteSizeLong(), size_t{2} << 20);  // x16 for the parse: past 32 MiB
   ASSERT_LT(heavy.ByteSizeLong(), size_t{4} << 20);  // within a frame
   EXPECT_TRUE(StatusIs((*channel)->Execute(heavy), absl::StatusCode::kResourceExhausted,
@@ -205,14 +196,7 @@ TEST(LocalSocket, ALargeCallOverTheQuotaIsRefusedBeforeItIsParsed) {
                        {"refused unread", "parsing a request of"}));
   auto in = (*channel)->CreateBuffer("CPU", DType::FLOAT32, 64);
   UOPD_ASSERT_OK(in);
-  v1::ExecuteRequest small;
-  small.add_buffers()->set_handle(*out);
-  small.add_buffers()->set_handle(*in);
-  auto* scale = small.add_kernels();
-  *scale->mutable_ast() = ScaleKernel(64, 2.0);
-  scale->add_buffers(0);
-  scale->add_buffers(1);
-  UOPD_EXPECT_OK((*channel)->Execute(small));
+  UOPD_EXPECT_OK((*channel)->Execute(testing::ExecuteOf(ScaleKernel(64, 2.0), {*out, *in})));
 }
 
 TEST(LocalSocket, AConnectionActsOnlyAsTheIdentityWhoseTicketOpenedIt) {

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "uopd/v1/kernel_service.pb.h"
 
@@ -15,6 +16,19 @@ inline v1::CompileRequest CompileOf(const v1::Graph& graph, const std::string& d
   v1::CompileRequest request;
   *request.mutable_ast() = graph;
   request.set_device(device);
+  return request;
+}
+
+// An Execute of the one kernel `graph` whose slot i is bound to the buffer `handles[i]`.
+inline v1::ExecuteRequest ExecuteOf(const v1::Graph& graph,
+                                    const std::vector<std::string>& handles) {
+  v1::ExecuteRequest request;
+  v1::KernelInvocation* kernel = request.add_kernels();
+  *kernel->mutable_ast() = graph;
+  for (size_t i = 0; i < handles.size(); ++i) {
+    request.add_buffers()->set_handle(handles[i]);
+    kernel->add_buffers(static_cast<int>(i));
+  }
   return request;
 }
 

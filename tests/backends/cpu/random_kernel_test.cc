@@ -56,13 +56,18 @@ TEST(RandomKernels, RandomOptsKeepTheMeaningOnTheCpu) {
   EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified);
 }
 
+// The CPU backend lowering kernels as for a GPU, its grid run as a loop.
+absl::StatusOr<std::unique_ptr<Device>> CreateGpuLoweringDevice(ThreadPool& pool) {
+  CpuDeviceOptions options;
+  options.renderer.gpu_lowering = true;
+  return CreateCpuDevice(&pool, options);
+}
+
 // The same kernels lowered as for a GPU (one flattened grid index, its guard, reductions as
 // loops), run on the CPU with the grid as a loop: the GPU lowering on random kernels, no GPU.
 TEST(RandomKernels, GpuLoweringRunsOnTheCpu) {
   ThreadPool pool(1);
-  CpuDeviceOptions options;
-  options.renderer.gpu_lowering = true;
-  auto device = CreateCpuDevice(&pool, options);
+  auto device = CreateGpuLoweringDevice(pool);
   ASSERT_TRUE(device.ok()) << device.status();
   std::mt19937 data_rng(7);
   testing::RandomKernelOutcomes outcomes;
@@ -80,9 +85,7 @@ TEST(RandomKernels, GpuLoweringRunsOnTheCpu) {
 // after a barrier, against the reference interpreter.
 TEST(RandomKernels, RandomGpuOptsKeepTheMeaningThroughWorkGroupLoops) {
   ThreadPool pool(1);
-  CpuDeviceOptions options;
-  options.renderer.gpu_lowering = true;
-  auto device = CreateCpuDevice(&pool, options);
+  auto device = CreateGpuLoweringDevice(pool);
   ASSERT_TRUE(device.ok()) << device.status();
   const OptTarget gpu = OptTarget::Cuda("sm_90");
   std::mt19937 data_rng(13), opt_rng(17);
