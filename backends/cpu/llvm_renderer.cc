@@ -88,9 +88,10 @@ CodegenTarget LlvmRenderer::Target(const LlvmRendererOptions& options) {
   if (options.gpu_lowering) {
     target.parallelism = CodegenTarget::Parallelism::kGrid;
     target.max_vector_lanes = 0;
-    // Blocks smaller than CUDA's, so that groups of the checked kernels span several blocks
-    // and leave blocks part-filled.
-    target.group_threads = kGpuLoweringGroupThreads;
+    // CUDA's blocks, their GROUP reductions run as work-group loops
+    // (core/codegen/work_group_loops.h).
+    target.group_threads = kCudaBlockThreads;
+    target.shared_bytes = kCudaSharedBytes;
   }
   target.spells_vector = [options](const LinearProgram& p, const Instr& in) {
     return LlvmKeepsVector(p, in, options);

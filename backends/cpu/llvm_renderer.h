@@ -21,9 +21,6 @@ namespace uopd {
 
 inline constexpr int32_t kCpuKernelStopped = -1;
 inline constexpr int64_t kCpuStopChunk = 1 << 16;
-// gpu_lowering: threads per block of a kernel whose GROUP reduction meets in shared memory (run
-// as work-group loops, core/codegen/work_group_loops.h).
-inline constexpr int kGpuLoweringGroupThreads = 256;  // CUDA's blocks (kCudaBlockSize)
 
 struct LlvmRendererOptions {
   // Kernels with at least this many loop iterations split their outer loop across threads.

@@ -581,7 +581,7 @@ class CudaWriter {
     for (size_t v = 0; v < p_.var_names.size(); ++v)
       params.push_back(absl::StrCat("long long var", v));
     params.push_back("int* __restrict__ uopd_status");
-    int threads = p_.grid_ends.empty() ? 1 : kCudaBlockSize;
+    int threads = p_.grid_ends.empty() ? 1 : kCudaBlockThreads;
     std::string includes;
     if (uses_fp16_ || uses_bf16_ || uses_fp8_) includes += "#include <cuda_fp16.h>\n";
     if (uses_bf16_ || uses_fp8_) includes += "#include <cuda_bf16.h>\n";
@@ -608,22 +608,14 @@ std::string RenderCudaC(const LinearProgram& program, const WarpReductionPlan& w
   return CudaWriter(program, warps).Render();
 }
 
-CodegenTarget CudaRenderer::Target() {
-  CodegenTarget target;
-  target.device = "CUDA";
-  target.parallelism = CodegenTarget::Parallelism::kGrid;
-  target.block_threads = kCudaBlockSize;
-  target.warp_lanes = kWarpLanes;
-  target.group_threads = kCudaBlockSize;
-  return target;
-}
+CodegenTarget CudaRenderer::Target() { return CodegenTarget::CudaGrid(); }
 
 std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
   return RenderCudaC(kernel.program, kernel.warps);
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v13;block=", kCudaBlockSize);
+  return absl::StrCat("cuda-c/v13;block=", kCudaBlockThreads);
 }
 
 }  // namespace uopd

@@ -19,8 +19,6 @@
 
 namespace uopd {
 
-inline constexpr int kCudaBlockSize = 256;
-
 // Immutable: safe for concurrent use.
 class CudaRenderer : public SpellingRenderer {
  public:
@@ -28,8 +26,7 @@ class CudaRenderer : public SpellingRenderer {
   std::string Identity() const override;
   std::string Spell(const LoweredKernel& kernel) const override;
 
-  // What CUDA C spells: a 1-D grid of kCudaBlockSize-thread blocks, warps of 32 sharing
-  // reductions, scalars only, native EXP2 and LOG2.
+  // What CUDA C spells: CodegenTarget::CudaGrid, with native EXP2 and LOG2.
   static CodegenTarget Target();
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/codegen/linear_program.h"
+#include "core/codegen/warp_reduction.h"
 
 namespace uopd {
 
@@ -16,6 +17,12 @@ namespace uopd {
 inline constexpr int64_t kDefaultMinParallelWork = int64_t{1} << 16;
 // The most lanes a vector value gets (LLVM splits wider vectors into registers).
 inline constexpr int64_t kMaxVectorLanes = 64;
+// A CUDA block as uopd launches one: its threads, and the static shared memory it may declare
+// without the driver's opt-in. The CUDA backend launches such blocks, the optimizer checks
+// opts against them (OptTarget::Cuda), and the CPU's GPU-lowering oracle runs blocks of the
+// same size.
+inline constexpr int kCudaBlockThreads = 256;
+inline constexpr int64_t kCudaSharedBytes = 48 << 10;
 
 struct CodegenTarget {
   // How a kernel's parallel ranges run.
@@ -49,6 +56,8 @@ struct CodegenTarget {
   // (LowerOptions::group_threads; 0: GROUP ranges run as loops). With no blocks of its own
   // (GridRunsAsLoop), the CPU runs each block's threads as loops between barriers.
   int group_threads = 0;
+  // kGrid with group_threads: the shared memory a block's arrays of partials may take.
+  int64_t shared_bytes = 0;
 
   // Kernels read a stop word: outer loops every iteration, innermost loops every this many
   // iterations (they run in chunks that stay vectorizable). 0: kernels never stop early.
@@ -69,10 +78,25 @@ struct CodegenTarget {
     return target;
   }
 
+  // CUDA's grid: a 1-D grid of kCudaBlockThreads-thread blocks, warps of kWarpLanes sharing
+  // reductions, GROUP reductions in kCudaSharedBytes of shared memory, scalars only.
+  static CodegenTarget CudaGrid();
+
   // A grid with no launch dims: the CPU runs its threads as one loop (how the GPU lowering is
   // checked on machines without a GPU).
   bool GridRunsAsLoop() const { return parallelism == Parallelism::kGrid && block_threads == 0; }
 };
+
+inline CodegenTarget CodegenTarget::CudaGrid() {
+  CodegenTarget target;
+  target.device = "CUDA";
+  target.parallelism = Parallelism::kGrid;
+  target.block_threads = kCudaBlockThreads;
+  target.warp_lanes = kWarpLanes;
+  target.group_threads = kCudaBlockThreads;
+  target.shared_bytes = kCudaSharedBytes;
+  return target;
+}
 
 }  // namespace uopd
 

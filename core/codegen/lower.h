@@ -28,6 +28,9 @@ struct LowerOptions {
   // reduces its share, the partial results meet in shared memory after a barrier, and the
   // group's first thread stores (LinearProgram::group_threads).
   int group_threads = 0;
+  // With group_threads: the most shared memory the group's arrays of partials may take; a group
+  // whose partials would not fit stays a loop in each thread.
+  int64_t shared_bytes = 0;
   // A range of constant size whose iterations become the lanes of vector values instead of a
   // loop (core/codegen/vector_range.h); null for none.
   const UOp* vector_range = nullptr;

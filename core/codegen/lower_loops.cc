@@ -109,7 +109,6 @@ const UOp* Lowerer::ChooseGroupRange() {
   // Only reductions close it, each a scalar of a type shared memory holds, computed once per
   // thread at the top level (the barrier must be reached by every thread of the block once),
   // with arrays of partials that fit a block's static shared memory.
-  constexpr int64_t kSharedBytes = 48 * 1024;
   int64_t shared_bytes = 0;
   for (const UOp* node : topo_) {
     if (node->op() != Op::kReduce && node->op() != Op::kEnd) continue;
@@ -121,7 +120,7 @@ const UOp* Lowerer::ChooseGroupRange() {
     const Op op = node->arg().reduce_op;
     if (op != Op::kAdd && op != Op::kMul && op != Op::kMax) return nullptr;
     shared_bytes += int64_t{options_.group_threads} * ScalarItemSize(s);
-    if (shared_bytes > kSharedBytes) return nullptr;
+    if (shared_bytes > options_.shared_bytes) return nullptr;
     for (const UOp* free : FreeRanges(node)) {
       if (!IsGridRange(free)) return nullptr;
     }

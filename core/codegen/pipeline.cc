@@ -117,6 +117,7 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   lower.min_parallel_work = grid ? 0 : target.min_parallel_work;
   lower.gpu_grid = grid;
   lower.group_threads = grid ? target.group_threads : 0;
+  lower.shared_bytes = target.shared_bytes;
   std::shared_ptr<const KernelAst> algebra = ApplyTinygradAlgebra(std::move(ast));
   if (target.decompose_transcendentals) algebra = DecomposeTranscendentals(algebra);
   // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are

@@ -543,11 +543,7 @@ void ApplyCpuHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> a
 bool WarpsShareAsWritten(const Scheduler& scheduler) {
   const OptTarget& target = scheduler.target();
   if (target.warp_lanes <= 0) return false;
-  CodegenTarget gpu;
-  gpu.device = target.device;
-  gpu.parallelism = CodegenTarget::Parallelism::kGrid;
-  gpu.block_threads = target.block_threads;
-  gpu.warp_lanes = target.warp_lanes;
+  CodegenTarget gpu = CodegenTarget::CudaGrid();
   auto kernel = LowerForTarget(scheduler.Finish(/*hash=*/false), "k", gpu, {});
   return kernel.ok() && kernel->warps.enabled;
 }

@@ -21,7 +21,7 @@ struct OptTarget {
   int64_t max_threads = 0;   // THREAD's limit (tinygrad's global_max[0] on the CPU)
   int cores = 1;             // CPU: the threads a kernel really runs on (the cost model's)
   std::array<int64_t, 3> local_max = {1024, 1024, 64};
-  int64_t shared_max = 48 << 10;
+  int64_t shared_max = 0;  // bytes of shared memory a block may declare (has_shared)
   // CPU: the SIMD registers the heuristics tile for (AVX-512: 32 of 64 bytes).
   int vector_bytes = 32;
   int vector_registers = 16;
@@ -35,7 +35,8 @@ struct OptTarget {
 
   // uopd's CPU: threads up to the core count (at least 8, as tinygrad's corpus was captured).
   static OptTarget Cpu(int cores);
-  // A CUDA GPU of architecture `arch` ("sm_80"): locals, 48 KiB of shared memory.
+  // A CUDA GPU of architecture `arch` ("sm_80"): locals, CUDA blocks and their shared memory
+  // (core/codegen/codegen_target.h).
   static OptTarget Cuda(const std::string& arch);
 };
 

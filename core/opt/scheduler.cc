@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/codegen/codegen_target.h"
 #include "core/ir/hash.h"
 #include "core/ir/symbolic.h"
 #include "core/ir/value_range.h"
@@ -81,8 +82,9 @@ OptTarget OptTarget::Cuda(const std::string& arch) {
   t.has_local = true;
   t.has_shared = true;
   t.tensor_cores = CudaTensorCores(arch);
-  t.block_threads = 256;  // backends/cuda's kCudaBlockSize
-  t.warp_lanes = 32;
+  t.shared_max = kCudaSharedBytes;
+  t.block_threads = kCudaBlockThreads;
+  t.warp_lanes = kWarpLanes;
   return t;
 }
 

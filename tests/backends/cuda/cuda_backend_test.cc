@@ -183,7 +183,7 @@ TEST(CudaBackend, TheHeuristicsChoicesCompileWithoutSpills) {
   auto compiler = NvrtcCompiler::Create("sm_80");
   UOPD_ASSERT_OK(compiler);
   const OptTarget target = OptTarget::Cuda("sm_80");
-  EXPECT_EQ(target.block_threads, kCudaBlockSize);  // the optimizer's picture of a launch
+  EXPECT_EQ(target.block_threads, kCudaBlockThreads);  // the optimizer's picture of a launch
   std::atomic<int> optimized{0};
   std::atomic<int> most_registers{0};
   CheckEachInParallel(asts, [&](int i) -> std::string {
@@ -234,7 +234,7 @@ TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   auto dims = spec->launch_dims({});
   UOPD_ASSERT_OK(dims);
   EXPECT_EQ(dims->global[0], 1) << "8 outputs fit one block";
-  EXPECT_EQ(dims->local[0], kCudaBlockSize);
+  EXPECT_EQ(dims->local[0], kCudaBlockThreads);
   EXPECT_NE(spec->src.find("blockIdx.x"), std::string::npos) << spec->src;
   EXPECT_NE(spec->src.find("for ("), std::string::npos) << "the reduction stays a loop:\n"
                                                         << spec->src;
@@ -258,7 +258,7 @@ TEST(CudaBackend, WarpsShareRowReductions) {
   EXPECT_NE(spec->src.find("if (uopd_lane == 0) data0["), std::string::npos) << spec->src;
   auto dims = spec->launch_dims({});
   UOPD_ASSERT_OK(dims);
-  EXPECT_EQ(dims->global[0], 8192 / (kCudaBlockSize / 32)) << "one warp per row";
+  EXPECT_EQ(dims->global[0], 8192 / (kCudaBlockThreads / 32)) << "one warp per row";
 }
 
 TEST(CudaBackend, ColumnReductionsKeepAThreadPerOutput) {
@@ -268,7 +268,7 @@ TEST(CudaBackend, ColumnReductionsKeepAThreadPerOutput) {
   EXPECT_FALSE(WarpShared(*spec)) << spec->src;
   auto dims = spec->launch_dims({});
   UOPD_ASSERT_OK(dims);
-  EXPECT_EQ(dims->global[0], 8192 / kCudaBlockSize);
+  EXPECT_EQ(dims->global[0], 8192 / kCudaBlockThreads);
 }
 
 TEST(CudaBackend, ShortReductionsKeepAThreadPerOutput) {
@@ -563,7 +563,7 @@ TEST_F(CudaGpuTest, RefusesGridsPastTheGpuLimitsAndWrongParameterCounts) {
   UOPD_ASSERT_OK(program);
   LaunchDims dims;
   dims.global = {int64_t{1} << 32, 1, 1};
-  dims.local = {kCudaBlockSize, 1, 1};
+  dims.local = {kCudaBlockThreads, 1, 1};
   std::vector<void*> buffers(3, nullptr);
   EXPECT_TRUE(testing::StatusIs((*program)->program->Execute(buffers, {}, dims, nullptr),
                                 absl::StatusCode::kOutOfRange, {"past the GPU's limits"}));

@@ -47,6 +47,7 @@ CodegenTarget Gpu(int block, int warp = 0) {
   target.parallelism = CodegenTarget::Parallelism::kGrid;
   target.block_threads = block;
   target.warp_lanes = warp;
+  target.shared_bytes = kCudaSharedBytes;  // for the tests that set group_threads
   return target;
 }
 
@@ -133,6 +134,10 @@ TEST(CodegenPipeline, AGroupWhosePartialsOverflowSharedMemoryStaysALoop) {
   kernel = LowerForTarget(GroupSum(10), "k", gpu, {});
   UOPD_ASSERT_OK(kernel);
   EXPECT_EQ(kernel->program.group_threads, 8192);
+  gpu.shared_bytes = 16 << 10;  // the target's own budget, not a fixed 48 KiB
+  kernel = LowerForTarget(GroupSum(10), "k", gpu, {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.group_threads, 0);
 }
 
 TEST(CodegenPipeline, WithoutBlocksAGroupRunsAsWorkGroupLoops) {
