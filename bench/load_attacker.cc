@@ -1,5 +1,6 @@
 #include "bench/load_attacker.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -51,7 +52,12 @@ void Attacker::Start() {
   auto launch = [this](auto&& attack) {
     threads_.emplace_back([this, attack] {
       // Linux keeps a nice value per thread; best effort.
-      if (targets_.nice != 0) (void)setpriority(PRIO_PROCESS, gettid(), targets_.nice);
+      if (targets_.nice == AttackTargets::kIdleClass) {
+        const sched_param param{};
+        (void)sched_setscheduler(gettid(), SCHED_IDLE, &param);
+      } else if (targets_.nice != 0) {
+        (void)setpriority(PRIO_PROCESS, gettid(), targets_.nice);
+      }
       attack();
     });
   };

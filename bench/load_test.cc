@@ -11,7 +11,7 @@
 //
 //   load_test --daemon PATH [--clients 32] [--seconds 20] [--max_ops 1000000] [--label TEXT]
 //             [--daemon_flag --flag=value]... [--attacker [--attacks slow_compiles,...]
-//             [--attacker_nice 19]]
+//             [--attacker_nice 20 (the idle class; 0-19: a nice value)]]
 #include <dirent.h>
 #include <sys/types.h>
 
@@ -30,6 +30,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/bench_util.h"
 #include "bench/load_attacker.h"
 #include "client/uopd_client.h"
@@ -208,12 +209,16 @@ void WriteFile(const std::string& path, const std::string& text) { std::ofstream
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As the daemon does (server/main.cc): Debian's abseil would otherwise keep a global lock-order
+  // graph on every absl::Mutex acquisition of the clients.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string daemon_path, label = "uopd";
   int clients = 32, seconds = 20;
   int64_t max_ops = 1'000'000;
   bool attacker = false;
   std::vector<std::string> attacks, daemon_flags;
-  int attacker_nice = 19;  // the attacker's client as if on its own host (load_attacker.h)
+  int attacker_nice = uopd::bench::AttackTargets::kIdleClass;  // the attacker's client as if on its
+                                                               // own host (load_attacker.h)
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--attacker") {
@@ -242,7 +247,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: load_test --daemon PATH [--clients N] [--seconds S] "
                  "[--max_ops N] [--label TEXT] [--daemon_flag --flag=value]... "
-                 "[--attacker [--attacks a,b,...] [--attacker_nice N]]\n");
+                 "[--attacker [--attacks a,b,...] [--attacker_nice N (20: idle class)]]\n");
     return 2;
   }
   for (const std::string& name : attacks) {

@@ -26,6 +26,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "backends/cpu/cpu_device.h"
 #ifdef UOPD_WITH_CUDA
@@ -592,6 +593,11 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == uopd::kCompileWorkerCommand) {
     return uopd::CompileWorkerMain(argc, argv);
   }
+  // Debian builds abseil without NDEBUG, so every absl::Mutex acquisition would also update a
+  // process-wide lock-order graph under one global lock (deadlock detection): a point of
+  // contention for every thread of a loaded daemon. Lock order is a property of the code,
+  // checked by its tests' sanitizers, not something to pay for on every call in production.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage("uopd: kernel compilation and execution daemon");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<uopd::DaemonConfig> config = uopd::DaemonConfigFromFlags();
