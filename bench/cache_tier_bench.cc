@@ -133,10 +133,12 @@ int main(int argc, char** argv) {
   const std::string key_file = dir + "/cluster.key";
   std::ofstream(key_file) << "cache-tier-bench-cluster-key-0123456789abcdef\n";
   chmod(key_file.c_str(), 0600);
-  const std::vector<std::string> shared = {"--redis_url=" + redis.url(),
-                                           "--cluster_key_file=" + key_file};
+  // Timed as in production: without the lock-order checks DaemonProcess asks for in tests.
+  const std::vector<std::string> alone = {"--check_lock_order=false"};
+  const std::vector<std::string> shared = {
+      "--redis_url=" + redis.url(), "--cluster_key_file=" + key_file, "--check_lock_order=false"};
 
-  DaemonProcess cold(daemon_path, dir + "/cold");
+  DaemonProcess cold(daemon_path, dir + "/cold", alone);
   DaemonProcess publisher(daemon_path, dir + "/publisher", shared);
   if (!cold.running() || !publisher.running()) return 1;
   uopd::Client cold_client(cold.address()), publisher_client(publisher.address());
@@ -162,7 +164,7 @@ int main(int argc, char** argv) {
   std::filesystem::copy(dir + "/publisher", dir + "/disk-copy",
                         std::filesystem::copy_options::recursive);
   DaemonProcess reader(daemon_path, dir + "/reader", shared);
-  DaemonProcess disk(daemon_path, dir + "/disk-copy");
+  DaemonProcess disk(daemon_path, dir + "/disk-copy", alone);
   if (!reader.running() || !disk.running()) return 1;
   uopd::Client reader_client(reader.address()), disk_client(disk.address());
   std::vector<Column> hits = {miss[0], {"Redis hit"}, {"disk hit"}, {"memory hit"}};

@@ -271,6 +271,8 @@ int main(int argc, char** argv) {
     flags = {"--identities=" + dir + ".identities", "--anonymous_rights=compile,run",
              "--max_client_bytes=268435456"};
   }
+  // Timed as in production: without the lock-order checks DaemonProcess asks for in tests.
+  flags.push_back("--check_lock_order=false");
   flags.insert(flags.end(), daemon_flags.begin(), daemon_flags.end());
   uopd::testing::DaemonProcess daemon(daemon_path, dir, flags);
   if (!daemon.running()) return 1;

@@ -137,6 +137,9 @@ ABSL_FLAG(absl::Duration, search_budget, absl::Seconds(30),
 ABSL_FLAG(int64_t, search_scratch_bytes, int64_t{1} << 30,
           "device memory one search may use for made-up inputs; bigger kernels get heuristics");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(bool, check_lock_order, false,
+          "check the lock order of every mutex acquisition and abort on a potential deadlock "
+          "(for tests: it serializes every lock of the daemon through one global graph)");
 ABSL_FLAG(std::string, port_file, "",
           "write the bound gRPC and metrics addresses here once serving");
 
@@ -308,6 +311,7 @@ absl::StatusOr<DaemonConfig> DaemonConfigFromFlags() {
         absl::StrCat("--log_level must be debug, info, warning or error, not '",
                      absl::GetFlag(FLAGS_log_level), "'"));
   }
+  config.check_lock_order = absl::GetFlag(FLAGS_check_lock_order);
   return config;
 }
 

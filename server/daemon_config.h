@@ -79,6 +79,10 @@ struct DaemonConfig {
   SearchOptions search;
   int threads = 1;  // kernel threads; resolved: one per core unless given
   LogLevel log_level = LogLevel::kInfo;
+  // Abseil's lock-order checks on every absl::Mutex acquisition (a process-wide graph under one
+  // lock: Debian builds abseil without NDEBUG, so they would be on); the tests' daemons turn
+  // them on, production leaves them off.
+  bool check_lock_order = false;
 };
 
 // The configuration the command line gave. INVALID_ARGUMENT naming the flag for a value that is

@@ -593,11 +593,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == uopd::kCompileWorkerCommand) {
     return uopd::CompileWorkerMain(argc, argv);
   }
-  // Debian builds abseil without NDEBUG, so every absl::Mutex acquisition would also update a
-  // process-wide lock-order graph under one global lock (deadlock detection): a point of
-  // contention for every thread of a loaded daemon. Lock order is a property of the code,
-  // checked by its tests' sanitizers, not something to pay for on every call in production.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage("uopd: kernel compilation and execution daemon");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<uopd::DaemonConfig> config = uopd::DaemonConfigFromFlags();
@@ -605,6 +600,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uopd: %s\n", std::string(config.status().message()).c_str());
     return 2;
   }
+  // Debian builds abseil without NDEBUG, so every absl::Mutex acquisition would also update a
+  // process-wide lock-order graph under one global lock: a point of contention for every thread
+  // of a loaded daemon. Lock order is a property of the code, which the tests' daemons check.
+  absl::SetMutexDeadlockDetectionMode(config->check_lock_order ? absl::OnDeadlockCycle::kAbort
+                                                               : absl::OnDeadlockCycle::kIgnore);
   int rc = uopd::Run(*config);
   // Everything the daemon owns was shut down and freed in Run(). What is left are library
   // singletons whose exit-time teardown (gRPC's in particular) takes over a second and

@@ -125,7 +125,8 @@ class DaemonProcess {
                                      "--metrics=127.0.0.1:0",
                                      "--cache_dir=" + cache_dir_,
                                      "--port_file=" + port_file,
-                                     "--log_level=warning"};
+                                     "--log_level=warning",
+                                     "--check_lock_order"};
     args.insert(args.end(), flags_.begin(), flags_.end());
     pid_ = fork();
     if (pid_ == 0) {
