@@ -65,10 +65,10 @@ void Lowerer::ChooseGridRanges() {
   // group: tinygrad's GROUPTOP of a whole-tensor reduction.
   if (statement->op() != Op::kEnd && statement->op() != Op::kStore) return;
   Int128 threads = 1;
-  // The kernel's outer parallel ranges, in order: GLOBAL (and LOOP), a tensor core's WARP, then
-  // LOCAL, which the flattened index varies fastest, so neighbouring threads take neighbouring
-  // LOCAL indices as the optimizer meant (run as loops inside each thread, a LOCAL opt made
-  // kernels slower).
+  // The kernel's outer parallel ranges, in order: GLOBAL (and LOOP), then a tensor core's WARP
+  // and the LOCAL ranges, which the flattened index varies fastest, so neighbouring threads take
+  // neighbouring LOCAL indices as the optimizer meant (run as loops inside each thread, a LOCAL
+  // opt made kernels slower).
   const absl::Span<const UOp* const> ended =
       statement->op() == Op::kEnd ? statement->src().subspan(1) : absl::Span<const UOp* const>();
   for (const UOp* range : SortedRanges(ended)) {
@@ -78,6 +78,19 @@ void Lowerer::ChooseGridRanges() {
       break;
     }
     grid_ranges_.push_back(range);
+  }
+  // Within a block, tinygrad numbers its threads over the WARP and LOCAL ranges by axis, the
+  // first (lowest) axis varying fastest (gpudims' lidx0 is threadIdx.x): its opts chose which
+  // axis neighbouring threads share for that order, so the block's ranges come last here, the
+  // lowest axis last of all (the flattened index varies its last range fastest).
+  auto block = std::find_if(grid_ranges_.begin(), grid_ranges_.end(), [](const UOp* range) {
+    const AxisType type = range->arg().axis_type;
+    return type == AxisType::kWarp || type == AxisType::kLocal;
+  });
+  std::stable_sort(block, grid_ranges_.end(), [](const UOp* a, const UOp* b) {
+    return b->arg().axis < a->arg().axis;
+  });
+  for (const UOp* range : grid_ranges_) {
     program_.grid_ends.push_back(range->src(0));
     threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);
     if (threads > (Int128{1} << 62)) threads = Int128{1} << 62;

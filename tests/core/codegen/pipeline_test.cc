@@ -3,6 +3,7 @@
 // test and a renderer that records what it is asked to spell.
 #include "core/codegen/pipeline.h"
 
+#include "core/ir/value_range.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
@@ -98,6 +99,28 @@ std::shared_ptr<const KernelAst> GroupSum(int64_t outputs) {
   auto ast = DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, i), sum), {i})}));
   EXPECT_TRUE(ast.ok()) << ast.status();
   return *ast;
+}
+
+// out[l1 * 8 + l2] = x[l1 * 8 + l2] with LOCAL ranges of axes 1 (size 4) and 2 (size 8): as
+// tinygrad's gpudims numbers a block's threads, the lowest axis varies fastest (its lidx0 is
+// threadIdx.x), so the flattened index ends with axis 1's range, then axis 2's.
+TEST(CodegenPipeline, ABlocksLowestLocalAxisVariesFastestAsInTinygrad) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 32);
+  int x = g.Buffer(1, DType::FLOAT32, 32);
+  int l1 = g.Range(g.Index(4), 1, v1::RangeArg::LOCAL);
+  int l2 = g.Range(g.Index(8), 2, v1::RangeArg::LOCAL);
+  int index =
+      g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {l1, g.Index(8)}), l2});
+  auto ast =
+      DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, index), g.Load(x, index)), {l1, l2})}));
+  UOPD_ASSERT_OK(ast);
+  auto kernel = LowerForTarget(*ast, "k", Gpu(128), {});
+  UOPD_ASSERT_OK(kernel);
+  const std::vector<const UOp*>& ends = kernel->program.grid_ends;
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ConstIntValue(*ends[0]), 8);  // axis 2: slower
+  EXPECT_EQ(ConstIntValue(*ends[1]), 4);  // axis 1: fastest
 }
 
 TEST(CodegenPipeline, AGroupReductionMeetsInSharedMemoryAfterABarrier) {
