@@ -87,9 +87,8 @@ void Lowerer::ChooseGridRanges() {
     const AxisType type = range->arg().axis_type;
     return type == AxisType::kWarp || type == AxisType::kLocal;
   });
-  std::stable_sort(block, grid_ranges_.end(), [](const UOp* a, const UOp* b) {
-    return b->arg().axis < a->arg().axis;
-  });
+  std::stable_sort(block, grid_ranges_.end(),
+                   [](const UOp* a, const UOp* b) { return b->arg().axis < a->arg().axis; });
   for (const UOp* range : grid_ranges_) {
     program_.grid_ends.push_back(range->src(0));
     threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);
