@@ -89,22 +89,42 @@ void Lowerer::ChooseGridRanges() {
   });
   std::stable_sort(block, grid_ranges_.end(),
                    [](const UOp* a, const UOp* b) { return b->arg().axis < a->arg().axis; });
+  if ((group_range_ = ChooseGroupRange()) != nullptr) PlaceGroupRange();
   for (const UOp* range : grid_ranges_) {
     program_.grid_ends.push_back(range->src(0));
     threads *= std::max<Int128>(1, ranges_.Get(range->src(0)).max);
     if (threads > (Int128{1} << 62)) threads = Int128{1} << 62;
   }
-  // Last, and varied fastest, a GROUP reduction's range: the threads of a group are
-  // neighbours in a block and meet in its shared memory.
-  if ((group_range_ = ChooseGroupRange()) != nullptr) {
-    grid_ranges_.push_back(group_range_);
-    program_.grid_ends.push_back(group_range_->src(0));
-    program_.group_threads = options_.group_threads;
-    threads *= ConstIntValue(*group_range_->src(0));
-  }
   // The flattened index and its strides must fit the index width, as must the threads of the
   // last block (a whole block runs when a group meets in shared memory).
   if (threads + options_.group_threads >= (Int128{1} << 31)) program_.index_bits = 64;
+}
+
+void Lowerer::PlaceGroupRange() {
+  program_.group_threads = options_.group_threads;
+  // Among the block's ranges by axis, as tinygrad numbers a GROUP_REDUCE range (GROUPTOP before
+  // the LOCALs, as its heuristics apply them, makes the group's threads neighbours): its members
+  // are then the product of the faster ranges apart, and must fit a block together.
+  auto at = std::find_if(grid_ranges_.begin(), grid_ranges_.end(), [&](const UOp* range) {
+    const AxisType type = range->arg().axis_type;
+    return (type == AxisType::kWarp || type == AxisType::kLocal) &&
+           range->arg().axis < group_range_->arg().axis;
+  });
+  Int128 stride = 1;
+  for (auto it = at; it != grid_ranges_.end(); ++it) {
+    if (!(*it)->src(0)->IsConst()) return PlaceGroupRangeLast();
+    stride *= ConstIntValue(*(*it)->src(0));
+  }
+  if (options_.group_threads % (stride * ConstIntValue(*group_range_->src(0))) != 0) {
+    return PlaceGroupRangeLast();
+  }
+  group_stride_ = static_cast<int64_t>(stride);
+  grid_ranges_.insert(at, group_range_);
+}
+
+void Lowerer::PlaceGroupRangeLast() {
+  group_stride_ = 1;
+  grid_ranges_.push_back(group_range_);
 }
 
 const UOp* Lowerer::ChooseGroupRange() {
@@ -161,8 +181,12 @@ absl::Status Lowerer::EmitGridIndex() {
     const int in_grid = Alu(Op::kCmplt, boolean, {thread, total});
     rest = Alu(Op::kWhere, index, {in_grid, thread, Alu(Op::kSub, index, {total, IndexConst(1)})});
     block_position_ = Alu(Op::kMod, index, {thread, IndexConst(options_.group_threads)});
-    const int first = Alu(Op::kCmpeq, boolean,
-                          {Alu(Op::kMod, index, {block_position_, ends.back()}), IndexConst(0)});
+    // A group's first member: at a multiple of the group's span, or within the first stride.
+    const int64_t span = GroupSize() * group_stride_;
+    const int in_span = Alu(Op::kMod, index, {block_position_, IndexConst(span)});
+    const int first = group_stride_ == 1
+                          ? Alu(Op::kCmpeq, boolean, {in_span, IndexConst(0)})
+                          : Alu(Op::kCmplt, boolean, {in_span, IndexConst(group_stride_)});
     group_store_mask_ = Alu(Op::kAnd, boolean, {in_grid, first});
   }
   for (size_t i = grid_ranges_.size(); i-- > 0;) {

@@ -59,6 +59,10 @@ class Lowerer {
   // GPU with group_threads: the GROUP_REDUCE range whose threads share a block's shared
   // memory, when the kernel has one that can (LowerOptions::group_threads); null otherwise.
   const UOp* ChooseGroupRange();
+  // Puts group_range_ among grid_ranges_ (where tinygrad numbers it, else last) and sets
+  // group_stride_.
+  void PlaceGroupRange();
+  void PlaceGroupRangeLast();
 
   // ---- Emission -------------------------------------------------------------------------------
 
@@ -170,8 +174,12 @@ class Lowerer {
   int width_ = 1;
   std::vector<const UOp*> grid_ranges_;  // GPU: outermost first
   const UOp* group_range_ = nullptr;     // GPU: the GROUP_REDUCE range in shared memory
-  int block_position_ = -1;              // with group_range_: the thread's place in its block
-  int group_store_mask_ = -1;            // with group_range_: stores happen when true
+  int64_t GroupSize() const { return static_cast<int64_t>(ConstIntValue(*group_range_->src(0))); }
+  // with group_range_: how many threads apart a group's members are (the product of the block's
+  // ranges numbered faster than it, as tinygrad numbers them), and a thread's place in its block
+  int64_t group_stride_ = 1;
+  int block_position_ = -1;
+  int group_store_mask_ = -1;  // with group_range_: stores happen when true
   // Values computed in each open scope (the kernel body, then one per open loop).
   std::vector<absl::flat_hash_map<const UOp*, int>> scopes_;
   absl::flat_hash_map<const UOp*, int> open_ranges_;

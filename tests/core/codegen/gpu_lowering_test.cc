@@ -173,13 +173,13 @@ TEST(GpuLowering, GroupReductionsInSharedMemoryKeepTheMeaningOfTheCorpus) {
 
 // Runs `wire` optimized with `opt` for an sm_90 GPU through the work-group loops and the
 // reference interpreter on the same float inputs; the shared memory must be in use.
-void ExpectGroupMatchesTheReference(const v1::Graph& wire, const Opt& opt,
+void ExpectGroupMatchesTheReference(const v1::Graph& wire, const std::vector<Opt>& opts,
                                     std::vector<testing::HostBuffer> buffers) {
   std::unique_ptr<Device> device = GpuLoweringDevice();
   auto ast = DecodeKernelAst(wire);
   ASSERT_TRUE(ast.ok()) << ast.status();
   auto optimized =
-      OptimizeKernel(*ast, OptTarget::Cuda("sm_90"), OptimizeRequest{OptMode::kOpts, {opt}});
+      OptimizeKernel(*ast, OptTarget::Cuda("sm_90"), OptimizeRequest{OptMode::kOpts, opts});
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   auto spec = device->renderer().Render(optimized->ast, "grouped");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -209,7 +209,7 @@ TEST(GpuLowering, AGroupHoistedOutOfAnotherReductionMeetsInSharedMemory) {
   // body, so its barrier comes after the outer accumulator's definition (the work-group loops
   // wrote invalid IR for it).
   ExpectGroupMatchesTheReference(
-      testing::Variance(8, 64), Opt{OptOp::kGroup, 1, 16},
+      testing::Variance(8, 64), {Opt{OptOp::kGroup, 1, 16}},
       {testing::HostBuffer{std::string(8 * 4, '\0')}, Floats(8 * 64, 3)});
 }
 
@@ -217,7 +217,7 @@ TEST(GpuLowering, AGroupOfAReductionHoldingAnotherMeetsInSharedMemory) {
   // The variance with GROUPTOP on j, the outer sum's axis (tinygrad accepts it; uopd refused
   // it as "inside another reduce" before).
   ExpectGroupMatchesTheReference(
-      testing::Variance(8, 64), Opt{OptOp::kGroupTop, 0, 16},
+      testing::Variance(8, 64), {Opt{OptOp::kGroupTop, 0, 16}},
       {testing::HostBuffer{std::string(8 * 4, '\0')}, Floats(8 * 64, 3)});
 }
 
@@ -232,8 +232,27 @@ TEST(GpuLowering, AWholeTensorSumMeetsInSharedMemory) {
   int r = g.Range(g.Index(1024), 0, v1::RangeArg::REDUCE);
   int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, r), {r});
   v1::Graph wire = g.Sink({g.Store(g.Target(out, g.Index(0)), sum)});
-  ExpectGroupMatchesTheReference(wire, Opt{OptOp::kGroupTop, 0, 16},
+  ExpectGroupMatchesTheReference(wire, {Opt{OptOp::kGroupTop, 0, 16}},
                                  {testing::HostBuffer{std::string(4, '\0')}, Floats(1024, 1)});
+}
+
+TEST(GpuLowering, AGroupAppliedAfterALocalMeetsWithItsMembersStridedAsInTinygrad) {
+  // A column sum out[j] = sum_i x[i, j] with LOCAL on j, then GROUP on i: tinygrad numbers the
+  // LOCAL (the older axis) fastest, so a group's 8 members are 8 threads apart, and neighbouring
+  // threads read neighbouring columns.
+  using v1::DType;
+  using v1::Node;
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 64);
+  int x = g.Buffer(1, DType::FLOAT32, 64 * 64);
+  int j = g.Range(g.Index(64), 0, v1::RangeArg::LOOP);
+  int i = g.Range(g.Index(64), 1, v1::RangeArg::REDUCE);
+  int index =
+      g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {i, g.Index(64)}), j});
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, index), {i});
+  v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, j), sum), {j})});
+  ExpectGroupMatchesTheReference(wire, {Opt{OptOp::kLocal, 0, 8}, Opt{OptOp::kGroup, 0, 8}},
+                                 {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(4096, 2)});
 }
 
 }  // namespace

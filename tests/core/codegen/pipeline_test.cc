@@ -147,6 +147,35 @@ TEST(CodegenPipeline, AGroupReductionMeetsInSharedMemoryAfterABarrier) {
   EXPECT_EQ(serial->program.group_threads, 0);
 }
 
+// GroupSum with a LOCAL range of axis 1 (size 2) made before the GROUP_REDUCE range (axis 3):
+// tinygrad numbers the older axis fastest, so the group's 4 members are 2 threads apart and
+// its range comes before the LOCAL one in the flattened index.
+TEST(CodegenPipeline, AGroupNewerThanALocalIsStridedByIt) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 20);
+  int x = g.Buffer(1, DType::FLOAT32, 20 * 64);
+  int i = g.Range(g.Index(10), 0, v1::RangeArg::GLOBAL);
+  int l = g.Range(g.Index(2), 1, v1::RangeArg::LOCAL);
+  int grp = g.Range(g.Index(4), 3, v1::RangeArg::GROUP_REDUCE);
+  int r = g.Range(g.Index(16), 2, v1::RangeArg::REDUCE);
+  auto mul = [&](int a, int64_t c) { return g.Node(Node::MUL, DType::INDEX, {a, g.Index(c)}); };
+  auto add = [&](int a, int b) { return g.Node(Node::ADD, DType::INDEX, {a, b}); };
+  int row = add(mul(i, 2), l);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, add(add(mul(row, 64), mul(grp, 16)), r)),
+                     {grp, r});
+  auto ast = DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, row), sum), {i, l})}));
+  UOPD_ASSERT_OK(ast);
+  CodegenTarget gpu = Gpu(128);
+  gpu.group_threads = 128;
+  auto kernel = LowerForTarget(*ast, "k", gpu, {});
+  UOPD_ASSERT_OK(kernel);
+  const LinearProgram& p = kernel->program;
+  EXPECT_EQ(p.group_threads, 128);
+  ASSERT_EQ(p.grid_ends.size(), 3u);
+  EXPECT_EQ(ConstIntValue(*p.grid_ends[1]), 4);  // the group
+  EXPECT_EQ(ConstIntValue(*p.grid_ends[2]), 2);  // the LOCAL: fastest
+}
+
 TEST(CodegenPipeline, AGroupWhosePartialsOverflowSharedMemoryStaysALoop) {
   CodegenTarget gpu = Gpu(16384);
   gpu.group_threads = 16384;  // 16,384 float partials: 64 KiB, past a block's static 48 KiB
