@@ -1,6 +1,7 @@
 // GPU execution bandwidth against a device-to-device copy of the same bytes, in one run, on
 // CUDA:0: float32 elementwise add (64M elements), and row and column sums of an 8192 x 8192
-// matrix (a warp per row; a thread per column).
+// matrix (a warp per row; a thread per column as written, and as the GPU heuristics split it:
+// 32 columns by 8 row shares per block, core/opt/column_split.h).
 // GB/s counts bytes read plus written; the copy moves the same total. Each sample is 10
 // back-to-back runs with one wait at the end (kernels through a launch queue, as plans run;
 // copies through the driver), so launch and wait costs are amortized as in a real plan.
@@ -11,6 +12,7 @@
 #include "backends/cuda/cuda_driver.h"
 #include "bench/bench_util.h"
 #include "core/ir/kernel_ast.h"
+#include "core/opt/optimize.h"
 #include "core/wire/decode.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/sample_kernels.h"
@@ -47,9 +49,19 @@ int main() {
     uopd::ProgramSpec spec;
     std::shared_ptr<uopd::Program> program;
   };
-  auto prepare = [&](const uopd::v1::Graph& wire) {
-    auto ast = uopd::DecodeKernelAst(wire);
-    auto spec = gpu.renderer().Render(*ast, (*ast)->DefaultName());
+  auto prepare = [&](const uopd::v1::Graph& wire, bool heuristics = false) {
+    std::shared_ptr<const uopd::KernelAst> ast = *uopd::DecodeKernelAst(wire);
+    if (heuristics) {
+      auto chosen = uopd::OptimizeKernel(ast, uopd::OptTarget::Cuda(gpu.compiler().Target()),
+                                         uopd::OptimizeRequest{uopd::OptMode::kHeuristic, {}});
+      if (!chosen.ok()) {
+        std::fprintf(stderr, "%s\n", chosen.status().ToString().c_str());
+        std::exit(1);
+      }
+      std::printf("heuristics: %s\n", uopd::OptsToString(chosen->applied).c_str());
+      ast = chosen->ast;
+    }
+    auto spec = gpu.renderer().Render(ast, ast->DefaultName());
     auto compiled = gpu.compiler().Compile(*spec);
     auto program = gpu.runtime().Load(*compiled, *spec);
     if (!program.ok()) {
@@ -61,6 +73,7 @@ int main() {
   Loaded add = prepare(AddKernel(n));
   Loaded rowsum = prepare(RowSumKernel(rows, cols));
   Loaded colsum = prepare(uopd::testing::ColumnSumKernel(rows, cols));
+  Loaded colsum_split = prepare(uopd::testing::ColumnSumKernel(rows, cols), /*heuristics=*/true);
   constexpr int kBatch = 10;
   auto queue = gpu.runtime().NewLaunchQueue();
   if (!queue.ok() || *queue == nullptr) return 1;
@@ -82,27 +95,31 @@ int main() {
     }
     driver.CtxSynchronize();
   };
-  std::vector<double> t_add, t_add_copy, t_sum, t_sum_copy, t_col;
+  void* split_sums = buffer(cols * 4, 0);
+  std::vector<double> t_add, t_add_copy, t_sum, t_sum_copy, t_col, t_split;
   for (int rep = 0; rep < 30; ++rep) {
     double ta = uopd::bench::SecondsOf([&] { run(add, {out, a, b}); });
     double tc = uopd::bench::SecondsOf([&] { copy(n * 6); });
     double ts = uopd::bench::SecondsOf([&] { run(rowsum, {sums, matrix}); });
     double tt = uopd::bench::SecondsOf([&] { copy(rows * cols * 2); });
     double tl = uopd::bench::SecondsOf([&] { run(colsum, {col_sums, matrix}); });
+    double tp = uopd::bench::SecondsOf([&] { run(colsum_split, {split_sums, matrix}); });
     if (rep < 3) continue;  // warm-up
     t_add.push_back(ta);
     t_add_copy.push_back(tc);
     t_sum.push_back(ts);
     t_sum_copy.push_back(tt);
     t_col.push_back(tl);
+    t_split.push_back(tp);
   }
-  float check[3] = {0, 0, 0};
+  float check[4] = {0, 0, 0, 0};
   (void)alloc.CopyOut(&check[0], static_cast<char*>(out) + 400, 4);
   (void)alloc.CopyOut(&check[1], static_cast<char*>(sums) + 28, 4);
   (void)alloc.CopyOut(&check[2], static_cast<char*>(col_sums) + 28, 4);
+  (void)alloc.CopyOut(&check[3], static_cast<char*>(split_sums) + 28, 4);
   if (check[0] != 3.0f || check[1] != static_cast<float>(cols) ||
-      check[2] != static_cast<float>(rows)) {
-    std::fprintf(stderr, "wrong results: %f %f %f\n", check[0], check[1], check[2]);
+      check[2] != static_cast<float>(rows) || check[3] != static_cast<float>(rows)) {
+    std::fprintf(stderr, "wrong results: %f %f %f %f\n", check[0], check[1], check[2], check[3]);
     return 1;
   }
   auto report = [&](const char* name, double bytes, const std::vector<double>& k,
@@ -117,5 +134,6 @@ int main() {
   report("elementwise add, 64M float32", 3.0 * n * 4, t_add, t_add_copy);
   report("row sum 8192x8192 float32", 1.0 * rows * cols * 4, t_sum, t_sum_copy);
   report("column sum 8192x8192 float32", 1.0 * rows * cols * 4, t_col, t_sum_copy);
+  report("column sum, heuristics' split", 1.0 * rows * cols * 4, t_split, t_sum_copy);
   return 0;
 }

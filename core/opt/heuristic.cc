@@ -8,6 +8,7 @@
 #include "core/codegen/vector_range.h"
 #include "core/ir/affine.h"
 #include "core/ir/value_range.h"
+#include "core/opt/column_split.h"
 #include "core/opt/cost_model.h"
 #include "core/opt/tinygrad_heuristic.h"
 #include "core/util/large_stack.h"
@@ -549,11 +550,13 @@ bool WarpsShareAsWritten(const Scheduler& scheduler) {
 }
 
 // GPUs: tinygrad's hand-coded optimizations (locals, GROUPTOP for small outputs, matvec's GROUP,
-// upcasts), except for the row reductions warps share as written. Not yet ranked by a model
-// of the GPU, nor timed: the search is what would.
+// upcasts), except for the row reductions warps share as written and the column reductions
+// split across a block's threads (core/opt/column_split.h). Not yet ranked by a model of the
+// GPU, nor timed: the search is what would.
 void ApplyGpuHeuristics(Scheduler& scheduler) {
   if (Toposort(scheduler.root()).size() > kMaxRankedNodes) return;  // as written
   if (OnCompileStack([&] { return WarpsShareAsWritten(scheduler); })) return;
+  if (SplitColumnReduction(scheduler)) return;
   ApplyTinygradHeuristics(scheduler);
 }
 

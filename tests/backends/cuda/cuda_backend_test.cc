@@ -64,14 +64,15 @@ void CheckEachInParallel(const LabelledAsts& asts, const std::function<std::stri
 }
 
 // Empty when ptxas reports that `kernel` keeps its values in registers and its shared arrays
-// fit a block's 48 KiB; what it reports otherwise. `most_registers` keeps the highest count.
+// fit a block's kCudaSharedBytes; what it reports otherwise. `most_registers` keeps the highest
+// count.
 std::string ResourcesProblem(const CompiledKernel& kernel, std::atomic<int>& most_registers) {
   if (!kernel.resources.has_value()) return "ptxas gave no report";
   const KernelResources& used = *kernel.resources;
   for (int most = most_registers.load();
        used.registers > most && !most_registers.compare_exchange_weak(most, used.registers);) {
   }
-  if (used.spilled_bytes == 0 && used.shared_bytes <= (48 << 10)) return "";
+  if (used.spilled_bytes == 0 && used.shared_bytes <= kCudaSharedBytes) return "";
   return absl::StrCat(used.registers, " registers, ", used.spilled_bytes, " bytes spilled, ",
                       used.shared_bytes, " bytes of shared memory");
 }
@@ -319,6 +320,29 @@ TEST(CudaBackend, GroupReductionsMeetInSharedMemoryAfterABarrier) {
     EXPECT_EQ(kernel->resources->shared_bytes, 256 * 4);
     EXPECT_EQ(kernel->resources->spilled_bytes, 0);
   }
+}
+
+TEST(CudaBackend, TheHeuristicsSplitAColumnSumAcrossABlock) {
+  // core/opt/column_split.h: 4,096 columns get 8 threads each, 32 neighbouring columns a warp.
+  auto ast = DecodeKernelAst(testing::ColumnSumKernel(4096, 4096));
+  UOPD_ASSERT_OK(ast);
+  auto chosen =
+      OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(OptsToString(chosen->applied), "LOCAL(0, 32) GROUP(0, 8)");
+  auto spec = CudaRenderer().Render(chosen->ast, "r_columns");
+  UOPD_ASSERT_OK(spec);
+  EXPECT_NE(spec->src.find("__syncthreads()"), std::string::npos) << spec->src;
+  auto dims = spec->launch_dims({});
+  UOPD_ASSERT_OK(dims);
+  EXPECT_EQ(dims->global[0] * dims->local[0], 4096 * 8);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel);
+  std::atomic<int> registers{0};
+  EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
+  EXPECT_EQ(kernel->resources->shared_bytes, 256 * 4);
 }
 
 TEST(CudaBackend, PtxasReportsReadTheEntrysLines) {

@@ -17,6 +17,7 @@
 #include "tests/testing/kernel_runner.h"
 #include "tests/testing/random_opts_source.h"
 #include "tests/testing/reference_interpreter.h"
+#include "tests/testing/sample_kernels.h"
 
 namespace uopd {
 namespace {
@@ -171,15 +172,14 @@ TEST(GpuLowering, GroupReductionsInSharedMemoryKeepTheMeaningOfTheCorpus) {
   }
 }
 
-// Runs `wire` optimized with `opt` for an sm_90 GPU through the work-group loops and the
+// Runs `wire` optimized as `request` asks for an sm_90 GPU through the work-group loops and the
 // reference interpreter on the same float inputs; the shared memory must be in use.
-void ExpectGroupMatchesTheReference(const v1::Graph& wire, const std::vector<Opt>& opts,
+void ExpectGroupMatchesTheReference(const v1::Graph& wire, const OptimizeRequest& request,
                                     std::vector<testing::HostBuffer> buffers) {
   std::unique_ptr<Device> device = GpuLoweringDevice();
   auto ast = DecodeKernelAst(wire);
   ASSERT_TRUE(ast.ok()) << ast.status();
-  auto optimized =
-      OptimizeKernel(*ast, OptTarget::Cuda("sm_90"), OptimizeRequest{OptMode::kOpts, opts});
+  auto optimized = OptimizeKernel(*ast, OptTarget::Cuda("sm_90"), request);
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   auto spec = device->renderer().Render(optimized->ast, "grouped");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -194,6 +194,11 @@ void ExpectGroupMatchesTheReference(const v1::Graph& wire, const std::vector<Opt
   std::vector<float> got = buffers[0].As<float>();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3 * std::abs(want[i]));
+}
+
+void ExpectGroupMatchesTheReference(const v1::Graph& wire, const std::vector<Opt>& opts,
+                                    std::vector<testing::HostBuffer> buffers) {
+  ExpectGroupMatchesTheReference(wire, OptimizeRequest{OptMode::kOpts, opts}, std::move(buffers));
 }
 
 testing::HostBuffer Floats(size_t n, float scale) {
@@ -237,22 +242,18 @@ TEST(GpuLowering, AWholeTensorSumMeetsInSharedMemory) {
 }
 
 TEST(GpuLowering, AGroupAppliedAfterALocalMeetsWithItsMembersStridedAsInTinygrad) {
-  // A column sum out[j] = sum_i x[i, j] with LOCAL on j, then GROUP on i: tinygrad numbers the
-  // LOCAL (the older axis) fastest, so a group's 8 members are 8 threads apart, and neighbouring
-  // threads read neighbouring columns.
-  using v1::DType;
-  using v1::Node;
-  testing::GraphBuilder g;
-  int out = g.Buffer(0, DType::FLOAT32, 64);
-  int x = g.Buffer(1, DType::FLOAT32, 64 * 64);
-  int j = g.Range(g.Index(64), 0, v1::RangeArg::LOOP);
-  int i = g.Range(g.Index(64), 1, v1::RangeArg::REDUCE);
-  int index =
-      g.Node(Node::ADD, DType::INDEX, {g.Node(Node::MUL, DType::INDEX, {i, g.Index(64)}), j});
-  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, index), {i});
-  v1::Graph wire = g.Sink({g.End(g.Store(g.Target(out, j), sum), {j})});
-  ExpectGroupMatchesTheReference(wire, {Opt{OptOp::kLocal, 0, 8}, Opt{OptOp::kGroup, 0, 8}},
+  // LOCAL on j, then GROUP on i: tinygrad numbers the LOCAL (the older axis) fastest, so a
+  // group's 8 members are 8 threads apart, and neighbouring threads read neighbouring columns.
+  ExpectGroupMatchesTheReference(testing::ColumnSumKernel(64, 64),
+                                 {Opt{OptOp::kLocal, 0, 8}, Opt{OptOp::kGroup, 0, 8}},
                                  {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(4096, 2)});
+}
+
+TEST(GpuLowering, TheHeuristicsSplitOfAColumnSumKeepsItsMeaning) {
+  // core/opt/column_split.h: LOCAL(0, 32) and GROUP(0, 8), partials 32 threads apart.
+  ExpectGroupMatchesTheReference(
+      testing::ColumnSumKernel(512, 64), OptimizeRequest{OptMode::kHeuristic, {}},
+      {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(512 * 64, 2)});
 }
 
 }  // namespace
