@@ -5,6 +5,7 @@
 #ifndef UOPD_SERVER_SERVE_RPC_H_
 #define UOPD_SERVER_SERVE_RPC_H_
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,6 +34,24 @@ inline absl::StatusOr<Identity> CallerOf(const RpcEnv& env,
   return env.auth->Authenticate(context);
 }
 
+// How close to its deadline a stopped call counts as past it (below).
+inline constexpr std::chrono::milliseconds kDeadlineSlack{50};
+
+// A call stopped at its deadline is DEADLINE_EXCEEDED, whichever part noticed first. gRPC marks
+// a call cancelled when the server's deadline timer fires, so a run the watchdog stops then ends
+// CANCELLED; a client whose own timer runs late (a loaded machine) received that CANCELLED
+// instead of the deadline it had set. `status` is returned unchanged unless it is CANCELLED at
+// (or within kDeadlineSlack of) `deadline`.
+inline absl::Status AtDeadline(absl::Status status, std::chrono::system_clock::time_point deadline,
+                               std::chrono::system_clock::time_point now,
+                               absl::string_view method) {
+  if (status.code() != absl::StatusCode::kCancelled || now + kDeadlineSlack < deadline) {
+    return status;
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(method, " passed its deadline (", status.message(), ")"));
+}
+
 // Serves one RPC: `body(const Identity&)` returns the call's absl::Status. `right`, when set,
 // is what the caller must hold (PERMISSION_DENIED otherwise).
 template <typename Body>
@@ -53,7 +72,9 @@ grpc::Status ServeRpc(const RpcEnv& env, std::string method, const grpc::ServerC
     admission.emplace(env.calls->Admit(caller->quota_key));
     if (!admission->status().ok()) return scope.Done(ToGrpcStatus(admission->status()));
   }
-  return scope.Done(ToGrpcStatus(std::forward<Body>(body)(*caller)));
+  absl::Status status = std::forward<Body>(body)(*caller);
+  return scope.Done(ToGrpcStatus(
+      AtDeadline(std::move(status), context.deadline(), std::chrono::system_clock::now(), method)));
 }
 
 }  // namespace uopd
