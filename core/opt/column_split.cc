@@ -3,8 +3,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/ir/affine.h"
 #include "core/ir/graph.h"
-#include "core/ir/symbolic.h"
 #include "core/ir/value_range.h"
 
 namespace uopd {
@@ -20,36 +20,6 @@ std::optional<int64_t> ConstSize(const UOp* range) {
   return static_cast<int64_t>(ConstIntValue(*range->src(0)));
 }
 
-// How many elements `idx` moves when `range` grows by one: its coefficient in the sum `idx` is,
-// or nullopt when the range appears other than as a term or a term times a constant.
-std::optional<int64_t> StepOf(const UOp* idx, const UOp* range) {
-  std::vector<const UOp*> terms;
-  SymbolicRewriter::SplitUOp(idx, Op::kAdd, terms);
-  int64_t step = 0;
-  for (const UOp* term : terms) {
-    if (term == range) {
-      step += 1;
-      continue;
-    }
-    if (term->op() == Op::kMul && term->num_src() == 2) {
-      const UOp* a = term->src(0);
-      const UOp* b = term->src(1);
-      if (a == range && b->IsConst()) {
-        step += static_cast<int64_t>(ConstIntValue(*b));
-        continue;
-      }
-      if (b == range && a->IsConst()) {
-        step += static_cast<int64_t>(ConstIntValue(*a));
-        continue;
-      }
-    }
-    for (const UOp* node : Toposort(term)) {
-      if (node == range) return std::nullopt;  // inside something else: not affine here
-    }
-  }
-  return step;
-}
-
 // Whether every load of the kernel that walks `rows` steps by more than one element per row and
 // reads `columns` contiguously; at least one load walks `rows`.
 bool LoadsWalkColumns(const UOp* root, const UOp* rows, const UOp* columns) {
@@ -58,10 +28,10 @@ bool LoadsWalkColumns(const UOp* root, const UOp* rows, const UOp* columns) {
     if (node->op() != Op::kIndex || node->num_src() < 2) continue;
     const UOp* idx = node->src(1);
     if (idx->op() == Op::kWhere) return false;  // guarded (padded) accesses: not this shape
-    const std::optional<int64_t> row_step = StepOf(idx, rows);
+    const std::optional<int64_t> row_step = AffineCoefficient(idx, rows);
     if (!row_step.has_value()) return false;
     if (*row_step == 0) continue;  // the output, or an input the rows do not move
-    const std::optional<int64_t> column_step = StepOf(idx, columns);
+    const std::optional<int64_t> column_step = AffineCoefficient(idx, columns);
     if (*row_step <= 1 || column_step != 1) return false;
     ++walking;
   }
