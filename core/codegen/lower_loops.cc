@@ -181,12 +181,15 @@ absl::Status Lowerer::EmitGridIndex() {
     const int in_grid = Alu(Op::kCmplt, boolean, {thread, total});
     rest = Alu(Op::kWhere, index, {in_grid, thread, Alu(Op::kSub, index, {total, IndexConst(1)})});
     block_position_ = Alu(Op::kMod, index, {thread, IndexConst(options_.group_threads)});
-    // A group's first member: at a multiple of the group's span, or within the first stride.
-    const int64_t span = GroupSize() * group_stride_;
-    const int in_span = Alu(Op::kMod, index, {block_position_, IndexConst(span)});
-    const int first = group_stride_ == 1
-                          ? Alu(Op::kCmpeq, boolean, {in_span, IndexConst(0)})
-                          : Alu(Op::kCmplt, boolean, {in_span, IndexConst(group_stride_)});
+    // A group's members are group_stride_ apart in the block, from a multiple of the group's
+    // span: this thread's offset from its group's first member, and where that member is.
+    int offset = Alu(Op::kMod, index, {block_position_, IndexConst(GroupSize() * group_stride_)});
+    if (group_stride_ > 1) {
+      offset =
+          Alu(Op::kSub, index, {offset, Alu(Op::kMod, index, {offset, IndexConst(group_stride_)})});
+    }
+    group_first_ = Alu(Op::kSub, index, {block_position_, offset});
+    const int first = Alu(Op::kCmpeq, boolean, {offset, IndexConst(0)});
     group_store_mask_ = Alu(Op::kAnd, boolean, {in_grid, first});
   }
   for (size_t i = grid_ranges_.size(); i-- > 0;) {

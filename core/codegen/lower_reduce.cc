@@ -125,20 +125,13 @@ int Lowerer::CombineGroup(const PendingReduce& r, int partial) {
              .src = {shared, block_position_, partial},
              .origin = r.node});
   Emit(Instr{.kind = InstrKind::kBarrier, .origin = r.node});
-  // The group's threads are group_stride_ apart in the block, from a multiple of the group's
-  // span; each adds the partial results in the group's order (the order of the serial loop over
-  // it).
+  // Each thread adds its group's partial results in the group's order (the order of the serial
+  // loop over it), from the first member's, group_stride_ apart.
   const int64_t size = GroupSize();
-  const int64_t span = size * group_stride_;
-  int in_span = Alu(Op::kMod, index, {block_position_, IndexConst(span)});
-  if (group_stride_ > 1) {  // this thread's member offset: a multiple of the stride
-    in_span =
-        Alu(Op::kSub, index, {in_span, Alu(Op::kMod, index, {in_span, IndexConst(group_stride_)})});
-  }
-  const int first = Alu(Op::kSub, index, {block_position_, in_span});
   int result = -1;
   for (int64_t k = 0; k < size; ++k) {
-    const int at = k == 0 ? first : Alu(Op::kAdd, index, {first, IndexConst(k * group_stride_)});
+    const int at =
+        k == 0 ? group_first_ : Alu(Op::kAdd, index, {group_first_, IndexConst(k * group_stride_)});
     const int value = Emit(
         Instr{.kind = InstrKind::kSharedLoad, .dtype = d, .src = {shared, at}, .origin = r.node});
     result = k == 0 ? value : Alu(op, d, {result, value}, r.node);

@@ -63,6 +63,8 @@ class Lowerer {
   // group_stride_.
   void PlaceGroupRange();
   void PlaceGroupRangeLast();
+  // The threads of group_range_'s groups (a constant).
+  int64_t GroupSize() const { return static_cast<int64_t>(ConstIntValue(*group_range_->src(0))); }
 
   // ---- Emission -------------------------------------------------------------------------------
 
@@ -174,11 +176,11 @@ class Lowerer {
   int width_ = 1;
   std::vector<const UOp*> grid_ranges_;  // GPU: outermost first
   const UOp* group_range_ = nullptr;     // GPU: the GROUP_REDUCE range in shared memory
-  int64_t GroupSize() const { return static_cast<int64_t>(ConstIntValue(*group_range_->src(0))); }
   // with group_range_: how many threads apart a group's members are (the product of the block's
   // ranges numbered faster than it, as tinygrad numbers them), and a thread's place in its block
   int64_t group_stride_ = 1;
   int block_position_ = -1;
+  int group_first_ = -1;       // with group_range_: the block position of its group's first member
   int group_store_mask_ = -1;  // with group_range_: stores happen when true
   // Values computed in each open scope (the kernel body, then one per open loop).
   std::vector<absl::flat_hash_map<const UOp*, int>> scopes_;
