@@ -23,6 +23,12 @@ class Expander {
   bool Plan() {
     ordering_ = RangesOrderingMemory(ast_.root);
     for (const UOp* node : Toposort(ast_.root)) {
+      // A tensor core's fragment ranges are always written out: they number a thread's
+      // fragment elements, which exist only as lanes.
+      if (IsFragmentForm(node)) {
+        for (size_t i = 1; i < node->num_src(); ++i) expand_.insert(node->src(i));
+        continue;
+      }
       if (node->op() != Op::kEnd && node->op() != Op::kReduce) continue;
       std::vector<const UOp*> candidates;
       int64_t lanes = 1;
@@ -52,7 +58,9 @@ class Expander {
   void ComputeDeps(const UOp* node) {
     std::vector<const UOp*> deps;
     size_t closes_from = node->num_src();
-    if (node->op() == Op::kEnd || node->op() == Op::kReduce) closes_from = 1;
+    if (node->op() == Op::kEnd || node->op() == Op::kReduce || node->op() == Op::kContract) {
+      closes_from = 1;
+    }
     for (size_t i = 0; i < node->num_src(); ++i) {
       for (const UOp* r : deps_.at(node->src(i))) {
         bool closed = false;
@@ -101,6 +109,23 @@ class Expander {
     const UOp* out = nullptr;
     if (node->op() == Op::kRange && env_.contains(node)) {
       out = g_.ConstInt(Scalar::kIndex, env_.at(node));
+    } else if (node->op() == Op::kContract) {
+      // The fragment: the value once per assignment of the ranges, first range slowest.
+      const std::vector<const UOp*> ranges(node->src().begin() + 1, node->src().end());
+      std::vector<const UOp*> lanes;
+      for (const auto& values : Assignments(ranges)) {
+        for (size_t i = 0; i < ranges.size(); ++i) env_[ranges[i]] = values[i];
+        lanes.push_back(Rewrite(node->src(0)));
+      }
+      for (const UOp* r : ranges) env_.erase(r);
+      out = g_.Make(Op::kVectorize, node->dtype(), std::move(lanes));
+    } else if (node->op() == Op::kUnroll) {
+      // The lane of the instruction's result that the ranges' current values number.
+      int64_t lane = 0;
+      for (size_t i = 1; i < node->num_src(); ++i) {
+        lane = lane * ConstSize(node->src(i)) + env_.at(node->src(i));
+      }
+      out = g_.Make(Op::kGep, node->dtype(), {Rewrite(node->src(0))}, Arg::I64(lane));
     } else if (node->op() == Op::kEnd || node->op() == Op::kReduce) {
       std::vector<const UOp*> expanded, kept;
       Split(node, &expanded, &kept);
@@ -146,6 +171,11 @@ class Expander {
 };
 
 }  // namespace
+
+bool IsFragmentForm(const UOp* node) {
+  return (node->op() == Op::kContract || node->op() == Op::kUnroll) && node->num_src() > 1 &&
+         node->src(1)->op() == Op::kRange;
+}
 
 bool IsExpandedRange(const UOp* range) {
   if (range->op() != Op::kRange) return false;

@@ -8,6 +8,10 @@
 //   lanes travel as the sources of a CONTRACT node that is the REDUCE's value: an internal form
 //   the lowering understands and the wire never carries.
 //
+// - A tensor core's instruction (the TC opt, core/opt/scheduler.h): CONTRACT(x, ranges...)
+//   becomes the VECTORIZE of x for every value of the ranges (first range slowest), a thread's
+//   fragment; UNROLL(wmma, ranges...) becomes the GEP of the lane the ranges' values number.
+//
 // Values that do not depend on an expanded range are shared between the copies (the graph is
 // hash-consed), which is what makes register tiling pay: a matmul's A element loaded once per
 // row lane, its B element once per column lane. Ranges whose expansion would pass `max_lanes`
@@ -35,6 +39,10 @@ std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> a
 
 // Whether a RANGE is one ExpandRanges writes out (UPCAST/UNROLL of constant size, or size 1).
 bool IsExpandedRange(const UOp* range);
+
+// Whether `node` is the TC opt's CONTRACT or UNROLL over ranges (sources 1..), which
+// ExpandRanges writes out.
+bool IsFragmentForm(const UOp* node);
 
 // The ranges some AFTER depends on: iterations that order memory (a store read back by the
 // next iteration), which must run one after another. They stay loops whatever their type.

@@ -13,6 +13,7 @@
 #include "core/codegen/tinygrad_algebra.h"
 #include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
+#include "core/codegen/wmma.h"
 #include "core/codegen/work_group_loops.h"
 #include "core/ir/copy_expression.h"
 #include "core/ir/symbolic.h"
@@ -123,10 +124,14 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   // One UPCAST or UNROLL range along contiguous memory becomes vector lanes; the others are
   // written out (register tiles, unrolled reductions).
   ExpandOptions expand;
-  if (target.max_vector_lanes > 0)
+  const bool tensor_core = HasWmma(*algebra);  // its fragment ranges are lanes of their own
+  if (target.max_vector_lanes > 0 && !tensor_core)
     expand.keep = ChooseVectorRange(*algebra, target.max_vector_lanes);
   LinearKernel out;
   out.expanded = ExpandRanges(algebra, expand);
+  if (tensor_core) {
+    UOPD_ASSIGN_OR_RETURN(out.expanded, DecomposeWmma(out.expanded));
+  }
   if (out.expanded != algebra) out.expanded = SimplifyExpanded(out.expanded);
   if (expand.keep != nullptr) lower.vector_range = FindRange(*out.expanded, expand.keep->arg());
   UOPD_ASSIGN_OR_RETURN(out.program, LowerKernel(*out.expanded, name, lower));

@@ -2,7 +2,8 @@
 // made here from the target's description (core/codegen/codegen_target.h), none in backends/.
 //
 //   ApplyTinygradAlgebra -> [DecomposeTranscendentals] -> ExpandRanges (one range kept as
-//   vector lanes) -> SimplifyExpanded -> LowerKernel (loops or a grid) -> Devectorize ->
+//   vector lanes) -> [DecomposeWmma] -> SimplifyExpanded -> LowerKernel (loops or a grid) ->
+//   Devectorize ->
 //   Legalize -> [FuseMultiplyAdds] -> plans: loops (stop checks, register tiles, branched
 //   loads), warp reductions, launch dims.
 //

@@ -35,8 +35,18 @@ int64_t RangeMax(const UOp* range) {
   return static_cast<int64_t>(std::max<Int128>(0, size.max - 1));
 }
 
-// The RANGEs of `expr` in tinygrad's toposort order: depth first, sources in order, each node
-// after its sources.
+// The identity of a reduction op as a CONST argument of `dtype`.
+Arg ReduceIdentityOf(Op op, const DType& dtype) {
+  const bool fl = IsFloat(dtype.scalar), b = dtype.scalar == Scalar::kBool;
+  if (op == Op::kAdd) return fl ? Arg::F64(0) : b ? Arg::Bool(false) : Arg::I64(0);
+  if (op == Op::kMul) return fl ? Arg::F64(1) : b ? Arg::Bool(true) : Arg::I64(1);
+  if (fl) return Arg::F64(-std::numeric_limits<double>::infinity());
+  if (b) return Arg::Bool(false);
+  return Arg::I64(static_cast<int64_t>(DTypeRange(dtype.scalar).min));
+}
+
+}  // namespace
+
 std::vector<const UOp*> RangesInOrder(const UOp* expr) {
   std::vector<const UOp*> out;
   absl::flat_hash_set<const UOp*> seen;
@@ -54,18 +64,6 @@ std::vector<const UOp*> RangesInOrder(const UOp* expr) {
   }
   return out;
 }
-
-// The identity of a reduction op as a CONST argument of `dtype`.
-Arg ReduceIdentityOf(Op op, const DType& dtype) {
-  const bool fl = IsFloat(dtype.scalar), b = dtype.scalar == Scalar::kBool;
-  if (op == Op::kAdd) return fl ? Arg::F64(0) : b ? Arg::Bool(false) : Arg::I64(0);
-  if (op == Op::kMul) return fl ? Arg::F64(1) : b ? Arg::Bool(true) : Arg::I64(1);
-  if (fl) return Arg::F64(-std::numeric_limits<double>::infinity());
-  if (b) return Arg::Bool(false);
-  return Arg::I64(static_cast<int64_t>(DTypeRange(dtype.scalar).min));
-}
-
-}  // namespace
 
 OptTarget OptTarget::Cpu(int cores) {
   OptTarget t;
@@ -492,7 +490,9 @@ std::shared_ptr<const KernelAst> Scheduler::Finish(bool hash) const {
   for (const UOp* node : Toposort(root_)) {
     std::vector<const UOp*> src;
     for (const UOp* s : node->src()) src.push_back(rebuilt.at(s));
-    if ((node->op() == Op::kEnd || node->op() == Op::kReduce) && src.size() > 1) {
+    if ((node->op() == Op::kEnd || node->op() == Op::kReduce || node->op() == Op::kContract ||
+         node->op() == Op::kUnroll) &&
+        src.size() > 1) {
       std::vector<const UOp*> flat = {src[0]};
       for (size_t i = 1; i < src.size(); ++i) {
         for (const UOp* n : RangesInOrder(src[i])) {

@@ -55,8 +55,14 @@ class Scheduler {
   absl::Status ShiftTo(const UOp* range, int64_t amount, AxisType type, bool top,
                        const UOp** kept = nullptr, const UOp* given = nullptr);
   // tinygrad's _apply_tc_opt: the ranges of the first reduction's two inputs and of its
-  // reduction split into a tensor core's layout (use_tensor_cores 2: the shape only).
+  // reduction split into a tensor core's layout; with use_tensor_cores 1 the reduction then
+  // becomes the core's instruction (ReplaceByWmma), with 2 the shape alone is applied.
   absl::Status ApplyTensorCore(const Opt& opt);
+  // Replaces the reduction that `tc`'s K unrolls split by UNROLL(WMMA(CONTRACT(a),
+  // CONTRACT(b), 0)), each operand's index permuted to the core's fragment layout, and an
+  // outer REDUCE ADD over the reduction's other ranges. `factors`: what each factor of
+  // tc.BaseShape() became (a warp bit's expression, an UPCAST or UNROLL range).
+  absl::Status ReplaceByWmma(const TensorCore& tc, const std::vector<const UOp*>& factors);
   absl::Status PadTo(const UOp* range, int64_t multiple);
   absl::Status Swap(const UOp* a, const UOp* b);
   // Output LOOP ranges closed by a top-level END: what GLOBAL/THREAD may be made of.
@@ -71,6 +77,10 @@ class Scheduler {
   bool dont_use_locals_ = false;
   int64_t next_range_id_ = 0;
 };
+
+// The RANGEs of `expr` in tinygrad's toposort order: depth first, sources in order, each node
+// after its sources.
+std::vector<const UOp*> RangesInOrder(const UOp* expr);
 
 // Copies the nodes of `root` (from any graph) into `graph`; returns the copy of `root`.
 const UOp* CopyInto(Graph& graph, const UOp* root);

@@ -1,8 +1,8 @@
-// The TC opt: tinygrad 0.12's Scheduler._apply_tc_opt (codegen/opt/postrange.py) for
-// use_tensor_cores 2, which gives the kernel a tensor core's range layout (a 32-thread WARP
-// range whose bits index the M and N tiles, UPCASTs for the elements a thread holds, UNROLLs
-// for K) without the WMMA instruction. With use_tensor_cores 1 tinygrad also replaces the
-// reduction by a WMMA; uopd does not lower one yet and answers UNIMPLEMENTED.
+// The TC opt: tinygrad 0.12's Scheduler._apply_tc_opt (codegen/opt/postrange.py). It gives the
+// kernel a tensor core's range layout (a 32-thread WARP range whose bits index the M and N
+// tiles, UPCASTs for the elements a thread holds, UNROLLs for K); with use_tensor_cores 1 the
+// reduction then becomes the core's WMMA instruction over each thread's fragments (2: the
+// shape alone).
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -75,11 +75,6 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
   if (use_tensor_cores <= 0 || use_tensor_cores > 2) {
     return TcError("use_tensor_cores value is not valid");
   }
-  if (use_tensor_cores == 1) {
-    return absl::UnimplementedError(
-        "TC with use_tensor_cores 1 (a WMMA instruction) is not lowered yet; "
-        "use_tensor_cores 2 applies the tensor core's shape alone");
-  }
   const UOp* reduce = nullptr;
   for (const UOp* n : Toposort(root_)) {
     if (n->op() == Op::kReduce) {
@@ -142,20 +137,29 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
     const UOp* warp = graph_->Make(Op::kRange, index, {IndexConst(tc.threads)},
                                    Arg::Range({-1}, AxisType::kWarp));
     absl::Status status;
+    // What each of the core's factors became, in the order of TensorCore::BaseShape().
+    std::vector<const UOp*> factors;
+    auto shift_new = [&](const UOp* range, AxisType type, const UOp** kept) {
+      const int64_t id = next_range_id_;
+      status = ShiftTo(range, 2, type, /*top=*/false, kept);
+      factors.push_back(graph_->Make(Op::kRange, index, {IndexConst(2)}, Arg::Range({id}, type)));
+    };
     for (const std::string& step : tc.opts) {
       const int dim = step[1] - '0';
       if (step[0] == 'l') {
         const UOp* bit = graph_->Make(Op::kMod, index, {warp, IndexConst(2)});
         status = ShiftTo(axes[dim], 2, AxisType::kLocal, /*top=*/false, &axes[dim], bit);
+        factors.push_back(bit);
         warp = graph_->Make(Op::kIdiv, index, {warp, IndexConst(2)});
       } else {
-        status = ShiftTo(axes[dim], 2, AxisType::kUpcast, /*top=*/false, &axes[dim]);
+        shift_new(axes[dim], AxisType::kUpcast, &axes[dim]);
       }
       if (!status.ok()) break;
     }
     for (int i = 0; i < tc.ReduceAxes() && status.ok(); ++i) {
-      status = ShiftTo(axes[2], 2, AxisType::kUnroll, /*top=*/false, &axes[2]);
+      shift_new(axes[2], AxisType::kUnroll, &axes[2]);
     }
+    if (status.ok() && use_tensor_cores == 1) status = ReplaceByWmma(tc, factors);
     if (!status.ok()) {
       root_ = before;
       next_range_id_ = ids_before;
@@ -165,6 +169,82 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
     return absl::OkStatus();
   }
   return none;
+}
+
+absl::Status Scheduler::ReplaceByWmma(const TensorCore& tc,
+                                      const std::vector<const UOp*>& factors) {
+  const std::vector<std::string> shape = tc.BaseShape();
+  // The reduction the core's K unrolls now split (tinygrad tags it "TC").
+  const UOp* first_unroll = factors[shape.size() - tc.ReduceAxes()];
+  const UOp* reduce = nullptr;
+  for (const UOp* n : Toposort(root_)) {
+    if (n->op() != Op::kReduce) continue;
+    for (size_t i = 1; i < n->num_src() && reduce == nullptr; ++i) {
+      if (DependsOn(n->src(i), first_unroll)) reduce = n;
+    }
+    if (reduce != nullptr) break;
+  }
+  if (reduce == nullptr) return TcError("no reduce ops for TensorCore");
+  const UOp* mul = reduce->src(0)->op() == Op::kCast ? reduce->src(0)->src(0) : reduce->src(0);
+  // Each operand's index takes the factors its fragment layout needs (tinygrad's swizzle).
+  const std::array<std::vector<int>, 2> permutations = tc.OperandPermutations();
+  std::array<const UOp*, 2> operands;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::pair<const UOp*, const UOp*>> map;
+    for (size_t j = 0; j < factors.size(); ++j) {
+      map.emplace_back(factors[j], factors[permutations[i][j]]);
+    }
+    operands[i] = Substitute(mul->src(i), map);
+  }
+  const std::vector<std::string> fragment = tc.FragmentFactors();
+  auto fragment_ranges = [&](int elements) {
+    std::vector<const UOp*> out;
+    for (int bits = 0; (1 << bits) < elements; ++bits) {
+      out.push_back(factors[std::find(shape.begin(), shape.end(), fragment[bits]) - shape.begin()]);
+    }
+    return out;
+  };
+  auto contract = [&](const UOp* value, int elements) {
+    std::vector<const UOp*> src = {value};
+    for (const UOp* r : fragment_ranges(elements)) src.push_back(r);
+    return graph_->Make(Op::kContract, DType{value->dtype().scalar, elements}, std::move(src));
+  };
+  const DType out{tc.dtype_out, tc.elements_per_thread[2]};
+  Arg arg;
+  arg.kind = ArgKind::kStr;
+  arg.str = tc.Name();
+  arg.ints = {tc.dims[0],
+              tc.dims[1],
+              tc.dims[2],
+              tc.threads,
+              tc.elements_per_thread[0],
+              tc.elements_per_thread[1],
+              tc.elements_per_thread[2]};
+  const UOp* wmma = graph_->Make(Op::kWmma, out,
+                                 {contract(operands[0], tc.elements_per_thread[0]),
+                                  contract(operands[1], tc.elements_per_thread[1]),
+                                  graph_->Make(Op::kConst, out, {}, Arg::F64(0.0))},
+                                 std::move(arg));
+  std::vector<const UOp*> unroll_src = {wmma};
+  for (const UOp* r : fragment_ranges(tc.elements_per_thread[2])) unroll_src.push_back(r);
+  const UOp* result = graph_->Make(Op::kUnroll, DType::Of(tc.dtype_out), std::move(unroll_src));
+  // The reduction's other ranges (K beyond one core's) stay a sum of the core's results.
+  std::vector<const UOp*> rest = {result};
+  for (size_t i = 1; i < reduce->num_src(); ++i) {
+    for (const UOp* r : RangesInOrder(reduce->src(i))) {
+      if (r->arg().axis_type == AxisType::kUnroll &&
+          std::find(factors.begin(), factors.end(), r) != factors.end()) {
+        continue;
+      }
+      if (std::find(rest.begin() + 1, rest.end(), r) == rest.end()) rest.push_back(r);
+    }
+  }
+  if (rest.size() > 1) {
+    result =
+        graph_->Make(Op::kReduce, DType::Of(tc.dtype_out), std::move(rest), Arg::Reduce(Op::kAdd));
+  }
+  root_ = Substitute(root_, {{reduce, result}});
+  return absl::OkStatus();
 }
 
 }  // namespace uopd

@@ -107,18 +107,21 @@ class GraphBuilder {
 
 // out[i, j] = sum_k a[i, k] * b[k, j] in float32: slot 0 is out (m x n), 1 is a (m x k), 2 is b
 // (k x n).
-inline v1::Graph Matmul(int64_t m, int64_t k, int64_t n) {
+// With `in` inputs and an `acc` output, the product is CAST to `acc` before the sum (tinygrad's
+// half matmul with a float accumulator, what a tensor core computes).
+inline v1::Graph Matmul(int64_t m, int64_t k, int64_t n, v1::DType::Scalar in = v1::DType::FLOAT32,
+                        v1::DType::Scalar acc = v1::DType::FLOAT32) {
   GraphBuilder g;
-  const auto f32 = v1::DType::FLOAT32;
-  int out = g.Buffer(0, f32, m * n);
+  int out = g.Buffer(0, acc, m * n);
   int i = g.Range(g.Index(m), 0);
   int j = g.Range(g.Index(n), 1);
-  int a = g.Buffer(1, f32, m * k);
-  int b = g.Buffer(2, f32, k * n);
+  int a = g.Buffer(1, in, m * k);
+  int b = g.Buffer(2, in, k * n);
   int r = g.Range(g.Index(k), 2, v1::RangeArg::REDUCE);
   int product =
-      g.Node(v1::Node::MUL, f32, {g.Load(a, g.RowMajor(i, k, r)), g.Load(b, g.RowMajor(r, n, j))});
-  int sum = g.Reduce(v1::Node::ADD, f32, product, {r});
+      g.Node(v1::Node::MUL, in, {g.Load(a, g.RowMajor(i, k, r)), g.Load(b, g.RowMajor(r, n, j))});
+  if (in != acc) product = g.Node(v1::Node::CAST, acc, {product});
+  int sum = g.Reduce(v1::Node::ADD, acc, product, {r});
   return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j})});
 }
 

@@ -256,5 +256,66 @@ TEST(GpuLowering, TheHeuristicsSplitOfAColumnSumKeepsItsMeaning) {
       {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(512 * 64, 2)});
 }
 
+// float16 bits of i/32 for i in 0..31: every product of two is exact in float16 and every sum
+// of them exact in float32, so a tensor core's sums equal the reference's in any order.
+testing::HostBuffer SmallHalves(size_t n, int seed) {
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = static_cast<float>((i * 37 + seed) % 32) / 32.0f;
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    v[i] = x == 0 ? 0
+                  : static_cast<uint16_t>(((((bits >> 23) & 0xff) - 127 + 15) << 10) |
+                                          ((bits >> 13) & 0x3ff));
+  }
+  return testing::HostBuffer::Of(v);
+}
+
+// A half matmul (float accumulator) optimized with `opts` for an sm_80 GPU, run through the
+// work-group loops with each tensor core instruction written out, equals the reference.
+void ExpectTensorCoreMatmulMatchesTheReference(int64_t m, int64_t k, int64_t n,
+                                               const std::vector<Opt>& opts) {
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  auto ast = DecodeKernelAst(testing::Matmul(m, k, n, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  auto optimized = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, opts});
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  bool wmma = false;
+  for (const UOp* node : Toposort(optimized->ast->root)) wmma |= node->op() == Op::kWmma;
+  EXPECT_TRUE(wmma) << "the TC opt left no tensor core instruction";
+  std::vector<testing::HostBuffer> buffers = {testing::HostBuffer{std::string(m * n * 4, '\0')},
+                                              SmallHalves(m * k, 1), SmallHalves(k * n, 7)};
+  std::vector<std::string> reference;
+  for (const testing::HostBuffer& b : buffers) reference.push_back(b.bytes);
+  ASSERT_TRUE(testing::Interpret(**ast, reference, {}).ok());
+  absl::Status ran = testing::RunAstOn(*device, optimized->ast, buffers);
+  ASSERT_TRUE(ran.ok()) << ran;
+  EXPECT_EQ(buffers[0].bytes, reference[0]) << "tensor core matmul differs from the reference";
+}
+
+// tinygrad's TC opt with use_tensor_cores 1; `select` indexes sm_80's cores (-1: the first
+// that fits, m16n8k16 for half inputs; 3: m16n8k8 half -> float).
+Opt TensorCoreOpt(int select = -1) {
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {select, 0, 1};
+  return tc;
+}
+
+TEST(GpuLowering, ATensorCoreMatmulComputesWhatTheReferenceDoes) {
+  // One m16n8k16 instruction per block of the output, K = 64 summed over four of them.
+  ExpectTensorCoreMatmulMatchesTheReference(32, 64, 16, {TensorCoreOpt()});
+}
+
+TEST(GpuLowering, TheSmallerHalfTensorCoreComputesWhatTheReferenceDoes) {
+  ExpectTensorCoreMatmulMatchesTheReference(16, 32, 8, {TensorCoreOpt(3)});
+}
+
+TEST(GpuLowering, ATensorCoreMatmulWithTinygradsHeuristicOptsComputesWhatTheReferenceDoes) {
+  // tinygrad's heuristic for a 64^3 half matmul on sm_80 (docs/OPTIMIZER.md section 12).
+  ExpectTensorCoreMatmulMatchesTheReference(64, 64, 64,
+                                            {TensorCoreOpt(), Opt{OptOp::kUpcast, 0, 4},
+                                             Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kLocal, 0, 2}});
+}
+
 }  // namespace
 }  // namespace uopd

@@ -150,7 +150,39 @@ TEST(Scheduler, ATensorCoreShapesFloat32OnlyWhereTf32IsAllowed) {
                                 {"no grouping with tensor cores"}));
 }
 
-TEST(Scheduler, ATensorCoreOptIsFirstAndItsWmmaIsNotLoweredYet) {
+TEST(Scheduler, ATensorCoreReplacesTheReductionByItsInstructionOverEachThreadsFragments) {
+  // tinygrad's use_tensor_cores 1: a half matmul with a float accumulator on sm_80 takes the
+  // m16n8k16 core; K = 32 is two of its K, summed by the REDUCE that is left.
+  auto half = DecodeKernelAst(testing::Matmul(32, 32, 32, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(half);
+  Scheduler wmma(**half, OptTarget::Cuda("sm_80"));
+  UOPD_ASSERT_OK(wmma.Apply(Tc(0, -1, 0, 1)));
+  auto optimized = wmma.Finish();
+  std::vector<int> contract_lanes;
+  int instructions = 0, unrolls = 0, reduces = 0;
+  for (const UOp* n : Toposort(optimized->root)) {
+    if (n->op() == Op::kWmma) {
+      ++instructions;
+      EXPECT_EQ(n->arg().str, "WMMA_8_16_16_half_float");
+      EXPECT_EQ(n->dtype().count, 4);
+    }
+    if (n->op() == Op::kContract) contract_lanes.push_back(n->dtype().count);
+    unrolls += n->op() == Op::kUnroll;
+    if (n->op() == Op::kReduce) {
+      ++reduces;
+      EXPECT_EQ(n->src(0)->op(), Op::kUnroll);
+      ASSERT_EQ(n->num_src(), 2u);
+      EXPECT_EQ(n->src(1)->src(0)->arg().i, 2);  // the two K blocks
+    }
+  }
+  EXPECT_EQ(instructions, 1);
+  EXPECT_EQ(unrolls, 1);
+  EXPECT_EQ(reduces, 1);
+  std::sort(contract_lanes.begin(), contract_lanes.end());
+  EXPECT_EQ(contract_lanes, (std::vector<int>{4, 8}));  // B's and A's fragments
+}
+
+TEST(Scheduler, ATensorCoreOptIsFirstAndNamesAValidCore) {
   OptTarget sm80 = OptTarget::Cuda("sm_80");
   sm80.allow_tf32 = true;
   Scheduler later(*Matmul32(), sm80);
@@ -158,9 +190,7 @@ TEST(Scheduler, ATensorCoreOptIsFirstAndItsWmmaIsNotLoweredYet) {
   EXPECT_TRUE(testing::StatusIs(later.Apply(Tc(0, -1, 0, 2)), absl::StatusCode::kInvalidArgument,
                                 {"must be first"}));
   Scheduler wmma(*Matmul32(), sm80);
-  EXPECT_TRUE(
-      testing::StatusIs(wmma.Apply(Tc(0, -1, 0, 1)), absl::StatusCode::kUnimplemented, {"WMMA"}));
-  EXPECT_TRUE(testing::StatusIs(wmma.Apply(Tc(0, 9, 0, 2)), absl::StatusCode::kInvalidArgument,
+  EXPECT_TRUE(testing::StatusIs(wmma.Apply(Tc(0, 9, 0, 1)), absl::StatusCode::kInvalidArgument,
                                 {"tc_select"}));
   // A CPU has no tensor cores.
   Scheduler cpu(*Matmul32(), OptTarget::Cpu(8));
