@@ -241,7 +241,9 @@ void LlvmIrWriter::EmitInstr(int i) {
     }
     case InstrKind::kThreadIndex:
     case InstrKind::kBarrier:
-      // Never here: the pipeline runs groups as work-group loops for the CPU (WorkGroupLoops).
+    case InstrKind::kWmma:
+      // Never here: the pipeline runs groups as work-group loops for the CPU (WorkGroupLoops)
+      // and writes tensor core instructions out (DecomposeWmma).
       Line(absl::StrCat("unreachable ; ", InstrKindName(in.kind)));
       return;
   }

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -539,9 +542,29 @@ class CudaWriter {
       case InstrKind::kLoopEnd:
         EndLoop(in);
         return;
-      case InstrKind::kBroadcast:
+      case InstrKind::kBuild: {  // a tensor core's fragment: an array the compiler keeps in
+                                 // registers (constant indices), aligned for its 32-bit words
+        std::vector<std::string> lanes;
+        for (size_t k = 0; k < in.src.size(); ++k) lanes.push_back(src(static_cast<int>(k)));
+        operand_[i] = absl::StrCat("f", i);
+        Line(absl::StrCat("__align__(16) ", Type(in.dtype), " f", i, "[", in.dtype.count, "] = {",
+                          absl::StrJoin(lanes, ", "), "};"));
+        return;
+      }
       case InstrKind::kExtract:
-      case InstrKind::kBuild:
+        operand_[i] = Define(i, in.dtype, absl::StrCat(src(0), "[", in.lane, "]"));
+        return;
+      case InstrKind::kWmma: {
+        const std::string helper = MmaHelper(in);
+        operand_[i] = absl::StrCat("f", i);
+        std::vector<std::string> c;
+        for (int k = 0; k < in.dtype.count; ++k) c.push_back(absl::StrCat(src(2), "[", k, "]"));
+        Line(absl::StrCat("__align__(16) ", Type(in.dtype), " f", i, "[", in.dtype.count, "] = {",
+                          absl::StrJoin(c, ", "), "};"));
+        Line(absl::StrCat(helper, "(", src(0), ", ", src(1), ", f", i, ");"));
+        return;
+      }
+      case InstrKind::kBroadcast:
       case InstrKind::kHReduce:
         // CUDA lowers without a vector range (every UPCAST is written out): never reached.
         operand_[i] = "/* vector instruction */";
@@ -567,6 +590,59 @@ class CudaWriter {
     }
   }
 
+  // The device function spelling tensor core instruction `in` (mma.sync with D = C, in place
+  // on its accumulator array), defined once per kernel; its name.
+  std::string MmaHelper(const Instr& in) {
+    const std::vector<int64_t>& shape = in.arg.ints;  // N, M, K, threads, elements of A, B, C
+    const DType& a = p_.instrs[in.src[0]].dtype;
+    const DType& b = p_.instrs[in.src[1]].dtype;
+    auto ptx = [](Scalar s) -> std::string {
+      switch (s) {
+        case Scalar::kFloat16:
+          return "f16";
+        case Scalar::kBfloat16:
+          return "bf16";
+        case Scalar::kFloat32:
+          return "tf32";
+        case Scalar::kFp8E4M3:
+          return "e4m3";
+        case Scalar::kFp8E5M2:
+          return "e5m2";
+        default:
+          return "?";
+      }
+    };
+    const std::string out = in.dtype.scalar == Scalar::kFloat32 ? "f32" : "f16";
+    const std::string in_type = ptx(a.scalar);
+    const std::string shape_name = absl::StrCat("m", shape[1], "n", shape[0], "k", shape[2]);
+    const std::string name = absl::StrCat("uopd_mma_", shape_name, "_", out, "_", in_type);
+    if (!mma_helpers_.contains(name)) {
+      // 32-bit registers per fragment.
+      auto words = [](const DType& d) { return d.count * ScalarItemSize(d.scalar) / 4; };
+      const int na = words(a), nb = words(b), nc = words(in.dtype);
+      auto regs = [](int from, int n) {
+        std::vector<std::string> r;
+        for (int k = 0; k < n; ++k) r.push_back(absl::StrCat("%", from + k));
+        return absl::StrCat("{", absl::StrJoin(r, ", "), "}");
+      };
+      auto operands = [](const std::string& constraint, const std::string& array, int n) {
+        std::vector<std::string> r;
+        for (int k = 0; k < n; ++k)
+          r.push_back(absl::StrCat("\"", constraint, "\"(", array, "[", k, "])"));
+        return absl::StrJoin(r, ", ");
+      };
+      mma_helpers_[name] = absl::StrCat(
+          "__device__ __forceinline__ void ", name, "(const ", Type(a), "* a, const ", Type(b),
+          "* b, ", Type(in.dtype), "* c) {\n", "  const unsigned* a_pk = (const unsigned*)a;\n",
+          "  const unsigned* b_pk = (const unsigned*)b;\n", "  unsigned* c_pk = (unsigned*)c;\n",
+          "  asm volatile(\"mma.sync.aligned.", shape_name, ".row.col.", out, ".", in_type, ".",
+          in_type, ".", out, " ", regs(0, nc), ", ", regs(nc, na), ", ", regs(nc + na, nb), ", ",
+          regs(0, nc), ";\"\n      : ", operands("+r", "c_pk", nc),
+          "\n      : ", operands("r", "a_pk", na), ", ", operands("r", "b_pk", nb), ");\n}\n");
+    }
+    return name;
+  }
+
   std::string Assemble() {
     std::vector<std::string> params;
     for (int slot = 0; slot < p_.buf_count; ++slot) {
@@ -586,8 +662,10 @@ class CudaWriter {
     if (uses_fp16_ || uses_bf16_ || uses_fp8_) includes += "#include <cuda_fp16.h>\n";
     if (uses_bf16_ || uses_fp8_) includes += "#include <cuda_bf16.h>\n";
     if (uses_fp8_) includes += "#include <cuda_fp8.h>\n";
+    std::string mma;
+    for (const auto& [name, helper] : mma_helpers_) mma += helper;
     return absl::StrCat(includes, kPrelude, kSupportOpen, kKernelSupportSource, kSupportClose,
-                        uses_fp8_ ? kFp8Prelude : "", "\n// kernel ", p_.name, ": ",
+                        uses_fp8_ ? kFp8Prelude : "", mma, "\n// kernel ", p_.name, ": ",
                         p_.proven_accesses, " accesses proven in bounds, ", p_.guarded_accesses,
                         " checked at run time\n", "extern \"C\" __global__ void __launch_bounds__(",
                         threads, ") ", p_.name, "(", absl::StrJoin(params, ", "), ") {\n", body_,
@@ -600,6 +678,7 @@ class CudaWriter {
   std::string body_;
   int depth_ = 1;
   mutable bool uses_fp16_ = false, uses_bf16_ = false, uses_fp8_ = false;
+  std::map<std::string, std::string> mma_helpers_;  // by name, in name order
 };
 
 }  // namespace

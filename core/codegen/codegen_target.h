@@ -58,6 +58,9 @@ struct CodegenTarget {
   int group_threads = 0;
   // kGrid with group_threads: the shared memory a block's arrays of partials may take.
   int64_t shared_bytes = 0;
+  // kGrid: tensor core instructions (the TC opt's WMMA) are spelled as the hardware's
+  // (kWmma); otherwise they are written out per element (core/codegen/wmma.h).
+  bool spells_wmma = false;
 
   // Kernels read a stop word: outer loops every iteration, innermost loops every this many
   // iterations (they run in chunks that stay vectorizable). 0: kernels never stop early.
@@ -95,6 +98,7 @@ inline CodegenTarget CodegenTarget::CudaGrid() {
   target.warp_lanes = kWarpLanes;
   target.group_threads = kCudaBlockThreads;
   target.shared_bytes = kCudaSharedBytes;
+  target.spells_wmma = true;
   return target;
 }
 

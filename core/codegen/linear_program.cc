@@ -53,6 +53,8 @@ absl::string_view InstrKindName(InstrKind kind) {
       return "shared_store";
     case InstrKind::kBarrier:
       return "barrier";
+    case InstrKind::kWmma:
+      return "wmma";
   }
   return "?";
 }

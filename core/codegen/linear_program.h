@@ -48,6 +48,9 @@ enum class InstrKind : uint8_t {
   kSharedLoad,    // element src[1] of shared array src[0]
   kSharedStore,   // shared array src[0][src[1]] = src[2]
   kBarrier,       // every thread of the block has done all before it (__syncthreads)
+  // Tensor cores (targets with CodegenTarget::spells_wmma):
+  kWmma,  // D = A x B + C over the warp: src = this thread's fragments of A, B and C (vectors,
+          // kBuild), dtype D's fragment; `arg` is the WMMA node's (name, WmmaShape numbers)
 };
 
 // "const", "alu", "cast", ...: how dumps and tests name a kind.

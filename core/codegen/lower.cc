@@ -270,6 +270,24 @@ absl::StatusOr<int> Lowerer::Value(const UOp* node) {
       UOPD_ASSIGN_OR_RETURN(result, Reduce(node));
       break;
     }
+    case Op::kVectorize:
+    case Op::kWmma: {
+      UOPD_ASSIGN_OR_RETURN(result, Fragment(node));
+      break;
+    }
+    case Op::kGep: {
+      UOPD_ASSIGN_OR_RETURN(int vector, Value(node->src(0)));
+      if (!IsVector(vector) || node->arg().i < 0 ||
+          node->arg().i >= program_.instrs[vector].dtype.count) {
+        return NodeError(*node, "GEP of a lane its source does not have");
+      }
+      result = Emit(Instr{.kind = InstrKind::kExtract,
+                          .dtype = node->dtype(),
+                          .src = {vector},
+                          .lane = static_cast<int>(node->arg().i),
+                          .origin = node});
+      break;
+    }
     case Op::kCast:
     case Op::kBitcast: {
       UOPD_ASSIGN_OR_RETURN(int src, Value(node->src(0)));
@@ -292,6 +310,32 @@ absl::StatusOr<int> Lowerer::Value(const UOp* node) {
   }
   scopes_.back()[node] = result;
   return result;
+}
+
+absl::StatusOr<int> Lowerer::Fragment(const UOp* node) {
+  if (vector_range_ != nullptr) return NodeError(*node, "a tensor core beside a vector range");
+  if (node->op() == Op::kConst && node->dtype().count > 1) {  // a WMMA's accumulator of zeros
+    DType scalar = node->dtype();
+    scalar.count = 1;
+    const int zero = EmitConst(scalar, node->arg(), node);
+    return Emit(Instr{.kind = InstrKind::kBuild,
+                      .dtype = node->dtype(),
+                      .src = std::vector<int>(node->dtype().count, zero),
+                      .origin = node});
+  }
+  if (node->op() != Op::kVectorize && node->op() != Op::kWmma) return Value(node);
+  std::vector<int> src;
+  for (const UOp* s : node->src()) {
+    // Fragments through Value, which remembers them (a tile's A fragment feeds several).
+    const bool zeros = s->op() == Op::kConst && s->dtype().count > 1;
+    UOPD_ASSIGN_OR_RETURN(int v, zeros ? Fragment(s) : Value(s));
+    src.push_back(v);
+  }
+  return Emit(Instr{.kind = node->op() == Op::kWmma ? InstrKind::kWmma : InstrKind::kBuild,
+                    .dtype = node->dtype(),
+                    .src = std::move(src),
+                    .arg = node->arg(),
+                    .origin = node});
 }
 
 }  // namespace uopd::lowering

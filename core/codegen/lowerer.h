@@ -76,6 +76,9 @@ class Lowerer {
   // ---- Vectors ---------------------------------------------------------------------------------
 
   bool IsVector(int instr) const { return program_.instrs[instr].dtype.count > 1; }
+  // A tensor core's fragment (VECTORIZE: kBuild, a CONST vector of zeros: kBuild of the
+  // constant) or its instruction over three of them (WMMA: kWmma).
+  absl::StatusOr<int> Fragment(const UOp* node);
   // Whether `node`'s value varies across the lanes of the vectorized range.
   bool IsVectorNode(const UOp* node);
   DType VectorOf(DType d) const;

@@ -80,6 +80,11 @@ std::shared_ptr<const KernelAst> SimplifyExpanded(std::shared_ptr<const KernelAs
   return out;
 }
 
+bool HasBoundsChecks(const LinearProgram& program) {
+  return std::any_of(program.instrs.begin(), program.instrs.end(),
+                     [](const Instr& in) { return in.kind == InstrKind::kCheckBounds; });
+}
+
 // ceil(product of `ends` / block) as a launch dimension.
 SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
   SymbolicDim dim;
@@ -129,12 +134,20 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
     expand.keep = ChooseVectorRange(*algebra, target.max_vector_lanes);
   LinearKernel out;
   out.expanded = ExpandRanges(algebra, expand);
-  if (tensor_core) {
+  const std::shared_ptr<const KernelAst> expanded = out.expanded;
+  if (tensor_core && !target.spells_wmma) {
     UOPD_ASSIGN_OR_RETURN(out.expanded, DecomposeWmma(out.expanded));
   }
   if (out.expanded != algebra) out.expanded = SimplifyExpanded(out.expanded);
   if (expand.keep != nullptr) lower.vector_range = FindRange(*out.expanded, expand.keep->arg());
   UOPD_ASSIGN_OR_RETURN(out.program, LowerKernel(*out.expanded, name, lower));
+  if (tensor_core && target.spells_wmma && HasBoundsChecks(out.program)) {
+    // A failed check ends its thread, and a tensor core instruction needs the whole warp: a
+    // kernel whose accesses are not all proven has its instructions written out.
+    UOPD_ASSIGN_OR_RETURN(out.expanded, DecomposeWmma(expanded));
+    out.expanded = SimplifyExpanded(out.expanded);
+    UOPD_ASSIGN_OR_RETURN(out.program, LowerKernel(*out.expanded, name, lower));
+  }
   return out;
 }
 
@@ -155,7 +168,10 @@ absl::StatusOr<LoweredKernel> LowerForTarget(std::shared_ptr<const KernelAst> as
   }
   out.loops = PlanLoops(out.program, target);
   // A block that meets in shared memory needs all its threads; warps would stop some early.
-  if (target.warp_lanes > 0 && out.program.group_threads == 0)
+  // A tensor core instruction needs each lane of its warp to be a thread of its own.
+  const bool tensor_core = std::any_of(out.program.instrs.begin(), out.program.instrs.end(),
+                                       [](const Instr& in) { return in.kind == InstrKind::kWmma; });
+  if (target.warp_lanes > 0 && out.program.group_threads == 0 && !tensor_core)
     out.warps = PlanWarpReductions(out.program, target.warp_lanes);
   if (out.program.parallel) {
     out.global_size[0] = out.program.parallel_extent;

@@ -72,14 +72,10 @@ std::optional<FragmentLayout> LayoutOf(const WmmaShape& s, Scalar in, Graph& g) 
       return Holder{c(k % 4 + (k / 16) * 4), col * 4 + ((k / 4) % 4)};
     };
   } else if (s.k == 8 && in != Scalar::kFloat32) {
-    l.a = [](int k, const Ix& row) {
-      return Holder{row / 8 * 2 + (k % 2), row % 8 * 4 + (k / 2)};
-    };
+    l.a = [](int k, const Ix& row) { return Holder{row / 8 * 2 + (k % 2), row % 8 * 4 + (k / 2)}; };
     l.b = [c](const Ix& col, int k) { return Holder{c(k % 2), col * 4 + (k / 2)}; };
   } else if (s.k == 8) {  // tf32
-    l.a = [](int k, const Ix& row) {
-      return Holder{row / 8 + (k / 4) * 2, row % 8 * 4 + (k % 4)};
-    };
+    l.a = [](int k, const Ix& row) { return Holder{row / 8 + (k / 4) * 2, row % 8 * 4 + (k % 4)}; };
     l.b = [c](const Ix& col, int k) { return Holder{c(k / 4), col * 4 + (k % 4)}; };
   } else {
     return std::nullopt;

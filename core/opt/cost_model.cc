@@ -126,6 +126,8 @@ double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& targe
       return kLoad;
     case InstrKind::kSharedStore:
       return kStore;
+    case InstrKind::kWmma:  // one instruction for the warp's K products
+      return kLoad;
     case InstrKind::kAlu:
       return AluCost(p, in);
     case InstrKind::kCast:
@@ -208,6 +210,7 @@ class ValueNumbers {
         case InstrKind::kSharedLoad:
         case InstrKind::kSharedStore:
         case InstrKind::kBarrier:
+        case InstrKind::kWmma:
           key.unique = static_cast<int64_t>(i) + 1;  // never the same as another
           break;
         default:

@@ -345,6 +345,49 @@ TEST(CudaBackend, TheHeuristicsSplitAColumnSumAcrossABlock) {
   EXPECT_EQ(kernel->resources->shared_bytes, 256 * 4);
 }
 
+// A matmul of `in` inputs into `acc` with tinygrad's TC opt (use_tensor_cores 1, core
+// `select` of sm_80's list) and the heuristic's opts after it, spelled and compiled for sm_80.
+void ExpectTensorCoreMatmulCompiles(v1::DType::Scalar in, v1::DType::Scalar acc, int select,
+                                    const std::string& instruction) {
+  auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, in, acc));
+  UOPD_ASSERT_OK(ast);
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {select, 0, 1};
+  OptTarget target = OptTarget::Cuda("sm_80");
+  target.allow_tf32 = true;
+  auto chosen = OptimizeKernel(
+      *ast, target,
+      {OptMode::kOpts,
+       {tc, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kLocal, 0, 2}}});
+  UOPD_ASSERT_OK(chosen);
+  auto spec = CudaRenderer().Render(chosen->ast, "r_tensor_cores");
+  UOPD_ASSERT_OK(spec);
+  // One instruction per 16 x 8 tile and 16 values of K, 4 x 4 tiles a thread: no element is
+  // written out as the CPU's oracle does.
+  EXPECT_NE(spec->src.find(instruction), std::string::npos) << spec->src;
+  EXPECT_EQ(spec->src.find("uopd_lane"), std::string::npos) << "warps must not share reductions";
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel) << spec->src;
+  std::atomic<int> registers{0};
+  EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
+  EXPECT_NE(kernel->ptx.find("mma.sync.aligned"), std::string::npos);
+}
+
+TEST(CudaBackend, ATensorCoreOptSpellsTheMmaInstructionAndCompiles) {
+  ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT16, v1::DType::FLOAT32, -1,
+                                 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+  ExpectTensorCoreMatmulCompiles(v1::DType::BFLOAT16, v1::DType::FLOAT32, -1,
+                                 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+  ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT16, v1::DType::FLOAT16, -1,
+                                 "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16");
+  ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT16, v1::DType::FLOAT32, 3,
+                                 "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32");
+  ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT32, v1::DType::FLOAT32, -1,
+                                 "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+}
+
 TEST(CudaBackend, PtxasReportsReadTheEntrysLines) {
   const std::string log =
       "ptxas info    : 0 bytes gmem\n"
