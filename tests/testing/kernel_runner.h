@@ -3,6 +3,7 @@
 #ifndef UOPD_TESTS_TESTING_KERNEL_RUNNER_H_
 #define UOPD_TESTS_TESTING_KERNEL_RUNNER_H_
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -30,6 +31,27 @@ struct HostBuffer {
     return out;
   }
 };
+
+// `n` values q/16 (q in 0..15, varied by `seed`) as float16 (or bfloat16) bits: the product
+// of any two is exact in either type and any sum of such products exact in float32, so a
+// matmul over them gives the same bits in every summation order (a tensor core's included).
+inline HostBuffer SmallExactValues(size_t n, int seed, bool bfloat16 = false) {
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = static_cast<float>((i * 37 + seed) % 16) / 16.0f;
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    if (x == 0) {
+      v[i] = 0;
+    } else if (bfloat16) {
+      v[i] = static_cast<uint16_t>(bits >> 16);
+    } else {
+      v[i] = static_cast<uint16_t>(((((bits >> 23) & 0xff) - 127 + 15) << 10) |
+                                   ((bits >> 13) & 0x3ff));
+    }
+  }
+  return HostBuffer::Of(v);
+}
 
 inline absl::StatusOr<ProgramSpec> RenderOn(const Device& device, const v1::Graph& wire,
                                             const RenderOptions& render = {}) {

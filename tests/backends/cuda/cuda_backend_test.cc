@@ -27,6 +27,7 @@
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/random_kernel_check.h"
 #include "tests/testing/random_kernels.h"
+#include "tests/testing/reference_interpreter.h"
 #include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
@@ -671,6 +672,37 @@ TEST_F(CudaGpuTest, RandomKernelsMatchTheReferenceOnTheGpu) {
               outcomes.elements_compared.load(), outcomes.elements_unspecified.load());
   EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified)
       << "most outputs must not depend on what the semantics leave open";
+}
+
+TEST_F(CudaGpuTest, TensorCoreMatmulsMatchTheReferenceOnTheGpu) {
+  // mma.sync against the reference interpreter, on inputs every summation order sums alike:
+  // checks the hardware's fragment layouts that the CPU oracle takes from tinygrad's emulator.
+  struct Case {
+    v1::DType::Scalar in, acc;
+    int select;
+  };
+  for (const Case& c : {Case{v1::DType::FLOAT16, v1::DType::FLOAT32, -1},
+                        Case{v1::DType::BFLOAT16, v1::DType::FLOAT32, -1},
+                        Case{v1::DType::FLOAT16, v1::DType::FLOAT32, 3}}) {
+    auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, c.in, c.acc));
+    UOPD_ASSERT_OK(ast);
+    Opt tc{OptOp::kTc, 0, 0};
+    tc.tc = {c.select, 0, 1};
+    auto chosen = OptimizeKernel(
+        *ast, OptTarget::Cuda("sm_80"),
+        {OptMode::kOpts,
+         {tc, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kLocal, 0, 2}}});
+    UOPD_ASSERT_OK(chosen);
+    const bool bf16 = c.in == v1::DType::BFLOAT16;
+    std::vector<testing::HostBuffer> buffers = {testing::HostBuffer{std::string(64 * 64 * 4, '\0')},
+                                                testing::SmallExactValues(64 * 64, 1, bf16),
+                                                testing::SmallExactValues(64 * 64, 7, bf16)};
+    std::vector<std::string> reference;
+    for (const testing::HostBuffer& b : buffers) reference.push_back(b.bytes);
+    UOPD_ASSERT_OK(testing::Interpret(**ast, reference, {}));
+    UOPD_ASSERT_OK(testing::RunAstOn(gpu(), chosen->ast, buffers));
+    EXPECT_EQ(buffers[0].bytes, reference[0]) << "core " << c.select << " differs";
+  }
 }
 
 }  // namespace

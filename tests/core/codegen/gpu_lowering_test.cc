@@ -256,35 +256,23 @@ TEST(GpuLowering, TheHeuristicsSplitOfAColumnSumKeepsItsMeaning) {
       {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(512 * 64, 2)});
 }
 
-// float16 bits of i/32 for i in 0..31: every product of two is exact in float16 and every sum
-// of them exact in float32, so a tensor core's sums equal the reference's in any order.
-testing::HostBuffer SmallHalves(size_t n, int seed) {
-  std::vector<uint16_t> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    const float x = static_cast<float>((i * 37 + seed) % 32) / 32.0f;
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof(bits));
-    v[i] = x == 0 ? 0
-                  : static_cast<uint16_t>(((((bits >> 23) & 0xff) - 127 + 15) << 10) |
-                                          ((bits >> 13) & 0x3ff));
-  }
-  return testing::HostBuffer::Of(v);
-}
-
 // A half matmul (float accumulator) optimized with `opts` for an sm_80 GPU, run through the
 // work-group loops with each tensor core instruction written out, equals the reference.
 void ExpectTensorCoreMatmulMatchesTheReference(int64_t m, int64_t k, int64_t n,
-                                               const std::vector<Opt>& opts) {
+                                               const std::vector<Opt>& opts,
+                                               v1::DType::Scalar in = v1::DType::FLOAT16) {
   std::unique_ptr<Device> device = GpuLoweringDevice();
-  auto ast = DecodeKernelAst(testing::Matmul(m, k, n, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  auto ast = DecodeKernelAst(testing::Matmul(m, k, n, in, v1::DType::FLOAT32));
   ASSERT_TRUE(ast.ok()) << ast.status();
   auto optimized = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, opts});
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   bool wmma = false;
   for (const UOp* node : Toposort(optimized->ast->root)) wmma |= node->op() == Op::kWmma;
   EXPECT_TRUE(wmma) << "the TC opt left no tensor core instruction";
-  std::vector<testing::HostBuffer> buffers = {testing::HostBuffer{std::string(m * n * 4, '\0')},
-                                              SmallHalves(m * k, 1), SmallHalves(k * n, 7)};
+  std::vector<testing::HostBuffer> buffers = {
+      testing::HostBuffer{std::string(m * n * 4, '\0')},
+      testing::SmallExactValues(m * k, 1, in == v1::DType::BFLOAT16),
+      testing::SmallExactValues(k * n, 7, in == v1::DType::BFLOAT16)};
   std::vector<std::string> reference;
   for (const testing::HostBuffer& b : buffers) reference.push_back(b.bytes);
   ASSERT_TRUE(testing::Interpret(**ast, reference, {}).ok());
@@ -304,6 +292,10 @@ Opt TensorCoreOpt(int select = -1) {
 TEST(GpuLowering, ATensorCoreMatmulComputesWhatTheReferenceDoes) {
   // One m16n8k16 instruction per block of the output, K = 64 summed over four of them.
   ExpectTensorCoreMatmulMatchesTheReference(32, 64, 16, {TensorCoreOpt()});
+}
+
+TEST(GpuLowering, TheBfloat16TensorCoreComputesWhatTheReferenceDoes) {
+  ExpectTensorCoreMatmulMatchesTheReference(32, 32, 16, {TensorCoreOpt()}, v1::DType::BFLOAT16);
 }
 
 TEST(GpuLowering, TheSmallerHalfTensorCoreComputesWhatTheReferenceDoes) {
