@@ -32,7 +32,7 @@ bin=.gpu-deps/bin
 if [ -x "$bin/cuda_backend_test" ] && "$bin/cuda_backend_test" --gtest_list_tests > /dev/null 2>&1; then
   step "using the programs gpu_prepare.sh built"
   tests=$bin/cuda_backend_test conformance=$bin/uopd-conformance
-  exec_bench=$bin/cuda_exec_bench plan_bench=$bin/cuda_plan_bench
+  exec_bench=$bin/cuda_exec_bench plan_bench=$bin/cuda_plan_bench matmul_bench=$bin/cuda_matmul_bench
 else
   build=build-gpu-check
   if [ -d "$deps" ]; then
@@ -51,6 +51,7 @@ else
   cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
   tests=$build/tests/cuda_backend_test conformance=$build/tests/uopd-conformance
   exec_bench=$build/bench/cuda_exec_bench plan_bench=$build/bench/cuda_plan_bench
+  matmul_bench=$build/bench/cuda_matmul_bench
 fi
 
 # The tests that need a GPU; those that need only NVRTC run in CTest on every machine, and the
@@ -79,6 +80,8 @@ timeout 120 "$exec_bench" > "$out/cuda_exec_bench.txt" 2>&1
 exec_rc=$?
 timeout 120 "$plan_bench" > "$out/cuda_plan_bench.txt" 2>&1
 plan_rc=$?
+timeout 120 "$matmul_bench" > "$out/cuda_matmul_bench.txt" 2>&1
+matmul_rc=$?
 
 step "done"
 echo
@@ -86,5 +89,5 @@ echo "=== uopd GPU check ==="
 echo "cuda_backend_test: $( [ $tests_rc -eq 0 ] && echo passed || echo "FAILED ($tests_rc)" )"
 echo "conformance CUDA:0: $conformance"
 echo "conformance CUDA:0, random opt lists: $random_opts"
-cat "$out/cuda_exec_bench.txt" "$out/cuda_plan_bench.txt"
-[ $tests_rc -eq 0 ] && [ $conformance_rc -eq 0 ] && [ $random_opts_rc -eq 0 ] && [ $exec_rc -eq 0 ] && [ $plan_rc -eq 0 ]
+cat "$out/cuda_exec_bench.txt" "$out/cuda_plan_bench.txt" "$out/cuda_matmul_bench.txt"
+[ $tests_rc -eq 0 ] && [ $conformance_rc -eq 0 ] && [ $random_opts_rc -eq 0 ] && [ $exec_rc -eq 0 ] && [ $plan_rc -eq 0 ] && [ $matmul_rc -eq 0 ]

@@ -20,7 +20,7 @@ rm -rf .gpu-deps/debs .gpu-deps/root/usr/share/doc .gpu-deps/root/usr/share/man
 build=build-gpu-prepare
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUOPD_GPU_CHECK_BUILD=ON > /dev/null
 cmake --build "$build" -j "$(nproc)" --target cuda_backend_test uopd-conformance cuda_exec_bench \
-  cuda_plan_bench
+  cuda_plan_bench cuda_matmul_bench
 cp "$build/tests/cuda_backend_test" "$build/tests/uopd-conformance" "$build/bench/cuda_exec_bench" \
-  "$build/bench/cuda_plan_bench" .gpu-deps/bin/
+  "$build/bench/cuda_plan_bench" "$build/bench/cuda_matmul_bench" .gpu-deps/bin/
 du -sh .gpu-deps
