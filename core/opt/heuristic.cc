@@ -555,6 +555,7 @@ bool WarpsShareAsWritten(const Scheduler& scheduler) {
 // GPU, nor timed: the search is what would.
 void ApplyGpuHeuristics(Scheduler& scheduler) {
   if (Toposort(scheduler.root()).size() > kMaxRankedNodes) return;  // as written
+  if (TryTensorCores(scheduler)) return;  // tinygrad's first choice, before any of uopd's
   if (OnCompileStack([&] { return WarpsShareAsWritten(scheduler); })) return;
   if (SplitColumnReduction(scheduler)) return;
   ApplyTinygradHeuristics(scheduler);

@@ -35,6 +35,9 @@ class Scheduler {
   absl::Status Apply(const Opt& opt);
 
   const std::vector<Opt>& applied() const { return applied_; }
+  // After a TC opt: what is left of its N, M and K ranges (tinygrad's _apply_tc_opt returns
+  // them); null before.
+  const std::array<const UOp*, 3>& tensor_core_axes() const { return tensor_core_axes_; }
   bool dont_use_locals() const { return dont_use_locals_; }
   const OptTarget& target() const { return target_; }
   // The current AST (range lists may still hold the expressions that replaced split ranges).
@@ -75,6 +78,7 @@ class Scheduler {
   OptTarget target_;
   std::vector<Opt> applied_;
   bool dont_use_locals_ = false;
+  std::array<const UOp*, 3> tensor_core_axes_ = {nullptr, nullptr, nullptr};
   int64_t next_range_id_ = 0;
 };
 

@@ -166,6 +166,7 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
       return status;
     }
     applied_.push_back(opt);
+    tensor_core_axes_ = axes;
     return absl::OkStatus();
   }
   return none;

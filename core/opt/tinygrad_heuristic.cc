@@ -388,10 +388,56 @@ void ApplyThreads(Scheduler& s) {
 
 }  // namespace
 
+bool TryTensorCores(Scheduler& s) {
+  // tinygrad's TC_OPT 0: only kernels with one reduce axis.
+  int reduces = 0;
+  for (const UOp* axis : s.Axes()) {
+    const AxisType type = axis->arg().axis_type;
+    reduces += type == AxisType::kReduce || type == AxisType::kGroupReduce;
+  }
+  if (reduces != 1 || s.target().tensor_cores.empty()) return false;
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {-1, 0, 1};
+  if (!s.Apply(tc).ok()) return false;
+  // Upcast what is left of M, then of N, by the first of 5, 4, 3, 2 that divides it, then make
+  // 4 or 2 of N's rest threads of the block.
+  std::array<const UOp*, 3> axes = s.tensor_core_axes();
+  auto index_of = [&](const UOp* range) {
+    const std::vector<const UOp*> order = s.Axes();
+    return static_cast<int>(std::find(order.begin(), order.end(), range) - order.begin());
+  };
+  auto size_of = [](const UOp* range) {
+    return range->src(0)->IsConst() ? ConstIntValue(*range->src(0)) : Int128{-1};
+  };
+  // The range a split left in place of `range` (the same argument, a smaller size).
+  auto kept = [&](const UOp* range) {
+    for (const UOp* r : s.Axes()) {
+      if (r->arg() == range->arg()) return r;
+    }
+    return range;
+  };
+  for (int dim : {1, 0}) {
+    for (int amount : {5, 4, 3, 2}) {
+      const Int128 size = size_of(axes[dim]);
+      if (size <= 0 || size % amount != 0) continue;
+      if (TryApply(s, OptOp::kUpcast, index_of(axes[dim]), amount)) axes[dim] = kept(axes[dim]);
+      break;
+    }
+  }
+  for (int amount : {4, 2}) {
+    const Int128 size = size_of(axes[0]);
+    if (size <= 0 || size % amount != 0) continue;
+    TryApply(s, OptOp::kLocal, index_of(axes[0]), amount);
+    break;
+  }
+  return true;
+}
+
 void ApplyTinygradHeuristics(Scheduler& scheduler) {
   Scheduler& s = scheduler;
   const OptTarget& target = s.target();
-  // Tensor cores come first in tinygrad; uopd has none yet (see the header). Images: none.
+  // Tensor cores come first. Images: none.
+  if (TryTensorCores(s)) return;
   if (target.has_local && target.has_shared && TryMatvec(s)) return;
 
   // Grouping: a small output spreads its reduction over 16 threads of a workgroup.

@@ -14,14 +14,13 @@
 // pre-opt passes cut in pieces (a GROUP of ENDs) gets no THREAD, which uopd's Scheduler would
 // allow but tinygrad's refuses.
 //
-// Left out: tensor cores (the Scheduler answers UNIMPLEMENTED for TC, and the follow-up upcasts
-// need the ranges TC returns; where tinygrad would pick TC, this gives its non-TC choice),
-// image-buffer upcasts (IR v1 has no image dtypes), DSP's upcast amounts (no DSP target), and
-// the NOLOCALS, MV_* and TC_* environment switches (their defaults are used). Where tinygrad's
-// own step would raise (an opt it applies outside a try), this stops with what was applied so
-// far; none of the corpus kernels gets there. The opts are applied by uopd's Scheduler, so where
-// it refuses what tinygrad's accepts (it splits constant sizes only: matvec's GROUP on a
-// symbolic reduce axis), the choice follows the Scheduler.
+// Tensor cores come first, as in tinygrad (TryTensorCores). Left out: image-buffer upcasts (IR v1
+// has no image dtypes), DSP's upcast amounts (no DSP target), and the NOLOCALS, MV_* and TC_*
+// environment switches (their defaults are used). Where tinygrad's own step would raise (an opt it
+// applies outside a try), this stops with what was applied so far; none of the corpus kernels gets
+// there. The opts are applied by uopd's Scheduler, so where it refuses what tinygrad's accepts (it
+// splits constant sizes only: matvec's GROUP on a symbolic reduce axis), the choice follows the
+// Scheduler.
 #ifndef UOPD_CORE_OPT_TINYGRAD_HEURISTIC_H_
 #define UOPD_CORE_OPT_TINYGRAD_HEURISTIC_H_
 
@@ -33,6 +32,11 @@ namespace uopd {
 // own heuristics choose for this kernel on this target. `scheduler` holds the pre-opt AST
 // (core/opt/preopt.h already run) and no opts; on return it holds tinygrad's choice applied.
 void ApplyTinygradHeuristics(Scheduler& scheduler);
+
+// tinygrad's first step: a kernel with one reduce axis whose reduction a tensor core of the
+// target computes gets TC (use_tensor_cores 1), then upcasts of what is left of M and N and a
+// LOCAL of N. False (nothing applied) when no core fits.
+bool TryTensorCores(Scheduler& scheduler);
 
 }  // namespace uopd
 

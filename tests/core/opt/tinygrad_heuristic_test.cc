@@ -23,6 +23,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_opts.h"
+#include "tests/testing/graph_builder.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -105,7 +106,7 @@ TEST(TinygradHeuristics, ChooseTinygradsOptsForModelKernels) {
   cpu.max_threads = 2;  // tinygrad's global_max[0] = CPU_COUNT (uopd's Cpu() allows 8 at least)
   const std::vector<std::pair<std::string, OptTarget>> targets = {
       {"CPU", cpu}, {"CUDA", OptTarget::Cuda("sm_80")}};
-  int kernels = 0, checked = 0, matched = 0, skipped_tc = 0, preopt_differs = 0;
+  int kernels = 0, checked = 0, matched = 0, tensor_cores = 0, preopt_differs = 0;
   for (std::string text; std::getline(in, text);) {
     if (text.empty()) continue;
     google::protobuf::Struct line;
@@ -120,10 +121,7 @@ TEST(TinygradHeuristics, ChooseTinygradsOptsForModelKernels) {
     for (const auto& [target_name, target] : targets) {
       SCOPED_TRACE(absl::StrCat(name, " on ", target_name));
       const std::vector<Opt> expected = ExpectedOpts(line, target_name);
-      if (!expected.empty() && expected.front().op == OptOp::kTc) {
-        ++skipped_tc;
-        continue;
-      }
+      tensor_cores += !expected.empty() && expected.front().op == OptOp::kTc;
       ++checked;
       std::shared_ptr<const KernelAst> uopds = RunPreOptPasses(*scheduled, target);
       bool same_graph = true;
@@ -149,10 +147,31 @@ TEST(TinygradHeuristics, ChooseTinygradsOptsForModelKernels) {
   }
   std::printf(
       "[  NOTE    ] %d kernels x {CPU, CUDA}: %d of %d chose tinygrad's opts (%d from "
-      "tinygrad's pre-opt AST, which uopd's passes do not reproduce), %d skipped (TC)\n",
-      kernels, matched, checked, preopt_differs, skipped_tc);
+      "tinygrad's pre-opt AST, which uopd's passes do not reproduce), %d of them with tensor "
+      "cores\n",
+      kernels, matched, checked, preopt_differs, tensor_cores);
   EXPECT_EQ(kernels, 119);
+  EXPECT_EQ(tensor_cores, 1);
   EXPECT_EQ(matched, checked);
+}
+
+TEST(TinygradHeuristics, HalfMatmulsOnAnNvidiaGpuTakeTensorCoresAsInTinygrad) {
+  // tinygrad 0.12: get_program(a.matmul(b, dtype=float) with half a and b,
+  // CUDARenderer("sm_80")).applied_opts.
+  const std::vector<std::pair<int64_t, std::string>> cases = {
+      {64, "TC(0, (-1, 0, 1)) UPCAST(0, 4) UPCAST(0, 4) LOCAL(0, 2)"},
+      {4096, "TC(0, (-1, 0, 1)) UPCAST(0, 4) UPCAST(1, 4) LOCAL(1, 4)"}};
+  for (const auto& [n, expected] : cases) {
+    auto ast = DecodeKernelAst(testing::Matmul(n, n, n, v1::DType::FLOAT16, v1::DType::FLOAT32));
+    UOPD_ASSERT_OK(ast);
+    const OptTarget gpu = OptTarget::Cuda("sm_80");
+    EXPECT_EQ(OptsToString(TinygradHeuristicsOn(*RunPreOptPasses(*ast, gpu), gpu)), expected);
+    // The float32 matmul takes no tensor core (tinygrad's ALLOW_TF32 is off by default).
+    auto f32 = DecodeKernelAst(testing::Matmul(n, n, n));
+    UOPD_ASSERT_OK(f32);
+    EXPECT_EQ(OptsToString(TinygradHeuristicsOn(*RunPreOptPasses(*f32, gpu), gpu)).find("TC"),
+              std::string::npos);
+  }
 }
 
 // tinygrad's opts end with THREAD(0, n), which the CPU runtime's own split of the outermost loop
