@@ -1,11 +1,15 @@
 #include "core/codegen/expand.h"
 
 #include <map>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "core/ir/hash.h"
+#include "core/ir/printer.h"
 #include "core/ir/value_range.h"
+#include "core/util/status_macros.h"
 
 namespace uopd {
 namespace {
@@ -48,9 +52,11 @@ class Expander {
     return !expand_.empty();
   }
 
-  const UOp* Run() {
+  absl::StatusOr<const UOp*> Run() {
     for (const UOp* node : Toposort(ast_.root)) ComputeDeps(node);
-    return Rewrite(ast_.root);
+    const UOp* root = Rewrite(ast_.root);
+    if (!status_.ok()) return status_;
+    return root;
   }
 
  private:
@@ -111,19 +117,38 @@ class Expander {
       out = g_.ConstInt(Scalar::kIndex, env_.at(node));
     } else if (node->op() == Op::kContract) {
       // The fragment: the value once per assignment of the ranges, first range slowest.
+      // Its ranges may be an enclosing END's too (the output fragment's): their values there
+      // are restored after.
       const std::vector<const UOp*> ranges(node->src().begin() + 1, node->src().end());
+      std::vector<std::optional<int64_t>> outer;
+      for (const UOp* r : ranges) {
+        auto it = env_.find(r);
+        outer.push_back(it == env_.end() ? std::nullopt : std::optional<int64_t>(it->second));
+      }
       std::vector<const UOp*> lanes;
       for (const auto& values : Assignments(ranges)) {
         for (size_t i = 0; i < ranges.size(); ++i) env_[ranges[i]] = values[i];
         lanes.push_back(Rewrite(node->src(0)));
       }
-      for (const UOp* r : ranges) env_.erase(r);
+      for (size_t i = 0; i < ranges.size(); ++i) {
+        if (outer[i].has_value()) {
+          env_[ranges[i]] = *outer[i];
+        } else {
+          env_.erase(ranges[i]);
+        }
+      }
       out = g_.Make(Op::kVectorize, node->dtype(), std::move(lanes));
     } else if (node->op() == Op::kUnroll) {
       // The lane of the instruction's result that the ranges' current values number.
       int64_t lane = 0;
       for (size_t i = 1; i < node->num_src(); ++i) {
-        lane = lane * ConstSize(node->src(i)) + env_.at(node->src(i));
+        auto value = env_.find(node->src(i));
+        if (value == env_.end()) {  // no END or REDUCE around it writes the range out
+          status_ = absl::InvalidArgumentError(absl::StrCat(
+              "expand: ", DescribeNode(*node), ": its range ", i, " has no value here"));
+          return node;
+        }
+        lane = lane * ConstSize(node->src(i)) + value->second;
       }
       out = g_.Make(Op::kGep, node->dtype(), {Rewrite(node->src(0))}, Arg::I64(lane));
     } else if (node->op() == Op::kEnd || node->op() == Op::kReduce) {
@@ -168,6 +193,7 @@ class Expander {
   absl::flat_hash_map<const UOp*, std::vector<const UOp*>> deps_;
   absl::flat_hash_map<const UOp*, int64_t> env_;
   std::map<std::pair<const UOp*, std::vector<int64_t>>, const UOp*> memo_;
+  absl::Status status_;  // the first form that cannot be written out
 };
 
 }  // namespace
@@ -203,12 +229,12 @@ const UOp* FindRange(const KernelAst& ast, const Arg& arg) {
   return nullptr;
 }
 
-std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> ast,
-                                              const ExpandOptions& options) {
+absl::StatusOr<std::shared_ptr<const KernelAst>> ExpandRanges(std::shared_ptr<const KernelAst> ast,
+                                                              const ExpandOptions& options) {
   auto expanded = std::make_shared<KernelAst>();
   Expander expander(*ast, options, expanded->graph);
   if (!expander.Plan()) return ast;
-  expanded->root = expander.Run();
+  UOPD_ASSIGN_OR_RETURN(expanded->root, expander.Run());
   // Code generation's own form of the kernel: it names the kernel it came from (hashing the
   // written-out copies would cost more than the lowering).
   expanded->hash = ast->hash;

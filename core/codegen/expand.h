@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "core/ir/kernel_ast.h"
 
 namespace uopd {
@@ -34,8 +35,10 @@ struct ExpandOptions {
 };
 
 // A new AST (own graph) with the expanded ranges written out. The same AST when none is.
-std::shared_ptr<const KernelAst> ExpandRanges(std::shared_ptr<const KernelAst> ast,
-                                              const ExpandOptions& options = {});
+// INVALID_ARGUMENT naming the node for a tensor core's UNROLL outside the END or REDUCE whose
+// ranges number its lanes.
+absl::StatusOr<std::shared_ptr<const KernelAst>> ExpandRanges(std::shared_ptr<const KernelAst> ast,
+                                                              const ExpandOptions& options = {});
 
 // Whether a RANGE is one ExpandRanges writes out (UPCAST/UNROLL of constant size, or size 1).
 bool IsExpandedRange(const UOp* range);

@@ -133,7 +133,7 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   if (target.max_vector_lanes > 0 && !tensor_core)
     expand.keep = ChooseVectorRange(*algebra, target.max_vector_lanes);
   LinearKernel out;
-  out.expanded = ExpandRanges(algebra, expand);
+  UOPD_ASSIGN_OR_RETURN(out.expanded, ExpandRanges(algebra, expand));
   const std::shared_ptr<const KernelAst> expanded = out.expanded;
   if (tensor_core && !target.spells_wmma) {
     UOPD_ASSIGN_OR_RETURN(out.expanded, DecomposeWmma(out.expanded));

@@ -35,6 +35,17 @@ int64_t UpcastProduct(const KernelAst& ast) {
 
 std::vector<Opt> SearchActions(const OptTarget& target) {
   std::vector<Opt> actions;
+  if (!target.tensor_cores.empty()) {
+    // tinygrad's: the first axis choice without padding, then every one with it (tc_opt 2).
+    Opt tc = MakeOpt(OptOp::kTc, 0, 0);
+    tc.tc = {-1, 0, 1};
+    actions.push_back(tc);
+    for (int axis = 0; axis < 9; ++axis) {
+      tc.axis = axis;
+      tc.tc = {-1, 2, 1};
+      actions.push_back(tc);
+    }
+  }
   for (int axis = 0; axis < 8; ++axis) {
     for (int amount : {0, 2, 3, 4, 5, 7, 8, 16}) {
       actions.push_back(MakeOpt(OptOp::kUpcast, axis, amount));

@@ -1,6 +1,7 @@
 // SearchSpace: the opt lists a search considers, one opt at a time (tinygrad's BEAM actions,
-// docs/OPTIMIZER.md section 8, for the opts the target has; UPCAST and UNROLL also by 8, 16 and
-// 32, the vector widths uopd's CPU code generation turns into registers).
+// docs/OPTIMIZER.md section 8, for the opts the target has, tensor cores included; UPCAST and
+// UNROLL also by 8, 16 and 32, the vector widths uopd's CPU code generation turns into
+// registers).
 #ifndef UOPD_CORE_OPT_SEARCH_SPACE_H_
 #define UOPD_CORE_OPT_SEARCH_SPACE_H_
 
