@@ -30,6 +30,7 @@
 #include "tests/testing/reference_interpreter.h"
 #include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/tensor_core_opts.h"
 
 namespace uopd {
 namespace {
@@ -387,6 +388,28 @@ TEST(CudaBackend, ATensorCoreOptSpellsTheMmaInstructionAndCompiles) {
                                  "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32");
   ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT32, v1::DType::FLOAT32, -1,
                                  "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+}
+
+TEST(CudaBackend, TensorCoresWithPaddingAndSearchDrawnOptsCompile) {
+  auto ast = DecodeKernelAst(testing::Matmul(40, 24, 24, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  const OptTarget target = OptTarget::Cuda("sm_80");
+  int lists = 0;
+  for (const std::vector<Opt>& opts : testing::TensorCoreOptLists(*ast, target, 3, 2)) {
+    SCOPED_TRACE(OptsToString(opts));
+    auto chosen = OptimizeKernel(*ast, target, {OptMode::kOpts, opts});
+    UOPD_ASSERT_OK(chosen);
+    auto spec = CudaRenderer().Render(chosen->ast, "r_padded");
+    UOPD_ASSERT_OK(spec);
+    auto kernel = (*compiler)->Compile(*spec);
+    UOPD_ASSERT_OK(kernel) << spec->src;
+    std::atomic<int> registers{0};
+    EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
+    ++lists;
+  }
+  EXPECT_GE(lists, 3);
 }
 
 TEST(CudaBackend, PtxasReportsReadTheEntrysLines) {

@@ -9,7 +9,6 @@
 #include "backends/cpu/orc_runtime.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/opt/optimize.h"
-#include "core/opt/search_space.h"
 #include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
@@ -19,6 +18,7 @@
 #include "tests/testing/random_opts_source.h"
 #include "tests/testing/reference_interpreter.h"
 #include "tests/testing/sample_kernels.h"
+#include "tests/testing/tensor_core_opts.h"
 
 namespace uopd {
 namespace {
@@ -308,24 +308,12 @@ TEST(GpuLowering, TensorCoresWithPaddingAndRandomOptsAfterKeepAHalfMatmulsMeanin
   // drawn from every valid extension (the search's own), as a search would try them.
   auto ast = DecodeKernelAst(testing::Matmul(40, 24, 24, v1::DType::FLOAT16, v1::DType::FLOAT32));
   ASSERT_TRUE(ast.ok()) << ast.status();
-  const OptTarget target = OptTarget::Cuda("sm_80");
   int lists = 0;
-  for (int axis = 0; axis < 3; ++axis) {
-    Opt tc{OptOp::kTc, axis, 0};
-    tc.tc = {-1, 2, 1};
-    for (uint64_t seed = 1; seed <= 3; ++seed) {
-      std::vector<Opt> opts = {tc};
-      for (int step = 0; step < 2; ++step) {
-        absl::flat_hash_set<std::string> seen;
-        std::vector<SearchCandidate> next = ExtendByOneOpt(*ast, target, opts, seen);
-        if (next.empty()) break;
-        opts = next[(seed * 7919 + step * 104729) % next.size()].opts;
-      }
-      if (!OptimizeKernel(*ast, target, {OptMode::kOpts, opts}).ok()) continue;  // no core
-      SCOPED_TRACE(OptsToString(opts));
-      ExpectTensorCoreMatmulMatchesTheReference(40, 24, 24, opts);
-      ++lists;
-    }
+  for (const std::vector<Opt>& opts :
+       testing::TensorCoreOptLists(*ast, OptTarget::Cuda("sm_80"), 3, 2)) {
+    SCOPED_TRACE(OptsToString(opts));
+    ExpectTensorCoreMatmulMatchesTheReference(40, 24, 24, opts);
+    ++lists;
   }
   EXPECT_GE(lists, 3);
 }
