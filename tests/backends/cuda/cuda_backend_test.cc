@@ -348,14 +348,16 @@ TEST(CudaBackend, TheHeuristicsSplitAColumnSumAcrossABlock) {
 }
 
 // A matmul of `in` inputs into `acc` with tinygrad's TC opt (use_tensor_cores 1, core
-// `select` of sm_80's list) and the heuristic's opts after it, spelled and compiled for sm_80.
+// `select` of the architecture's list) and the heuristic's opts after it, spelled and compiled
+// for `arch`.
 void ExpectTensorCoreMatmulCompiles(v1::DType::Scalar in, v1::DType::Scalar acc, int select,
-                                    const std::string& instruction) {
+                                    const std::string& instruction,
+                                    const std::string& arch = "sm_80") {
   auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, in, acc));
   UOPD_ASSERT_OK(ast);
   Opt tc{OptOp::kTc, 0, 0};
   tc.tc = {select, 0, 1};
-  OptTarget target = OptTarget::Cuda("sm_80");
+  OptTarget target = OptTarget::Cuda(arch);
   target.allow_tf32 = true;
   auto chosen = OptimizeKernel(
       *ast, target,
@@ -368,7 +370,7 @@ void ExpectTensorCoreMatmulCompiles(v1::DType::Scalar in, v1::DType::Scalar acc,
   // written out as the CPU's oracle does.
   EXPECT_NE(spec->src.find(instruction), std::string::npos) << spec->src;
   EXPECT_EQ(spec->src.find("uopd_lane"), std::string::npos) << "warps must not share reductions";
-  auto compiler = NvrtcCompiler::Create("sm_80");
+  auto compiler = NvrtcCompiler::Create(arch);
   UOPD_ASSERT_OK(compiler);
   auto kernel = (*compiler)->Compile(*spec);
   UOPD_ASSERT_OK(kernel) << spec->src;
@@ -388,6 +390,9 @@ TEST(CudaBackend, ATensorCoreOptSpellsTheMmaInstructionAndCompiles) {
                                  "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32");
   ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT32, v1::DType::FLOAT32, -1,
                                  "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+  // sm_89 and later: fp8 inputs, K = 32.
+  ExpectTensorCoreMatmulCompiles(v1::DType::FP8E4M3, v1::DType::FLOAT32, -1,
+                                 "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", "sm_89");
 }
 
 TEST(CudaBackend, TensorCoresWithPaddingAndSearchDrawnOptsCompile) {
