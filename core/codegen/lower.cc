@@ -9,6 +9,7 @@
 #include "core/codegen/access_bounds.h"
 #include "core/codegen/lowerer.h"
 #include "core/codegen/vector_range.h"
+#include "core/codegen/warp_reduction.h"
 #include "core/ir/printer.h"
 #include "core/ir/value_range.h"
 #include "core/util/status_macros.h"
@@ -324,6 +325,15 @@ absl::StatusOr<int> Lowerer::Fragment(const UOp* node) {
                       .origin = node});
   }
   if (node->op() != Op::kVectorize && node->op() != Op::kWmma) return Value(node);
+  if (node->op() == Op::kWmma) {
+    // The hardware's warp: 32 neighbouring threads of the grid, numbered as the warp range.
+    const UOp* fastest = grid_ranges_.empty() ? nullptr : grid_ranges_.back();
+    if (fastest == nullptr || fastest->arg().axis_type != AxisType::kWarp ||
+        !fastest->src(0)->IsConst() || ConstIntValue(*fastest->src(0)) != kWarpLanes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "lower: ", DescribeNode(*node), ": its warp is not the grid's fastest 32 threads"));
+    }
+  }
   std::vector<int> src;
   for (const UOp* s : node->src()) {
     // Fragments through Value, which remembers them (a tile's A fragment feeds several).

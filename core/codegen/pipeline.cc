@@ -140,14 +140,17 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   }
   if (out.expanded != algebra) out.expanded = SimplifyExpanded(out.expanded);
   if (expand.keep != nullptr) lower.vector_range = FindRange(*out.expanded, expand.keep->arg());
-  UOPD_ASSIGN_OR_RETURN(out.program, LowerKernel(*out.expanded, name, lower));
-  if (tensor_core && target.spells_wmma && HasBoundsChecks(out.program)) {
-    // A failed check ends its thread, and a tensor core instruction needs the whole warp: a
-    // kernel whose accesses are not all proven has its instructions written out.
+  absl::StatusOr<LinearProgram> program = LowerKernel(*out.expanded, name, lower);
+  if (tensor_core && target.spells_wmma &&
+      (program.ok() ? HasBoundsChecks(*program) : absl::IsFailedPrecondition(program.status()))) {
+    // The instruction needs the whole warp as 32 neighbouring threads: where the warp is not
+    // the grid's fastest range (a loop in a thread), or where a failed bounds check may end a
+    // thread before it, the instructions are written out.
     UOPD_ASSIGN_OR_RETURN(out.expanded, DecomposeWmma(expanded));
     out.expanded = SimplifyExpanded(out.expanded);
-    UOPD_ASSIGN_OR_RETURN(out.program, LowerKernel(*out.expanded, name, lower));
+    program = LowerKernel(*out.expanded, name, lower);
   }
+  UOPD_ASSIGN_OR_RETURN(out.program, std::move(program));
   return out;
 }
 

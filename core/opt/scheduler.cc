@@ -274,6 +274,9 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
       range->arg().axis_type == AxisType::kThread) {
     return OptError("cannot pad upcasted, unrolled or threaded axes");
   }
+  // Not in tinygrad, which pads it: a tensor core's warp is the hardware's 32 lanes, and a
+  // larger one would put two cores' fragments in one warp.
+  if (range->arg().axis_type == AxisType::kWarp) return OptError("cannot pad a warp");
   if (multiple <= 0) return OptError("PADTO needs a positive multiple");
   const int64_t padded = (size + multiple - 1) / multiple * multiple;
   if (size <= padded / 4) return OptError("pad adds more than quadruple the work");

@@ -83,6 +83,13 @@ absl::Status Scheduler::ApplyTensorCore(const Opt& opt) {
     }
   }
   if (reduce == nullptr) return TcError("no reduce ops for TensorCore");
+  // Not in tinygrad: the core's warp must be the kernel's only one (its lanes are the threads'
+  // fragment holders).
+  for (const UOp* n : Toposort(root_)) {
+    if (n->op() == Op::kRange && n->arg().axis_type == AxisType::kWarp) {
+      return TcError("tensor cores need a kernel without a WARP range of its own");
+    }
+  }
   const absl::Status none = TcError("no tensor core available");
   if (reduce->arg().reduce_op != Op::kAdd) return none;
   const UOp* mul = reduce->src(0)->op() == Op::kCast ? reduce->src(0)->src(0) : reduce->src(0);
@@ -186,7 +193,21 @@ absl::Status Scheduler::ReplaceByWmma(const TensorCore& tc,
     if (reduce != nullptr) break;
   }
   if (reduce == nullptr) return TcError("no reduce ops for TensorCore");
-  const UOp* mul = reduce->src(0)->op() == Op::kCast ? reduce->src(0)->src(0) : reduce->src(0);
+  // Padding K may have masked the summand to 0 outside the real K (PadTo): the mask, which
+  // depends on K alone, goes on both operands, so that each reads it at its own K.
+  const UOp* value = reduce->src(0);
+  std::vector<const UOp*> masks;
+  auto is_zero = [](const UOp* c) {
+    if (!c->IsConst()) return false;
+    const Arg& a = c->arg();
+    return (a.kind == ArgKind::kF64 && a.f == 0) || (a.kind == ArgKind::kI64 && a.i == 0);
+  };
+  while (value->op() == Op::kWhere && is_zero(value->src(2))) {
+    masks.push_back(value->src(0));
+    value = value->src(1);
+  }
+  const UOp* mul = value->op() == Op::kCast ? value->src(0) : value;
+  if (mul->op() != Op::kMul) return TcError("no tensor core available");
   // Each operand's index takes the factors its fragment layout needs (tinygrad's swizzle).
   const std::array<std::vector<int>, 2> permutations = tc.OperandPermutations();
   std::array<const UOp*, 2> operands;
@@ -195,7 +216,13 @@ absl::Status Scheduler::ReplaceByWmma(const TensorCore& tc,
     for (size_t j = 0; j < factors.size(); ++j) {
       map.emplace_back(factors[j], factors[permutations[i][j]]);
     }
-    operands[i] = Substitute(mul->src(i), map);
+    const UOp* operand = mul->src(i);
+    for (const UOp* mask : masks) {
+      operand = graph_->Make(
+          Op::kWhere, operand->dtype(),
+          {mask, operand, graph_->Make(Op::kConst, operand->dtype(), {}, Arg::F64(0.0))});
+    }
+    operands[i] = Substitute(operand, map);
   }
   const std::vector<std::string> fragment = tc.FragmentFactors();
   auto fragment_ranges = [&](int elements) {

@@ -109,8 +109,12 @@ class GraphBuilder {
 // (k x n).
 // With `in` inputs and an `acc` output, the product is CAST to `acc` before the sum (tinygrad's
 // half matmul with a float accumulator, what a tensor core computes).
+struct MatmulVariant {
+  double a_scale = 1;          // a[i, k] * a_scale: a padded 0 stays 0 only if it is finite
+  bool second_output = false;  // also out[0] = 0 in a statement of its own (no grid then)
+};
 inline v1::Graph Matmul(int64_t m, int64_t k, int64_t n, v1::DType::Scalar in = v1::DType::FLOAT32,
-                        v1::DType::Scalar acc = v1::DType::FLOAT32) {
+                        v1::DType::Scalar acc = v1::DType::FLOAT32, MatmulVariant variant = {}) {
   GraphBuilder g;
   int out = g.Buffer(0, acc, m * n);
   int i = g.Range(g.Index(m), 0);
@@ -118,11 +122,15 @@ inline v1::Graph Matmul(int64_t m, int64_t k, int64_t n, v1::DType::Scalar in = 
   int a = g.Buffer(1, in, m * k);
   int b = g.Buffer(2, in, k * n);
   int r = g.Range(g.Index(k), 2, v1::RangeArg::REDUCE);
-  int product =
-      g.Node(v1::Node::MUL, in, {g.Load(a, g.RowMajor(i, k, r)), g.Load(b, g.RowMajor(r, n, j))});
+  int a_value = g.Load(a, g.RowMajor(i, k, r));
+  if (variant.a_scale != 1)
+    a_value = g.Node(v1::Node::MUL, in, {a_value, g.Float(in, variant.a_scale)});
+  int product = g.Node(v1::Node::MUL, in, {a_value, g.Load(b, g.RowMajor(r, n, j))});
   if (in != acc) product = g.Node(v1::Node::CAST, acc, {product});
   int sum = g.Reduce(v1::Node::ADD, acc, product, {r});
-  return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j})});
+  int matmul = g.End(g.Store(g.Target(out, g.RowMajor(i, n, j)), sum), {i, j});
+  if (!variant.second_output) return g.Sink({matmul});
+  return g.Sink({matmul, g.Store(g.Target(out, g.Index(0)), g.Float(acc, 0))});
 }
 
 // var[i] = sum_j (x[i, j] - sum_k x[i, k] / cols)^2 in float32, a reduction (over j, axis 1)

@@ -417,6 +417,24 @@ TEST(CudaBackend, TensorCoresWithPaddingAndSearchDrawnOptsCompile) {
   EXPECT_GE(lists, 3);
 }
 
+TEST(CudaBackend, ATensorCoreWhoseWarpIsNotTheGridsLanesIsWrittenOut) {
+  // Two statements: the kernel runs as one thread (no grid), its warp a loop in it, where
+  // mma.sync would run with one lane; the instruction is written out instead.
+  auto ast = DecodeKernelAst(
+      testing::Matmul(32, 32, 16, v1::DType::FLOAT16, v1::DType::FLOAT32, {.second_output = true}));
+  UOPD_ASSERT_OK(ast);
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {-1, 0, 1};
+  auto chosen = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, {tc}});
+  UOPD_ASSERT_OK(chosen);
+  auto spec = CudaRenderer().Render(chosen->ast, "r_one_thread");
+  UOPD_ASSERT_OK(spec);
+  EXPECT_EQ(spec->src.find("mma.sync"), std::string::npos) << spec->src;
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  UOPD_EXPECT_OK((*compiler)->Compile(*spec));
+}
+
 TEST(CudaBackend, PtxasReportsReadTheEntrysLines) {
   const std::string log =
       "ptxas info    : 0 bytes gmem\n"

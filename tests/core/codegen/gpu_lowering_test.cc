@@ -261,9 +261,10 @@ TEST(GpuLowering, TheHeuristicsSplitOfAColumnSumKeepsItsMeaning) {
 // work-group loops with each tensor core instruction written out, equals the reference.
 void ExpectTensorCoreMatmulMatchesTheReference(int64_t m, int64_t k, int64_t n,
                                                const std::vector<Opt>& opts,
-                                               v1::DType::Scalar in = v1::DType::FLOAT16) {
+                                               v1::DType::Scalar in = v1::DType::FLOAT16,
+                                               testing::MatmulVariant variant = {}) {
   std::unique_ptr<Device> device = GpuLoweringDevice();
-  auto ast = DecodeKernelAst(testing::Matmul(m, k, n, in, v1::DType::FLOAT32));
+  auto ast = DecodeKernelAst(testing::Matmul(m, k, n, in, v1::DType::FLOAT32, variant));
   ASSERT_TRUE(ast.ok()) << ast.status();
   auto optimized = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, opts});
   ASSERT_TRUE(optimized.ok()) << optimized.status();
@@ -316,6 +317,15 @@ TEST(GpuLowering, TensorCoresWithPaddingAndRandomOptsAfterKeepAHalfMatmulsMeanin
     ++lists;
   }
   EXPECT_GE(lists, 3);
+}
+
+TEST(GpuLowering, APaddedTensorCoreMatmulWhoseSummandPaddingMasksKeepsItsMeaning) {
+  // (a * 2) @ b with K = 24 padded to 32: 0 * 2 is not provably 0 (2 could have been inf), so
+  // PADTO masks the summand; the mask must go to the operands, not become one (the core took
+  // the mask as A and the product as B).
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {-1, 2, 1};
+  ExpectTensorCoreMatmulMatchesTheReference(32, 24, 16, {tc}, v1::DType::FLOAT16, {.a_scale = 2});
 }
 
 TEST(GpuLowering, ATensorCoreMatmulWithTinygradsHeuristicOptsComputesWhatTheReferenceDoes) {

@@ -182,6 +182,39 @@ TEST(Scheduler, ATensorCoreReplacesTheReductionByItsInstructionOverEachThreadsFr
   EXPECT_EQ(contract_lanes, (std::vector<int>{4, 8}));  // B's and A's fragments
 }
 
+TEST(Scheduler, ATensorCoresWarpIsNeitherPaddedNorOneTheKernelHadAlready) {
+  auto half = DecodeKernelAst(testing::Matmul(32, 32, 32, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(half);
+  Scheduler wmma(**half, OptTarget::Cuda("sm_80"));
+  UOPD_ASSERT_OK(wmma.Apply(Tc(0, -1, 0, 1)));
+  const std::vector<const UOp*> axes = wmma.Axes();
+  const int warp = static_cast<int>(
+      std::find_if(axes.begin(), axes.end(),
+                   [](const UOp* r) { return r->arg().axis_type == AxisType::kWarp; }) -
+      axes.begin());
+  ASSERT_LT(warp, static_cast<int>(axes.size()));
+  EXPECT_TRUE(testing::StatusIs(wmma.Apply(Opt{OptOp::kPadTo, warp, 48}),
+                                absl::StatusCode::kInvalidArgument, {"cannot pad a warp"}));
+  // A kernel with a WARP range of its own (a client may send one) takes no tensor core.
+  testing::GraphBuilder g;
+  const auto f16 = v1::DType::FLOAT16;
+  int out = g.Buffer(0, v1::DType::FLOAT32, 32 * 32);
+  int i = g.Range(g.Index(32), 0);
+  int j = g.Range(g.Index(32), 1, v1::RangeArg::WARP);
+  int r = g.Range(g.Index(32), 2, v1::RangeArg::REDUCE);
+  int product = g.Node(v1::Node::MUL, f16,
+                       {g.Load(g.Buffer(1, f16, 32 * 32), g.RowMajor(i, 32, r)),
+                        g.Load(g.Buffer(2, f16, 32 * 32), g.RowMajor(r, 32, j))});
+  int sum = g.Reduce(v1::Node::ADD, v1::DType::FLOAT32,
+                     g.Node(v1::Node::CAST, v1::DType::FLOAT32, {product}), {r});
+  auto warped =
+      DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, 32, j)), sum), {i, j})}));
+  UOPD_ASSERT_OK(warped);
+  Scheduler refused(**warped, OptTarget::Cuda("sm_80"));
+  EXPECT_TRUE(testing::StatusIs(refused.Apply(Tc(0, -1, 0, 1)), absl::StatusCode::kInvalidArgument,
+                                {"WARP range"}));
+}
+
 TEST(Scheduler, ATensorCoreOptIsFirstAndNamesAValidCore) {
   OptTarget sm80 = OptTarget::Cuda("sm_80");
   sm80.allow_tf32 = true;
