@@ -16,13 +16,14 @@
 namespace uopd::testing {
 
 // Up to 3 x `seeds` lists of 1 + `steps` opts for `ast` on `target`; only lists that apply.
+// `select`: the core (tinygrad's tc_select; -1: the first that fits).
 inline std::vector<std::vector<Opt>> TensorCoreOptLists(const std::shared_ptr<const KernelAst>& ast,
                                                         const OptTarget& target, int seeds,
-                                                        int steps) {
+                                                        int steps, int select = -1) {
   std::vector<std::vector<Opt>> out;
   for (int axis = 0; axis < 3; ++axis) {
     Opt tc{OptOp::kTc, axis, 0};
-    tc.tc = {-1, 2, 1};
+    tc.tc = {select, 2, 1};
     for (uint64_t seed = 1; seed <= static_cast<uint64_t>(seeds); ++seed) {
       std::vector<Opt> opts = {tc};
       for (int step = 0; step < steps; ++step) {

@@ -310,13 +310,15 @@ TEST(GpuLowering, TensorCoresWithPaddingAndRandomOptsAfterKeepAHalfMatmulsMeanin
   auto ast = DecodeKernelAst(testing::Matmul(40, 24, 24, v1::DType::FLOAT16, v1::DType::FLOAT32));
   ASSERT_TRUE(ast.ok()) << ast.status();
   int lists = 0;
-  for (const std::vector<Opt>& opts :
-       testing::TensorCoreOptLists(*ast, OptTarget::Cuda("sm_80"), 3, 2)) {
-    SCOPED_TRACE(OptsToString(opts));
-    ExpectTensorCoreMatmulMatchesTheReference(40, 24, 24, opts);
-    ++lists;
+  for (int select : {-1, 3}) {  // m16n8k16, m16n8k8
+    for (const std::vector<Opt>& opts :
+         testing::TensorCoreOptLists(*ast, OptTarget::Cuda("sm_80"), 3, 2, select)) {
+      SCOPED_TRACE(OptsToString(opts));
+      ExpectTensorCoreMatmulMatchesTheReference(40, 24, 24, opts);
+      ++lists;
+    }
   }
-  EXPECT_GE(lists, 3);
+  EXPECT_GE(lists, 6);
 }
 
 TEST(GpuLowering, APaddedTensorCoreMatmulWhoseSummandPaddingMasksKeepsItsMeaning) {
