@@ -242,6 +242,7 @@ void LlvmIrWriter::EmitInstr(int i) {
     case InstrKind::kThreadIndex:
     case InstrKind::kBarrier:
     case InstrKind::kWmma:
+    case InstrKind::kWmmaInto:
       // Never here: the pipeline runs groups as work-group loops for the CPU (WorkGroupLoops)
       // and writes tensor core instructions out (DecomposeWmma).
       Line(absl::StrCat("unreachable ; ", InstrKindName(in.kind)));

@@ -564,6 +564,19 @@ class CudaWriter {
         Line(absl::StrCat(helper, "(", src(0), ", ", src(1), ", f", i, ");"));
         return;
       }
+      case InstrKind::kWmmaInto: {  // the accumulators in and out of the instruction
+        const std::string helper = MmaHelper(in);
+        std::vector<std::string> c;
+        for (size_t k = 2; k < in.src.size(); ++k) c.push_back(src(static_cast<int>(k)));
+        Line(absl::StrCat("{ __align__(16) ", Type(in.dtype), " f", i, "[", in.dtype.count, "] = {",
+                          absl::StrJoin(c, ", "), "};"));
+        Line(absl::StrCat("  ", helper, "(", src(0), ", ", src(1), ", f", i, ");"));
+        for (size_t k = 0; k < c.size(); ++k) {
+          Line(absl::StrCat("  ", c[k], " = f", i, "[", k, "];"));
+        }
+        Line("}");
+        return;
+      }
       case InstrKind::kBroadcast:
       case InstrKind::kHReduce:
         // CUDA lowers without a vector range (every UPCAST is written out): never reached.

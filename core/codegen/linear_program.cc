@@ -55,6 +55,8 @@ absl::string_view InstrKindName(InstrKind kind) {
       return "barrier";
     case InstrKind::kWmma:
       return "wmma";
+    case InstrKind::kWmmaInto:
+      return "wmma_into";
   }
   return "?";
 }

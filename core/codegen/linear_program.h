@@ -51,6 +51,8 @@ enum class InstrKind : uint8_t {
   // Tensor cores (targets with CodegenTarget::spells_wmma):
   kWmma,  // D = A x B + C over the warp: src = this thread's fragments of A, B and C (vectors,
           // kBuild), dtype D's fragment; `arg` is the WMMA node's (name, WmmaShape numbers)
+  kWmmaInto,  // the same with C the accumulators src[2..] (kAccDefine), D written back into
+              // them; no value (dtype: their vector, for the spelling; FoldWmmaAccumulators)
 };
 
 // "const", "alu", "cast", ...: how dumps and tests name a kind.

@@ -14,6 +14,7 @@
 #include "core/codegen/transcendental.h"
 #include "core/codegen/vector_range.h"
 #include "core/codegen/wmma.h"
+#include "core/codegen/wmma_accumulate.h"
 #include "core/codegen/work_group_loops.h"
 #include "core/ir/copy_expression.h"
 #include "core/ir/symbolic.h"
@@ -163,6 +164,7 @@ absl::StatusOr<LoweredKernel> LowerForTarget(std::shared_ptr<const KernelAst> as
   out.program = std::move(linear.program);
   if (target.spells_vector) out.program = Devectorize(out.program, target.spells_vector);
   out.program = Legalize(out.program);
+  if (target.spells_wmma) out.program = FoldWmmaAccumulators(out.program);
   if (options.allow_fma) out.program = FuseMultiplyAdds(out.program);
   if (target.GridRunsAsLoop()) {
     out.program = WorkGroupLoops(out.program);

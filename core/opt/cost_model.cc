@@ -127,6 +127,7 @@ double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& targe
     case InstrKind::kSharedStore:
       return kStore;
     case InstrKind::kWmma:  // one instruction for the warp's K products
+    case InstrKind::kWmmaInto:
       return kLoad;
     case InstrKind::kAlu:
       return AluCost(p, in);
@@ -211,6 +212,7 @@ class ValueNumbers {
         case InstrKind::kSharedStore:
         case InstrKind::kBarrier:
         case InstrKind::kWmma:
+        case InstrKind::kWmmaInto:
           key.unique = static_cast<int64_t>(i) + 1;  // never the same as another
           break;
         default:

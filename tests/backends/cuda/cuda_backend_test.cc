@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_renderer.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/ptxas_report.h"
+#include "core/codegen/pipeline.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/opt/optimize.h"
 #include "core/opt/search_space.h"
@@ -377,6 +378,28 @@ void ExpectTensorCoreMatmulCompiles(v1::DType::Scalar in, v1::DType::Scalar acc,
   std::atomic<int> registers{0};
   EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
   EXPECT_NE(kernel->ptx.find("mma.sync.aligned"), std::string::npos);
+}
+
+TEST(CudaBackend, ATensorCoreReductionAccumulatesInsideTheInstruction) {
+  // K = 64 is four m16n8k16 steps: each takes the reduction's accumulators as its C and writes
+  // D back (kWmmaInto), with no extract and no addition of its result left beside it.
+  auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {-1, 0, 1};
+  auto chosen = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, {tc}});
+  UOPD_ASSERT_OK(chosen);
+  auto lowered = LowerForTarget(chosen->ast, "k", CodegenTarget::CudaGrid(), {});
+  UOPD_ASSERT_OK(lowered);
+  int into = 0, wmma = 0, extracts = 0, updates = 0;
+  for (const Instr& in : lowered->program.instrs) {
+    into += in.kind == InstrKind::kWmmaInto;
+    wmma += in.kind == InstrKind::kWmma;
+    extracts += in.kind == InstrKind::kExtract;
+    updates += in.kind == InstrKind::kAccUpdate;
+  }
+  EXPECT_EQ(into, 1) << lowered->program.Dump();
+  EXPECT_EQ(wmma + extracts + updates, 0) << lowered->program.Dump();
 }
 
 TEST(CudaBackend, ATensorCoreOptSpellsTheMmaInstructionAndCompiles) {
