@@ -49,8 +49,8 @@ enum class InstrKind : uint8_t {
   kSharedStore,   // shared array src[0][src[1]] = src[2]
   kBarrier,       // every thread of the block has done all before it (__syncthreads)
   // Tensor cores (targets with CodegenTarget::spells_wmma):
-  kWmma,  // D = A x B + C over the warp: src = this thread's fragments of A, B and C (vectors,
-          // kBuild), dtype D's fragment; `arg` is the WMMA node's (name, WmmaShape numbers)
+  kWmma,      // D = A x B + C over the warp: src = this thread's fragments of A, B and C (vectors,
+              // kBuild), dtype D's fragment; `arg` is the WMMA node's (name, WmmaShape numbers)
   kWmmaInto,  // the same with C the accumulators src[2..] (kAccDefine), D written back into
               // them; no value (dtype: their vector, for the spelling; FoldWmmaAccumulators)
 };
