@@ -78,6 +78,10 @@ ABSL_FLAG(absl::Duration, compile_demote_after, absl::Milliseconds(250),
           "after this long is made --compile_demote_nice nicer, so a kernel that takes seconds "
           "to compile takes the CPU other calls leave (0: never)");
 ABSL_FLAG(int32_t, compile_demote_nice, 10, "how much nicer demoted compile work runs");
+ABSL_FLAG(bool, tensor_cores, true,
+          "GPU matmuls of half, bfloat16 or fp8 may use tensor cores (the TC opt: the "
+          "heuristics' first choice, the search's, a client's opts); false: never, as "
+          "tinygrad's TC=0, and a TC opt is refused as on a GPU without them");
 ABSL_FLAG(int64_t, large_kernel_nodes, 4096,
           "requests whose kernel ASTs hold more nodes than this in all (real kernels hold tens "
           "to hundreds) are decoded, optimized, rendered and compiled at most "
@@ -254,6 +258,7 @@ DaemonConfig::Compile CompileFromFlags() {
   c.max_object_bytes = absl::GetFlag(FLAGS_max_object_bytes);
   c.large_kernel_nodes = absl::GetFlag(FLAGS_large_kernel_nodes);
   c.large_kernel_slots = absl::GetFlag(FLAGS_large_kernel_slots);
+  c.tensor_cores = absl::GetFlag(FLAGS_tensor_cores);
   if (c.large_kernel_slots <= 0) c.large_kernel_slots = std::max(1, Cores() / 2);
   c.allow_client_source = absl::GetFlag(FLAGS_allow_client_source);
   return c;

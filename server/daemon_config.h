@@ -54,6 +54,7 @@ struct DaemonConfig {
     int64_t large_kernel_nodes = 0;
     int large_kernel_slots = 1;  // resolved: half the cores unless given
     bool allow_client_source = false;
+    bool tensor_cores = true;  // the TC opt on GPUs that have them
   };
   struct Limits {
     IrLimits ir;

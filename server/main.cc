@@ -36,6 +36,7 @@
 #include "core/cache/entry_signature.h"
 #include "core/cache/memory_tier.h"
 #include "core/cache/redis_tier.h"
+#include "core/opt/opt_target.h"
 #include "core/program/caching_program_source.h"
 #include "core/util/fair_share.h"
 #include "core/util/large_stack.h"
@@ -499,6 +500,7 @@ int Run(const DaemonConfig& config) {
   // Compilers run in sandboxed worker processes: what a compile does to its process (crash,
   // exhaust memory, loop, read files it is told to) never reaches the daemon.
   SetCompileThreadPriority(config.compile.priority);
+  SetTensorCoresEnabled(config.compile.tensor_cores);
   absl::StatusOr<std::unique_ptr<CompileWorkerPool>> started_workers =
       StartCompileWorkers(config.compile);
   if (!started_workers.ok()) return 1;

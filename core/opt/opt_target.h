@@ -40,6 +40,11 @@ struct OptTarget {
   static OptTarget Cuda(const std::string& arch);
 };
 
+// Process-wide: whether CUDA targets offer their tensor cores to the TC opt, the heuristics
+// and the search (the daemon's --tensor_cores; false is tinygrad's TC=0). True unless set.
+void SetTensorCoresEnabled(bool enabled);
+bool TensorCoresEnabled();
+
 // The target of a backend: "CPU" with `threads` cores (its vector registers read from the
 // compile target's feature string), or "CUDA" for `compile_target` ("sm_90").
 OptTarget OptTargetFor(const std::string& base_device, const std::string& compile_target,

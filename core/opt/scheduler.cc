@@ -1,6 +1,7 @@
 #include "core/opt/scheduler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -74,12 +75,19 @@ OptTarget OptTarget::Cpu(int cores) {
   return t;
 }
 
+namespace {
+std::atomic<bool> tensor_cores_enabled{true};
+}  // namespace
+
+void SetTensorCoresEnabled(bool enabled) { tensor_cores_enabled = enabled; }
+bool TensorCoresEnabled() { return tensor_cores_enabled; }
+
 OptTarget OptTarget::Cuda(const std::string& arch) {
   OptTarget t;
   t.device = absl::StrCat("CUDA:", arch);
   t.has_local = true;
   t.has_shared = true;
-  t.tensor_cores = CudaTensorCores(arch);
+  if (TensorCoresEnabled()) t.tensor_cores = CudaTensorCores(arch);
   t.shared_max = kCudaSharedBytes;
   t.block_threads = kCudaBlockThreads;
   t.warp_lanes = kWarpLanes;

@@ -664,6 +664,41 @@ TEST(Daemon, ServesCpuWithoutLibcudaAndCompilesForGpuTargets) {
 #endif
 }
 
+#ifdef UOPD_WITH_CUDA
+TEST(Daemon, HalfMatmulsForAGpuTakeTensorCoresUnlessTurnedOff) {
+  v1::CompileRequest request =
+      CompileOf(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  request.set_device("CUDA");
+  request.set_target("sm_80");
+  request.set_want_binary(true);  // and the PTX
+  {
+    DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("tensor-cores"));
+    ASSERT_TRUE(daemon.running());
+    Client client(daemon.address());
+    auto chosen = client.Compile(request);  // the GPU heuristics, as tinygrad's: TC first
+    UOPD_ASSERT_OK(chosen);
+    ASSERT_GT(chosen->applied_opts_size(), 0);
+    EXPECT_EQ(chosen->applied_opts(0).op(), "TC");
+    EXPECT_NE(chosen->ptx().find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  }
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("no-tensor-cores"),
+                       {"--tensor_cores=false"});
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  auto chosen = client.Compile(request);
+  UOPD_ASSERT_OK(chosen);
+  for (const v1::Opt& opt : chosen->applied_opts()) EXPECT_NE(opt.op(), "TC");
+  EXPECT_EQ(chosen->ptx().find("mma.sync"), std::string::npos);
+  request.mutable_optimization()->set_mode(v1::Optimization::OPTS);
+  v1::Opt* tc = request.mutable_optimization()->add_opts();
+  tc->set_op("TC");
+  tc->set_axis(0);
+  for (int v : {-1, 0, 1}) tc->add_tc(v);
+  EXPECT_TRUE(StatusIs(client.Compile(request), absl::StatusCode::kInvalidArgument,
+                       {"no tensor core available"}));
+}
+#endif
+
 TEST(Daemon, CompilesSourceThatClientsRenderedThemselves) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("source"),
                        {"--allow_client_source", "--anonymous_rights=compile,run,client_source"});
