@@ -1,5 +1,7 @@
 #include "core/program/optimize_layer.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
 #include "core/util/large_stack.h"
@@ -93,7 +95,15 @@ std::optional<std::vector<Opt>> OptimizeLayer::FindSearchRecord(const std::strin
   if (!bytes.has_value()) return std::nullopt;
   absl::StatusOr<CacheEntry> record = ParseCacheEntry(*bytes);
   if (!record.ok()) return std::nullopt;
-  return RecordOpts(*record, key_hex, ast.hash);
+  std::optional<std::vector<Opt>> opts = RecordOpts(*record, key_hex, ast.hash);
+  // A search that ran with tensor cores, read by a daemon running without them
+  // (--tensor_cores=false): its choice no longer applies here.
+  if (opts.has_value() && !TensorCoresEnabled() &&
+      std::any_of(opts->begin(), opts->end(),
+                  [](const Opt& opt) { return opt.op == OptOp::kTc; })) {
+    return std::nullopt;
+  }
+  return opts;
 }
 
 absl::StatusOr<OptimizeRequest> OptimizeLayer::ResolveSearch(

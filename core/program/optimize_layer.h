@@ -63,8 +63,9 @@ class OptimizeLayer {
                                                 const std::shared_ptr<const KernelAst>& ast,
                                                 const StopFlag* stop,
                                                 const RenderOptions& render = {});
-  // A search's record for `ast` under `pair`'s target if the cache has one; nullopt otherwise.
-  // `kind` is "search", or "heuristic" for the heuristics' timed choice.
+  // A search's record for `ast` under `pair`'s target if the cache has one; nullopt otherwise,
+  // and for a record with tensor cores while they are off (SetTensorCoresEnabled). `kind` is
+  // "search", or "heuristic" for the heuristics' timed choice.
   std::optional<std::vector<Opt>> FindSearchRecord(const std::string& base_device,
                                                    const CompilerPair& pair, const KernelAst& ast,
                                                    const std::string& kind = "search",

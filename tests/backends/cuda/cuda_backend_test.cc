@@ -15,6 +15,8 @@
 #include "backends/cuda/cuda_renderer.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/ptxas_report.h"
+#include "core/cache/cache_key.h"
+#include "core/cache/memory_tier.h"
 #include "core/codegen/pipeline.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/opt/optimize.h"
@@ -456,6 +458,38 @@ TEST(CudaBackend, ATensorCoreWhoseWarpIsNotTheGridsLanesIsWrittenOut) {
   auto compiler = NvrtcCompiler::Create("sm_80");
   UOPD_ASSERT_OK(compiler);
   UOPD_EXPECT_OK((*compiler)->Compile(*spec));
+}
+
+TEST(CudaBackend, ASearchRecordWithTensorCoresIsNotReadWithThemOff) {
+  // A cluster's cache may hold the choice of a search that ran with tensor cores; a daemon
+  // started with --tensor_cores=false must not apply it (its compiles would fail).
+  auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  CompilerPair pair{std::make_unique<CudaRenderer>(), std::move(*compiler)};
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(1 << 20));
+  KernelCache cache(std::move(tiers));
+  CachingProgramSource source(cache);
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {-1, 0, 1};
+  const CacheKey key = KeyFor("CUDA", pair, (*ast)->hash, "search");
+  auto stored = cache.GetOrCompile(key, [&]() -> absl::StatusOr<CacheEntry> {
+    CacheEntry record;
+    record.key = key.Hex();
+    record.ast_hash = (*ast)->hash;
+    record.tuned_opts = {tc, Opt{OptOp::kUpcast, 0, 4}};
+    record.search.converged = true;
+    return record;
+  });
+  UOPD_ASSERT_OK(stored);
+  auto found = source.optimizer().FindSearchRecord("CUDA", pair, **ast);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(OptsToString(*found), "TC(0, (-1, 0, 1)) UPCAST(0, 4)");
+  SetTensorCoresEnabled(false);
+  EXPECT_FALSE(source.optimizer().FindSearchRecord("CUDA", pair, **ast).has_value());
+  SetTensorCoresEnabled(true);
 }
 
 TEST(CudaBackend, PtxasReportsReadTheEntrysLines) {
