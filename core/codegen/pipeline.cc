@@ -1,6 +1,7 @@
 #include "core/codegen/pipeline.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -81,9 +82,11 @@ std::shared_ptr<const KernelAst> SimplifyExpanded(std::shared_ptr<const KernelAs
   return out;
 }
 
-bool HasBoundsChecks(const LinearProgram& program) {
-  return std::any_of(program.instrs.begin(), program.instrs.end(),
-                     [](const Instr& in) { return in.kind == InstrKind::kCheckBounds; });
+// Whether `program` has an instruction of one of `kinds`.
+bool HasInstr(const LinearProgram& program, std::initializer_list<InstrKind> kinds) {
+  return std::any_of(program.instrs.begin(), program.instrs.end(), [&](const Instr& in) {
+    return std::find(kinds.begin(), kinds.end(), in.kind) != kinds.end();
+  });
 }
 
 // ceil(product of `ends` / block) as a launch dimension.
@@ -143,7 +146,8 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   if (expand.keep != nullptr) lower.vector_range = FindRange(*out.expanded, expand.keep->arg());
   absl::StatusOr<LinearProgram> program = LowerKernel(*out.expanded, name, lower);
   if (tensor_core && target.spells_wmma &&
-      (program.ok() ? HasBoundsChecks(*program) : absl::IsFailedPrecondition(program.status()))) {
+      (program.ok() ? HasInstr(*program, {InstrKind::kCheckBounds})
+                    : absl::IsFailedPrecondition(program.status()))) {
     // The instruction needs the whole warp as 32 neighbouring threads: where the warp is not
     // the grid's fastest range (a loop in a thread), or where a failed bounds check may end a
     // thread before it, the instructions are written out.
@@ -174,8 +178,7 @@ absl::StatusOr<LoweredKernel> LowerForTarget(std::shared_ptr<const KernelAst> as
   out.loops = PlanLoops(out.program, target);
   // A block that meets in shared memory needs all its threads; warps would stop some early.
   // A tensor core instruction needs each lane of its warp to be a thread of its own.
-  const bool tensor_core = std::any_of(out.program.instrs.begin(), out.program.instrs.end(),
-                                       [](const Instr& in) { return in.kind == InstrKind::kWmma; });
+  const bool tensor_core = HasInstr(out.program, {InstrKind::kWmma, InstrKind::kWmmaInto});
   if (target.warp_lanes > 0 && out.program.group_threads == 0 && !tensor_core)
     out.warps = PlanWarpReductions(out.program, target.warp_lanes);
   if (out.program.parallel) {

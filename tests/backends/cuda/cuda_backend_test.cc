@@ -404,6 +404,42 @@ TEST(CudaBackend, ATensorCoreReductionAccumulatesInsideTheInstruction) {
   EXPECT_EQ(wmma + extracts + updates, 0) << lowered->program.Dump();
 }
 
+TEST(CudaBackend, WarpsShareNoReductionBesideAFoldedTensorCore) {
+  // out[i, j] = sum_k a[i, k] b[k, j] + sum_l c[i, l]: the matmul's steps accumulate inside the
+  // instruction (kWmmaInto), and the row sum beside them must stay each thread's own: warps
+  // sharing it would take one thread per warp, and mma.sync needs all 32.
+  using v1::DType;
+  using v1::Node;
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 64 * 64);
+  int i = g.Range(g.Index(64), 0);
+  int j = g.Range(g.Index(64), 1);
+  int k = g.Range(g.Index(64), 2, v1::RangeArg::REDUCE);
+  int l = g.Range(g.Index(4096), 3, v1::RangeArg::REDUCE);
+  int product = g.Node(Node::MUL, DType::FLOAT16,
+                       {g.Load(g.Buffer(1, DType::FLOAT16, 64 * 64), g.RowMajor(i, 64, k)),
+                        g.Load(g.Buffer(2, DType::FLOAT16, 64 * 64), g.RowMajor(k, 64, j))});
+  int matmul =
+      g.Reduce(Node::ADD, DType::FLOAT32, g.Node(Node::CAST, DType::FLOAT32, {product}), {k});
+  int rows = g.Reduce(Node::ADD, DType::FLOAT32,
+                      g.Load(g.Buffer(3, DType::FLOAT32, 64 * 4096), g.RowMajor(i, 4096, l)), {l});
+  auto ast =
+      DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(i, 64, j)),
+                                            g.Node(Node::ADD, DType::FLOAT32, {matmul, rows})),
+                                    {i, j})}));
+  UOPD_ASSERT_OK(ast);
+  Opt tc{OptOp::kTc, 0, 0};
+  tc.tc = {-1, 0, 1};
+  auto chosen = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, {tc}});
+  UOPD_ASSERT_OK(chosen);
+  auto lowered = LowerForTarget(chosen->ast, "k", CodegenTarget::CudaGrid(), {});
+  UOPD_ASSERT_OK(lowered);
+  int into = 0;
+  for (const Instr& in : lowered->program.instrs) into += in.kind == InstrKind::kWmmaInto;
+  EXPECT_GT(into, 0) << lowered->program.Dump();
+  EXPECT_FALSE(lowered->warps.enabled);
+}
+
 TEST(CudaBackend, ATensorCoreOptSpellsTheMmaInstructionAndCompiles) {
   ExpectTensorCoreMatmulCompiles(v1::DType::FLOAT16, v1::DType::FLOAT32, -1,
                                  "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
