@@ -542,39 +542,30 @@ class CudaWriter {
       case InstrKind::kLoopEnd:
         EndLoop(in);
         return;
-      case InstrKind::kBuild: {  // a tensor core's fragment: an array the compiler keeps in
-                                 // registers (constant indices), aligned for its 32-bit words
+      case InstrKind::kBuild: {  // a tensor core's fragment
         std::vector<std::string> lanes;
         for (size_t k = 0; k < in.src.size(); ++k) lanes.push_back(src(static_cast<int>(k)));
-        operand_[i] = absl::StrCat("f", i);
-        Line(absl::StrCat("__align__(16) ", Type(in.dtype), " f", i, "[", in.dtype.count, "] = {",
-                          absl::StrJoin(lanes, ", "), "};"));
+        operand_[i] = FragmentArray(i, in.dtype, lanes);
         return;
       }
       case InstrKind::kExtract:
         operand_[i] = Define(i, in.dtype, absl::StrCat(src(0), "[", in.lane, "]"));
         return;
-      case InstrKind::kWmma: {
-        const std::string helper = MmaHelper(in);
-        operand_[i] = absl::StrCat("f", i);
+      case InstrKind::kWmma:
+      case InstrKind::kWmmaInto: {  // C copied in, D = A x B + C computed in place
         std::vector<std::string> c;
-        for (int k = 0; k < in.dtype.count; ++k) c.push_back(absl::StrCat(src(2), "[", k, "]"));
-        Line(absl::StrCat("__align__(16) ", Type(in.dtype), " f", i, "[", in.dtype.count, "] = {",
-                          absl::StrJoin(c, ", "), "};"));
-        Line(absl::StrCat(helper, "(", src(0), ", ", src(1), ", f", i, ");"));
-        return;
-      }
-      case InstrKind::kWmmaInto: {  // the accumulators in and out of the instruction
-        const std::string helper = MmaHelper(in);
-        std::vector<std::string> c;
-        for (size_t k = 2; k < in.src.size(); ++k) c.push_back(src(static_cast<int>(k)));
-        Line(absl::StrCat("{ __align__(16) ", Type(in.dtype), " f", i, "[", in.dtype.count, "] = {",
-                          absl::StrJoin(c, ", "), "};"));
-        Line(absl::StrCat("  ", helper, "(", src(0), ", ", src(1), ", f", i, ");"));
-        for (size_t k = 0; k < c.size(); ++k) {
-          Line(absl::StrCat("  ", c[k], " = f", i, "[", k, "];"));
+        if (in.kind == InstrKind::kWmma) {
+          for (int k = 0; k < in.dtype.count; ++k) c.push_back(absl::StrCat(src(2), "[", k, "]"));
+        } else {  // the accumulators in and out of the instruction
+          for (size_t k = 2; k < in.src.size(); ++k) c.push_back(src(static_cast<int>(k)));
         }
-        Line("}");
+        const std::string d = FragmentArray(i, in.dtype, c);
+        Line(absl::StrCat(MmaHelper(in), "(", src(0), ", ", src(1), ", ", d, ");"));
+        if (in.kind == InstrKind::kWmma) {
+          operand_[i] = d;
+        } else {
+          for (size_t k = 0; k < c.size(); ++k) Line(absl::StrCat(c[k], " = ", d, "[", k, "];"));
+        }
         return;
       }
       case InstrKind::kBroadcast:
@@ -601,6 +592,15 @@ class CudaWriter {
         Line("__syncthreads();");
         return;
     }
+  }
+
+  // Declares fragment array `f<i>` of `d`'s count holding `values`: the compiler keeps it in
+  // registers (constant indices only), aligned for the instruction's 32-bit words. Its name.
+  std::string FragmentArray(int i, const DType& d, const std::vector<std::string>& values) {
+    const std::string name = absl::StrCat("f", i);
+    Line(absl::StrCat("__align__(16) ", Type(d), " ", name, "[", d.count, "] = {",
+                      absl::StrJoin(values, ", "), "};"));
+    return name;
   }
 
   // The device function spelling tensor core instruction `in` (mma.sync with D = C, in place

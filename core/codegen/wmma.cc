@@ -166,24 +166,10 @@ class WmmaWriter {
       return absl::UnimplementedError(
           absl::StrCat("a fragment element that depends on the thread: ", DescribeNode(*element)));
     }
-    return AsLane(fragment->src(static_cast<size_t>(ConstIntValue(*element))), holder.lane.get());
-  }
-
-  // `x` with the warp range replaced by `lane` (an expression of the warp range itself).
-  const UOp* AsLane(const UOp* x, const UOp* lane) {
-    absl::flat_hash_map<const UOp*, const UOp*> memo;
-    std::function<const UOp*(const UOp*)> go = [&](const UOp* n) -> const UOp* {
-      if (n == warp_) return lane;
-      if (auto it = memo.find(n); it != memo.end()) return it->second;
-      std::vector<const UOp*> src;
-      bool changed = false;
-      for (const UOp* s : n->src()) {
-        src.push_back(go(s));
-        changed |= src.back() != s;
-      }
-      return memo[n] = changed ? g_.Make(n->op(), n->dtype(), std::move(src), n->arg()) : n;
-    };
-    return go(x);
+    // The warp range replaced by the holder's lane (an expression of the warp range itself,
+    // which the substitution does not enter).
+    return sym_.Substitute(fragment->src(static_cast<size_t>(ConstIntValue(*element))),
+                           {{warp_, holder.lane.get()}});
   }
 
   Graph& g_;

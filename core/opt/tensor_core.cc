@@ -32,18 +32,14 @@ std::vector<std::string> TensorCore::BaseShape() const {
 
 std::array<std::vector<int>, 2> TensorCore::OperandPermutations() const {
   const std::vector<std::string> shape = BaseShape();
-  // The factors in swizzle order: the warp bits, the upcasts, then K's unrolls.
+  // The factors in swizzle order: the warp bits, the upcasts, then K's unrolls (each kind
+  // numbered in the shape's order already).
   std::vector<std::string> forward;
   for (char kind : {'l', 'u', 'r'}) {
     for (const std::string& name : shape) {
       if (name[0] == kind) forward.push_back(name);
     }
   }
-  std::sort(forward.begin(), forward.end(), [](const std::string& a, const std::string& b) {
-    const std::string order = "lur";
-    if (a[0] != b[0]) return order.find(a[0]) < order.find(b[0]);
-    return std::stoi(a.substr(1)) < std::stoi(b.substr(1));
-  });
   std::array<std::vector<int>, 2> out;
   for (int operand = 0; operand < 2; ++operand) {
     std::vector<std::string> remapped;
