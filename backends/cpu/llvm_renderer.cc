@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/llvm_ir_writer.h"
+#include "core/codegen/grid_vector_access.h"
 
 namespace uopd {
 
@@ -87,14 +88,15 @@ CodegenTarget LlvmRenderer::Target(const LlvmRendererOptions& options) {
   target.min_parallel_work = options.min_parallel_work;
   if (options.gpu_lowering) {
     target.parallelism = CodegenTarget::Parallelism::kGrid;
-    target.max_vector_lanes = 0;
+    // CUDA's vectors: loads and stores only (core/codegen/grid_vector_access.h).
+    target.max_vector_lanes = kGridVectorLanes;
     // CUDA's blocks, their GROUP reductions run as work-group loops
     // (core/codegen/work_group_loops.h).
     target.group_threads = kCudaBlockThreads;
     target.shared_bytes = kCudaSharedBytes;
   }
   target.spells_vector = [options](const LinearProgram& p, const Instr& in) {
-    return LlvmKeepsVector(p, in, options);
+    return LlvmKeepsVector(p, in, options) && (!options.gpu_lowering || GridKeepsVector(p, in));
   };
   target.stop_chunk = kCpuStopChunk;
   target.max_widened_accumulators = options.max_widened_accumulators;
@@ -108,7 +110,8 @@ std::string LlvmRenderer::Spell(const LoweredKernel& kernel) const {
 
 std::string LlvmRenderer::Identity() const {
   return absl::StrCat(
-      "llvm-ir/v8;split=", options_.min_parallel_work, options_.gpu_lowering ? ";gpu-lowering" : "",
+      "llvm-ir/v8;split=", options_.min_parallel_work,
+      options_.gpu_lowering ? ";gpu-lowering/v2" : "",
       options_.max_widened_accumulators > 0
           ? absl::StrCat(";widened-accumulators<=", options_.max_widened_accumulators)
           : "",

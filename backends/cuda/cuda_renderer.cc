@@ -489,6 +489,10 @@ class CudaWriter {
         return;
       case InstrKind::kLoad: {
         const DType& d = in.dtype;
+        if (d.count > 1) {
+          operand_[i] = VectorLoad(i, in);
+          return;
+        }
         std::string zero = absl::StrCat("((", Type(d), ")0)");  // never a bool (Legalize)
         std::string element = absl::StrCat("data", in.slot, "[", src(0), "]");
         if (in.src.size() > 1)
@@ -497,13 +501,16 @@ class CudaWriter {
         return;
       }
       case InstrKind::kStore: {
-        std::string value = src(1);
-        std::string store = absl::StrCat("data", in.slot, "[", src(0), "] = ", value, ";");
         std::string condition = in.src.size() > 2 ? src(2) : "";
         if (warps_.enabled) {  // every lane holds the value: one writes it
           condition =
               condition.empty() ? "uopd_lane == 0" : absl::StrCat("uopd_lane == 0 && ", condition);
         }
+        if (TypeOf(in.src[1]).count > 1) {
+          VectorStore(in, condition);
+          return;
+        }
+        std::string store = absl::StrCat("data", in.slot, "[", src(0), "] = ", src(1), ";");
         Line(condition.empty() ? store : absl::StrCat("if (", condition, ") ", store));
         return;
       }
@@ -542,7 +549,7 @@ class CudaWriter {
       case InstrKind::kLoopEnd:
         EndLoop(in);
         return;
-      case InstrKind::kBuild: {  // a tensor core's fragment
+      case InstrKind::kBuild: {  // a tensor core's fragment, or the value of a vector store
         std::vector<std::string> lanes;
         for (size_t k = 0; k < in.src.size(); ++k) lanes.push_back(src(static_cast<int>(k)));
         operand_[i] = FragmentArray(i, in.dtype, lanes);
@@ -570,7 +577,7 @@ class CudaWriter {
       }
       case InstrKind::kBroadcast:
       case InstrKind::kHReduce:
-        // CUDA lowers without a vector range (every UPCAST is written out): never reached.
+        // Devectorize wrote these out (CUDA keeps only vector loads and stores): never reached.
         operand_[i] = "/* vector instruction */";
         return;
       case InstrKind::kThreadIndex:  // every thread stays: the block meets at barriers
@@ -591,6 +598,98 @@ class CudaWriter {
       case InstrKind::kBarrier:
         Line("__syncthreads();");
         return;
+    }
+  }
+
+  // The accesses of `bytes` bytes one vector access is spelled as: the type moving one
+  // chunk, and its bytes (a power of two, at most kGridVectorBytes).
+  static std::pair<std::string, int> Chunk(int bytes) {
+    if (bytes >= 16) return {"uint4", 16};
+    if (bytes == 8) return {"uint2", 8};
+    if (bytes == 4) return {"unsigned int", 4};
+    return {"unsigned short", 2};
+  }
+
+  // `if` the address of `element` (an lvalue of global memory) is aligned to `bytes`: each
+  // vector access tests its own, a buffer view may start anywhere in its base.
+  void IfAligned(const std::string& element, int bytes) {
+    Line(absl::StrCat("if (((unsigned long long)&", element, " & ", bytes - 1, "ULL) == 0ULL) {"));
+  }
+
+  // Vector load `in` (consecutive elements from its index, one mask for all lanes) as an array
+  // `v<i>` filled by 16-byte accesses where the address allows, one element at a time where
+  // it does not. The array's name.
+  std::string VectorLoad(int i, const Instr& in) {
+    const DType& d = in.dtype;
+    const int size = ScalarItemSize(d.scalar);
+    const auto [chunk_type, chunk_bytes] = Chunk(d.count * size);
+    const std::string name = absl::StrCat("v", i);
+    const std::string base = absl::StrCat("data", in.slot, "[", Op(in.src[0]), "]");
+    Line(absl::StrCat("__align__(16) ", Type(d), " ", name, "[", d.count, "];"));
+    if (in.src.size() > 1) {
+      Line(absl::StrCat("if (", Op(in.src[1]), ") {"));
+      ++depth_;
+    }
+    IfAligned(base, chunk_bytes);
+    ++depth_;
+    for (int at = 0; at < d.count * size; at += chunk_bytes) {
+      const std::string word = absl::StrCat(name, "_", at);
+      Line(absl::StrCat(chunk_type, " ", word, " = *(const ", chunk_type, "*)((const char*)&", base,
+                        " + ", at, ");"));
+      Line(absl::StrCat("memcpy((char*)", name, " + ", at, ", &", word, ", ", chunk_bytes, ");"));
+    }
+    --depth_;
+    Line("} else {");
+    ++depth_;
+    for (int k = 0; k < d.count; ++k) {
+      Line(absl::StrCat(name, "[", k, "] = (&", base, ")[", k, "];"));
+    }
+    --depth_;
+    Line("}");
+    if (in.src.size() > 1) {
+      --depth_;
+      Line("} else {");
+      ++depth_;
+      for (int k = 0; k < d.count; ++k)
+        Line(absl::StrCat(name, "[", k, "] = (", Type(d), ")0;"));  // never a bool (Legalize)
+      --depth_;
+      Line("}");
+    }
+    return name;
+  }
+
+  // Vector store `in` (its value an array: a vector load's or a kBuild's), under `condition`
+  // when not empty; aligned as VectorLoad.
+  void VectorStore(const Instr& in, const std::string& condition) {
+    const DType& d = TypeOf(in.src[1]);
+    const int size = ScalarItemSize(d.scalar);
+    const auto [chunk_type, chunk_bytes] = Chunk(d.count * size);
+    const std::string& value = Op(in.src[1]);
+    const std::string base = absl::StrCat("data", in.slot, "[", Op(in.src[0]), "]");
+    if (!condition.empty()) {
+      Line(absl::StrCat("if (", condition, ") {"));
+      ++depth_;
+    }
+    IfAligned(base, chunk_bytes);
+    ++depth_;
+    for (int at = 0; at < d.count * size; at += chunk_bytes) {
+      const std::string word = absl::StrCat(value, "_out", at);
+      Line(absl::StrCat(chunk_type, " ", word, ";"));
+      Line(absl::StrCat("memcpy(&", word, ", (const char*)", value, " + ", at, ", ", chunk_bytes,
+                        ");"));
+      Line(absl::StrCat("*(", chunk_type, "*)((char*)&", base, " + ", at, ") = ", word, ";"));
+    }
+    --depth_;
+    Line("} else {");
+    ++depth_;
+    for (int k = 0; k < d.count; ++k) {
+      Line(absl::StrCat("(&", base, ")[", k, "] = ", value, "[", k, "];"));
+    }
+    --depth_;
+    Line("}");
+    if (!condition.empty()) {
+      --depth_;
+      Line("}");
     }
   }
 
@@ -707,7 +806,7 @@ std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v13;block=", kCudaBlockThreads);
+  return absl::StrCat("cuda-c/v14;block=", kCudaBlockThreads);
 }
 
 }  // namespace uopd

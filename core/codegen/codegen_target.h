@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "core/codegen/grid_vector_access.h"
 #include "core/codegen/linear_program.h"
 #include "core/codegen/warp_reduction.h"
 
@@ -82,7 +83,8 @@ struct CodegenTarget {
   }
 
   // CUDA's grid: a 1-D grid of kCudaBlockThreads-thread blocks, warps of kWarpLanes sharing
-  // reductions, GROUP reductions in kCudaSharedBytes of shared memory, scalars only.
+  // reductions, GROUP reductions in kCudaSharedBytes of shared memory, scalar arithmetic with
+  // vector loads and stores (core/codegen/grid_vector_access.h).
   static CodegenTarget CudaGrid();
 
   // A grid with no launch dims: the CPU runs its threads as one loop (how the GPU lowering is
@@ -99,6 +101,8 @@ inline CodegenTarget CodegenTarget::CudaGrid() {
   target.group_threads = kCudaBlockThreads;
   target.shared_bytes = kCudaSharedBytes;
   target.spells_wmma = true;
+  target.max_vector_lanes = kGridVectorLanes;
+  target.spells_vector = GridKeepsVector;
   return target;
 }
 

@@ -89,6 +89,14 @@ bool HasInstr(const LinearProgram& program, std::initializer_list<InstrKind> kin
   });
 }
 
+// Whether the kernel has a GROUP_REDUCE range.
+bool HasGroupRange(const KernelAst& ast) {
+  const std::vector<const UOp*> nodes = Toposort(ast.root);
+  return std::any_of(nodes.begin(), nodes.end(), [](const UOp* n) {
+    return n->op() == Op::kRange && n->arg().axis_type == AxisType::kGroupReduce;
+  });
+}
+
 // ceil(product of `ends` / block) as a launch dimension.
 SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
   SymbolicDim dim;
@@ -134,7 +142,10 @@ absl::StatusOr<LinearKernel> LowerToLinear(std::shared_ptr<const KernelAst> ast,
   // written out (register tiles, unrolled reductions).
   ExpandOptions expand;
   const bool tensor_core = HasWmma(*algebra);  // its fragment ranges are lanes of their own
-  if (target.max_vector_lanes > 0 && !tensor_core)
+  // A GROUP reduction meets in shared memory one element per thread (LowerOptions::
+  // group_threads): there its kernel stays scalar.
+  const bool group = lower.group_threads > 0 && HasGroupRange(*algebra);
+  if (target.max_vector_lanes > 0 && !tensor_core && !group)
     expand.keep = ChooseVectorRange(*algebra, target.max_vector_lanes);
   LinearKernel out;
   UOPD_ASSIGN_OR_RETURN(out.expanded, ExpandRanges(algebra, expand));

@@ -618,6 +618,43 @@ TEST(CudaBackend, AMultiplyThenAnAddIsFusedWhereTheRequestAllowsIt) {
   EXPECT_EQ(plain->src.find("fmaf("), std::string::npos) << plain->src;
 }
 
+// `kernel` with `opts` applied for sm_80, spelled for CUDA.
+absl::StatusOr<ProgramSpec> RenderCudaWithOpts(const v1::Graph& kernel,
+                                               const std::vector<Opt>& opts) {
+  UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(kernel));
+  UOPD_ASSIGN_OR_RETURN(auto chosen,
+                        OptimizeKernel(ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, opts}));
+  return CudaRenderer().Render(chosen.ast, ast->DefaultName());
+}
+
+TEST(CudaBackend, ContiguousUpcastsMoveSixteenBytesAThread) {
+  // tinygrad's float4: an UPCAST along contiguous memory loads and stores each thread's four
+  // floats in one instruction, where the address is aligned (else one element at a time).
+  auto spec = RenderCudaWithOpts(testing::AddKernel(4096), {Opt{OptOp::kUpcast, 0, 4}});
+  UOPD_ASSERT_OK(spec);
+  EXPECT_NE(spec->src.find("& 15ULL"), std::string::npos) << "no alignment test:\n" << spec->src;
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel) << spec->src;
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = kernel->ptx.find(what); at != std::string::npos;
+         at = kernel->ptx.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(".v4."), 3) << "two 16-byte loads and a 16-byte store:\n" << kernel->ptx;
+  std::atomic<int> registers{0};
+  EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
+  // Written out: lanes that stop at the buffer's end one by one.
+  auto padded = RenderCudaWithOpts(testing::AddKernel(4094),
+                                   {Opt{OptOp::kPadTo, 0, 4}, Opt{OptOp::kUpcast, 0, 4}});
+  UOPD_ASSERT_OK(padded);
+  EXPECT_EQ(padded->src.find("uint4"), std::string::npos) << padded->src;
+}
+
 TEST(CudaBackend, SymbolicLaunchSizesFollowTheVariables) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/sym_two_vars_i4_j1.json");
   UOPD_ASSERT_OK(entry);
@@ -811,6 +848,41 @@ TEST_F(CudaGpuTest, RandomKernelsMatchTheReferenceOnTheGpu) {
               outcomes.elements_compared.load(), outcomes.elements_unspecified.load());
   EXPECT_GT(outcomes.elements_compared, 10 * outcomes.elements_unspecified)
       << "most outputs must not depend on what the semantics leave open";
+}
+
+TEST_F(CudaGpuTest, VectorAccessesOfViewsAtAnyOffsetReadAndWriteTheirOwnElements) {
+  // A buffer view may start at any element of its base, so a 16-byte access may be misaligned
+  // (a fault that would end the context): such threads move one element at a time.
+  auto ast = DecodeKernelAst(testing::AddKernel(1024));
+  UOPD_ASSERT_OK(ast);
+  auto chosen =
+      OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, {Opt{OptOp::kUpcast, 0, 4}}});
+  UOPD_ASSERT_OK(chosen);
+  auto spec = gpu().renderer().Render(chosen->ast, "vector_add");
+  UOPD_ASSERT_OK(spec);
+  auto compiled = gpu().compiler().Compile(*spec);
+  UOPD_ASSERT_OK(compiled);
+  auto program = gpu().runtime().Load(*compiled, *spec);
+  UOPD_ASSERT_OK(program);
+  auto dims = spec->launch_dims({});
+  UOPD_ASSERT_OK(dims);
+  std::vector<float> a(1030), b(1030);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = static_cast<float>(3 * i + 1);
+  }
+  for (int shift : {0, 1, 2, 3}) {  // elements: 4, 8 and 12 bytes off a 16-byte boundary
+    BufferView out = GpuBuffer(gpu(), std::vector<float>(1030, -1));
+    BufferView in_a = GpuBuffer(gpu(), a), in_b = GpuBuffer(gpu(), b);
+    auto at = [&](const BufferView& v) { return static_cast<char*>(v.data()) + 4 * shift; };
+    std::vector<void*> buffers = {at(out), at(in_a), at(in_b)};
+    UOPD_ASSERT_OK((*program)->Execute(buffers, {}, *dims, nullptr));
+    const std::vector<float> got = Read<float>(gpu(), out);
+    for (int i = 0; i < 1030; ++i) {
+      const bool written = i >= shift && i < shift + 1024;
+      ASSERT_EQ(got[i], written ? a[i] + b[i] : -1) << "element " << i << ", shift " << shift;
+    }
+  }
 }
 
 TEST_F(CudaGpuTest, TensorCoreMatmulsMatchTheReferenceOnTheGpu) {

@@ -257,6 +257,41 @@ TEST(CodegenPipeline, VectorsTheTargetDoesNotSpellAreWrittenLaneByLane) {
   EXPECT_FALSE(has_vectors(scalars->program)) << scalars->program.Dump();
 }
 
+TEST(CodegenPipeline, CudasGridKeepsVectorLoadsAndStoresAndWritesOutTheirArithmetic) {
+  // tinygrad's float4: 16 bytes a thread in one access; the ALU ops lane by lane.
+  auto kernel = LowerForTarget(AddOne(64, /*upcast=*/true), "k", CodegenTarget::CudaGrid(), {});
+  UOPD_ASSERT_OK(kernel);
+  int vector_loads = 0, vector_stores = 0;
+  for (const Instr& in : kernel->program.instrs) {
+    if (in.kind == InstrKind::kLoad) vector_loads += in.dtype.count == 4;
+    if (in.kind == InstrKind::kStore)
+      vector_stores += kernel->program.instrs[in.src[1]].dtype.count == 4;
+    if (in.kind == InstrKind::kAlu) EXPECT_EQ(in.dtype.count, 1) << kernel->program.Dump();
+  }
+  EXPECT_EQ(vector_loads, 1) << kernel->program.Dump();
+  EXPECT_EQ(vector_stores, 1) << kernel->program.Dump();
+}
+
+TEST(CodegenPipeline, AGroupReductionWithAContiguousUnrollStillMeetsInSharedMemory) {
+  // A vector range would take the group's place in the block: the kernel stays scalar.
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 10);
+  int x = g.Buffer(1, DType::FLOAT32, 10 * 64);
+  int i = g.Range(g.Index(10), 0, v1::RangeArg::GLOBAL);
+  int grp = g.Range(g.Index(4), 1, v1::RangeArg::GROUP_REDUCE);
+  int r = g.Range(g.Index(4), 2, v1::RangeArg::REDUCE);
+  int u = g.Range(g.Index(4), 3, v1::RangeArg::UNROLL);
+  auto mul = [&](int a, int64_t c) { return g.Node(Node::MUL, DType::INDEX, {a, g.Index(c)}); };
+  auto add = [&](int a, int b) { return g.Node(Node::ADD, DType::INDEX, {a, b}); };
+  int index = add(add(add(mul(i, 64), mul(grp, 16)), mul(r, 4)), u);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(x, index), {grp, r, u});
+  auto ast = DecodeKernelAst(g.Sink({g.End(g.Store(g.Target(out, i), sum), {i})}));
+  UOPD_ASSERT_OK(ast);
+  auto kernel = LowerForTarget(*ast, "k", CodegenTarget::CudaGrid(), {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.group_threads, kCudaBlockThreads) << kernel->program.Dump();
+}
+
 // Records the kernel it is asked to spell.
 class RecordingRenderer : public SpellingRenderer {
  public:
