@@ -1,6 +1,10 @@
 #include "core/codegen/access_bounds.h"
 
+#include <algorithm>
 #include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace uopd {
 namespace {
@@ -91,6 +95,98 @@ void Collect(const UOp* cond, ValueRanges& ranges, std::vector<Constraint>& out)
   }
 }
 
+// e = sum of coefficient x atom + constant, exactly: ADD, SUB and MUL by a constant are walked
+// through (each proven not to wrap), any other node is an atom.
+struct LinearForm {
+  absl::flat_hash_map<const UOp*, Int128> terms;  // no zero coefficients
+  Int128 constant = 0;
+};
+
+// Bounds the work per access: index expressions are small; a hostile one is refused, not walked.
+constexpr int kMaxLinearFormNodes = 256;
+constexpr Int128 kMaxCoefficient = Int128{1} << 62;
+
+std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
+  LinearForm form;
+  std::vector<std::pair<const UOp*, Int128>> stack = {{root, 1}};
+  for (int visits = 0; !stack.empty(); ++visits) {
+    if (visits == kMaxLinearFormNodes) return std::nullopt;
+    auto [e, mul] = stack.back();
+    stack.pop_back();
+    if (mul > kMaxCoefficient || mul < -kMaxCoefficient) return std::nullopt;
+    if (e->IsConst() && !e->IsInvalid()) {
+      form.constant = SaturatingAdd(form.constant, SaturatingMul(mul, ConstIntValue(*e)));
+      continue;
+    }
+    const bool walked = e->num_src() == 2 &&
+                        (e->op() == Op::kAdd || e->op() == Op::kSub ||
+                         (e->op() == Op::kMul && (e->src(0)->IsConst() || e->src(1)->IsConst())));
+    if (walked) {
+      // Its value is the integer the form says only if it cannot have wrapped: an operation
+      // that may overflow gets its dtype's whole range.
+      const Interval r = ranges.Get(e);
+      const Interval whole = DTypeRange(e->dtype().scalar);
+      if (r.min <= whole.min && r.max >= whole.max) return std::nullopt;
+    }
+    if (!walked) {
+      form.terms[e] += mul;
+    } else if (e->op() == Op::kAdd) {
+      stack.push_back({e->src(0), mul});
+      stack.push_back({e->src(1), mul});
+    } else if (e->op() == Op::kSub) {
+      stack.push_back({e->src(0), mul});
+      stack.push_back({e->src(1), -mul});
+    } else {
+      const bool first_const = e->src(0)->IsConst();
+      const UOp* c = e->src(first_const ? 0 : 1);
+      if (c->IsInvalid()) return std::nullopt;
+      stack.push_back({e->src(first_const ? 1 : 0), SaturatingMul(mul, ConstIntValue(*c))});
+    }
+  }
+  absl::erase_if(form.terms, [](const auto& term) { return term.second == 0; });
+  if (form.constant <= -kSaturatedMax || form.constant >= kSaturatedMax) return std::nullopt;
+  return form;
+}
+
+// Bounds of `idx` read through the conditions' expressions: where idx = k x E + rest for a
+// constrained expression E (its atoms in idx at k times their coefficients in E, k > 0), E
+// contributes k x its narrowed interval and rest its atoms' narrowed ranges. A padded matmul's
+// A[17 * row + k] under `row < 33` is in bounds though `row` and `17 * row` are different
+// expressions of the same atoms.
+std::optional<Interval> BoundThroughConstraints(const UOp* idx,
+                                                const std::vector<Constraint>& constraints,
+                                                ValueRanges& ranges, ValueRanges& narrowed) {
+  std::optional<LinearForm> form = Decompose(idx, ranges);
+  if (!form) return std::nullopt;
+  Interval bound{form->constant, form->constant};
+  auto add = [&](Int128 k, Interval r) {
+    if (k < 0) std::swap(r.min, r.max);
+    bound.min = SaturatingAdd(bound.min, SaturatingMul(k, r.min));
+    bound.max = SaturatingAdd(bound.max, SaturatingMul(k, r.max));
+  };
+  for (const Constraint& c : constraints) {
+    if (c.expr->op() == Op::kRange || c.expr->op() == Op::kDefineVar) continue;  // an atom
+    std::optional<LinearForm> e = Decompose(c.expr, ranges);
+    if (!e || e->terms.empty()) continue;
+    const auto& [first, first_coefficient] = *e->terms.begin();
+    auto at = form->terms.find(first);
+    if (at == form->terms.end() || at->second % first_coefficient != 0) continue;
+    const Int128 k = at->second / first_coefficient;
+    if (k <= 0) continue;
+    const bool matches = std::all_of(e->terms.begin(), e->terms.end(), [&](const auto& term) {
+      auto it = form->terms.find(term.first);
+      return it != form->terms.end() && it->second == SaturatingMul(k, term.second);
+    });
+    if (!matches) continue;
+    for (const auto& [atom, coefficient] : e->terms) form->terms.erase(atom);
+    bound.min = SaturatingAdd(bound.min, -SaturatingMul(k, e->constant));
+    bound.max = SaturatingAdd(bound.max, -SaturatingMul(k, e->constant));
+    add(k, narrowed.Get(c.expr));
+  }
+  for (const auto& [atom, coefficient] : form->terms) add(coefficient, narrowed.Get(atom));
+  return bound;
+}
+
 }  // namespace
 
 bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, int64_t size,
@@ -120,7 +216,9 @@ bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, in
   }
   ValueRanges narrowed(std::move(overrides));
   Interval r = narrowed.Get(idx);
-  return r.min >= 0 && r.max < size;
+  if (r.min >= 0 && r.max < size) return true;
+  std::optional<Interval> through = BoundThroughConstraints(idx, constraints, ranges, narrowed);
+  return through.has_value() && through->min >= 0 && through->max < size;
 }
 
 }  // namespace uopd

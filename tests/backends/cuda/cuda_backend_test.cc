@@ -457,25 +457,32 @@ TEST(CudaBackend, ATensorCoreOptSpellsTheMmaInstructionAndCompiles) {
 }
 
 TEST(CudaBackend, TensorCoresWithPaddingAndSearchDrawnOptsCompile) {
-  auto ast = DecodeKernelAst(testing::Matmul(40, 24, 24, v1::DType::FLOAT16, v1::DType::FLOAT32));
-  UOPD_ASSERT_OK(ast);
+  // 33 x 17 x 9 pads every axis: its masked fragment loads are proven in bounds through their
+  // masks (core/codegen/access_bounds.h), so no thread can stop before the instruction and
+  // the whole warp runs it.
   auto compiler = NvrtcCompiler::Create("sm_80");
   UOPD_ASSERT_OK(compiler);
   const OptTarget target = OptTarget::Cuda("sm_80");
   int lists = 0;
-  for (const std::vector<Opt>& opts : testing::TensorCoreOptLists(*ast, target, 3, 2)) {
-    SCOPED_TRACE(OptsToString(opts));
-    auto chosen = OptimizeKernel(*ast, target, {OptMode::kOpts, opts});
-    UOPD_ASSERT_OK(chosen);
-    auto spec = CudaRenderer().Render(chosen->ast, "r_padded");
-    UOPD_ASSERT_OK(spec);
-    auto kernel = (*compiler)->Compile(*spec);
-    UOPD_ASSERT_OK(kernel) << spec->src;
-    std::atomic<int> registers{0};
-    EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
-    ++lists;
+  for (auto [m, k, n] : {std::tuple{40, 24, 24}, std::tuple{33, 17, 9}}) {
+    auto ast = DecodeKernelAst(testing::Matmul(m, k, n, v1::DType::FLOAT16, v1::DType::FLOAT32));
+    UOPD_ASSERT_OK(ast);
+    for (const std::vector<Opt>& opts : testing::TensorCoreOptLists(*ast, target, 3, 2)) {
+      SCOPED_TRACE(absl::StrCat(m, "x", k, "x", n, " ", OptsToString(opts)));
+      auto chosen = OptimizeKernel(*ast, target, {OptMode::kOpts, opts});
+      UOPD_ASSERT_OK(chosen);
+      auto spec = CudaRenderer().Render(chosen->ast, "r_padded");
+      UOPD_ASSERT_OK(spec);
+      EXPECT_NE(spec->src.find("uopd_mma_m16n8k16"), std::string::npos) << spec->src;
+      EXPECT_EQ(spec->src.find("uopd_fail(uopd_status"), std::string::npos) << spec->src;
+      auto kernel = (*compiler)->Compile(*spec);
+      UOPD_ASSERT_OK(kernel) << spec->src;
+      std::atomic<int> registers{0};
+      EXPECT_EQ(ResourcesProblem(*kernel, registers), "");
+      ++lists;
+    }
   }
-  EXPECT_GE(lists, 3);
+  EXPECT_GE(lists, 6);
 }
 
 TEST(CudaBackend, ATensorCoreWhoseWarpIsNotTheGridsLanesIsWrittenOut) {
@@ -888,31 +895,41 @@ TEST_F(CudaGpuTest, VectorAccessesOfViewsAtAnyOffsetReadAndWriteTheirOwnElements
 TEST_F(CudaGpuTest, TensorCoreMatmulsMatchTheReferenceOnTheGpu) {
   // mma.sync against the reference interpreter, on inputs every summation order sums alike:
   // checks the hardware's fragment layouts that the CPU oracle takes from tinygrad's emulator.
-  struct Case {
-    v1::DType::Scalar in, acc;
-    int select;
-  };
-  for (const Case& c : {Case{v1::DType::FLOAT16, v1::DType::FLOAT32, -1},
-                        Case{v1::DType::BFLOAT16, v1::DType::FLOAT32, -1},
-                        Case{v1::DType::FLOAT16, v1::DType::FLOAT32, 3}}) {
-    auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, c.in, c.acc));
+  // `m` x `k` times `k` x `n` with `opts`.
+  auto check = [&](int m, int k, int n, v1::DType::Scalar in, const std::vector<Opt>& opts) {
+    SCOPED_TRACE(absl::StrCat(m, "x", k, "x", n, " ", OptsToString(opts)));
+    auto ast = DecodeKernelAst(testing::Matmul(m, k, n, in, v1::DType::FLOAT32));
     UOPD_ASSERT_OK(ast);
-    Opt tc{OptOp::kTc, 0, 0};
-    tc.tc = {c.select, 0, 1};
-    auto chosen = OptimizeKernel(
-        *ast, OptTarget::Cuda("sm_80"),
-        {OptMode::kOpts,
-         {tc, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kLocal, 0, 2}}});
+    auto chosen = OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), {OptMode::kOpts, opts});
     UOPD_ASSERT_OK(chosen);
-    const bool bf16 = c.in == v1::DType::BFLOAT16;
-    std::vector<testing::HostBuffer> buffers = {testing::HostBuffer{std::string(64 * 64 * 4, '\0')},
-                                                testing::SmallExactValues(64 * 64, 1, bf16),
-                                                testing::SmallExactValues(64 * 64, 7, bf16)};
+    const bool bf16 = in == v1::DType::BFLOAT16;
+    std::vector<testing::HostBuffer> buffers = {testing::HostBuffer{std::string(m * n * 4, '\0')},
+                                                testing::SmallExactValues(m * k, 1, bf16),
+                                                testing::SmallExactValues(k * n, 7, bf16)};
     std::vector<std::string> reference;
     for (const testing::HostBuffer& b : buffers) reference.push_back(b.bytes);
     UOPD_ASSERT_OK(testing::Interpret(**ast, reference, {}));
     UOPD_ASSERT_OK(testing::RunAstOn(gpu(), chosen->ast, buffers));
-    EXPECT_EQ(buffers[0].bytes, reference[0]) << "core " << c.select << " differs";
+    EXPECT_EQ(buffers[0].bytes, reference[0]);
+  };
+  struct Case {
+    v1::DType::Scalar in;
+    int select;
+  };
+  for (const Case& c :
+       {Case{v1::DType::FLOAT16, -1}, Case{v1::DType::BFLOAT16, -1}, Case{v1::DType::FLOAT16, 3}}) {
+    Opt tc{OptOp::kTc, 0, 0};
+    tc.tc = {c.select, 0, 1};
+    check(64, 64, 64, c.in,
+          {tc, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kUpcast, 0, 4}, Opt{OptOp::kLocal, 0, 2}});
+  }
+  // Padded: masked fragment loads read 0 past each edge, proven in bounds, so the
+  // instruction runs (not the written-out form) and the stores past the edges are dropped.
+  auto padded = DecodeKernelAst(testing::Matmul(33, 17, 9, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(padded);
+  for (const std::vector<Opt>& opts :
+       testing::TensorCoreOptLists(*padded, OptTarget::Cuda("sm_80"), 3, 2)) {
+    check(33, 17, 9, v1::DType::FLOAT16, opts);
   }
 }
 
