@@ -90,6 +90,7 @@ CodegenTarget LlvmRenderer::Target(const LlvmRendererOptions& options) {
     target.parallelism = CodegenTarget::Parallelism::kGrid;
     // CUDA's vectors: loads and stores only (core/codegen/grid_vector_access.h).
     target.max_vector_lanes = kGridVectorLanes;
+    target.fused_load_bytes = kGridVectorBytes;
     // CUDA's blocks, their GROUP reductions run as work-group loops
     // (core/codegen/work_group_loops.h).
     target.group_threads = kCudaBlockThreads;

@@ -59,6 +59,9 @@ struct CodegenTarget {
   int group_threads = 0;
   // kGrid with group_threads: the shared memory a block's arrays of partials may take.
   int64_t shared_bytes = 0;
+  // kGrid: a vector built from scalar loads of consecutive elements reads up to this many
+  // bytes at once (core/codegen/consecutive_loads.h: a tensor core's fragments); 0: never.
+  int fused_load_bytes = 0;
   // kGrid: tensor core instructions (the TC opt's WMMA) are spelled as the hardware's
   // (kWmma); otherwise they are written out per element (core/codegen/wmma.h).
   bool spells_wmma = false;
@@ -103,6 +106,7 @@ inline CodegenTarget CodegenTarget::CudaGrid() {
   target.spells_wmma = true;
   target.max_vector_lanes = kGridVectorLanes;
   target.spells_vector = GridKeepsVector;
+  target.fused_load_bytes = kGridVectorBytes;
   return target;
 }
 

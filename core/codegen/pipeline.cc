@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/codegen/consecutive_loads.h"
 #include "core/codegen/devectorize.h"
 #include "core/codegen/expand.h"
 #include "core/codegen/fuse_multiply_adds.h"
@@ -178,6 +179,8 @@ absl::StatusOr<LoweredKernel> LowerForTarget(std::shared_ptr<const KernelAst> as
   out.expanded = std::move(linear.expanded);
   out.program = std::move(linear.program);
   if (target.spells_vector) out.program = Devectorize(out.program, target.spells_vector);
+  if (target.fused_load_bytes > 0)
+    out.program = FuseConsecutiveLoads(out.program, target.fused_load_bytes);
   out.program = Legalize(out.program);
   if (target.spells_wmma) out.program = FoldWmmaAccumulators(out.program);
   if (options.allow_fma) out.program = FuseMultiplyAdds(out.program);

@@ -3,7 +3,7 @@
 //
 //   ApplyTinygradAlgebra -> [DecomposeTranscendentals] -> ExpandRanges (one range kept as
 //   vector lanes) -> [DecomposeWmma] -> SimplifyExpanded -> LowerKernel (loops or a grid) ->
-//   Devectorize -> Legalize -> [FoldWmmaAccumulators] -> [FuseMultiplyAdds] -> plans: loops
+//   Devectorize -> [FuseConsecutiveLoads] -> Legalize -> [FoldWmmaAccumulators] -> [FuseMultiplyAdds] -> plans: loops
 //   (stop checks, register tiles, branched loads), warp reductions, launch dims.
 //
 // A renderer derives from SpellingRenderer, describes its target and spells the LoweredKernel

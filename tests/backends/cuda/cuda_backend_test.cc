@@ -397,7 +397,9 @@ TEST(CudaBackend, ATensorCoreReductionAccumulatesInsideTheInstruction) {
   for (const Instr& in : lowered->program.instrs) {
     into += in.kind == InstrKind::kWmmaInto;
     wmma += in.kind == InstrKind::kWmma;
-    extracts += in.kind == InstrKind::kExtract;
+    // Of the instruction's result (a fragment's fused loads have extracts of their own).
+    extracts += in.kind == InstrKind::kExtract &&
+                lowered->program.instrs[in.src[0]].kind != InstrKind::kLoad;
     updates += in.kind == InstrKind::kAccUpdate;
   }
   EXPECT_EQ(into, 1) << lowered->program.Dump();
@@ -483,6 +485,29 @@ TEST(CudaBackend, TensorCoresWithPaddingAndSearchDrawnOptsCompile) {
     }
   }
   EXPECT_GE(lists, 6);
+}
+
+TEST(CudaBackend, ATensorCoresFragmentsReadNeighbouringElementsInOneLoad) {
+  // Each thread's A fragment (m16n8k16) holds pairs of neighbouring K elements of a row: each
+  // pair is one 4-byte load (ld.global.v2.u16) where aligned. B's pairs are a row apart.
+  auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  auto chosen =
+      OptimizeKernel(*ast, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  auto spec = CudaRenderer().Render(chosen->ast, "r_fragments");
+  UOPD_ASSERT_OK(spec);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel);
+  int pairs = 0;
+  for (size_t at = kernel->ptx.find("ld.global.v2.u16"); at != std::string::npos;
+       at = kernel->ptx.find("ld.global.v2.u16", at + 1)) {
+    ++pairs;
+  }
+  // The K loop's body: 4 A fragments of 4 pairs each (every one a 4-byte load).
+  EXPECT_EQ(pairs, 4 * 4) << kernel->ptx;
 }
 
 TEST(CudaBackend, ATensorCoreWhoseWarpIsNotTheGridsLanesIsWrittenOut) {
