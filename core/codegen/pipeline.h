@@ -3,8 +3,9 @@
 //
 //   ApplyTinygradAlgebra -> [DecomposeTranscendentals] -> ExpandRanges (one range kept as
 //   vector lanes) -> [DecomposeWmma] -> SimplifyExpanded -> LowerKernel (loops or a grid) ->
-//   Devectorize -> [FuseConsecutiveLoads] -> Legalize -> [FoldWmmaAccumulators] -> [FuseMultiplyAdds] -> plans: loops
-//   (stop checks, register tiles, branched loads), warp reductions, launch dims.
+//   Devectorize -> [FuseConsecutiveLoads] -> Legalize -> [FoldWmmaAccumulators] ->
+//   [FuseMultiplyAdds] -> plans: loops (stop checks, register tiles, branched loads), warp
+//   reductions, launch dims.
 //
 // A renderer derives from SpellingRenderer, describes its target and spells the LoweredKernel
 // it is given (tinygrad's `Renderer.render(uops)`).
