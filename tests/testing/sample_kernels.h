@@ -2,6 +2,9 @@
 #ifndef UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
 #define UOPD_TESTS_TESTING_SAMPLE_KERNELS_H_
 
+#include <string>
+#include <vector>
+
 #include "tests/testing/graph_builder.h"
 
 namespace uopd::testing {
@@ -106,6 +109,80 @@ inline v1::Graph HeavyKernel(int64_t n, int terms) {
     level = std::move(next);
   }
   return g.Sink({g.End(g.Store(g.Target(out, r), level[0]), {r})}, "heavy");
+}
+
+// Row-wise normalizations over a rows x cols float32 matrix x, as tinygrad schedules them:
+// reductions per row, then an elementwise pass that reads them back. `per_row(g, x, r)` builds
+// each element's value from its x and row (it may add buffers from slot 2 on).
+template <typename PerRow>
+v1::Graph RowReduceKernel(int64_t rows, int64_t cols, v1::Node::Op op, const std::string& name,
+                          PerRow per_row) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int x = g.Buffer(1, v1::DType::FLOAT32, rows * cols);
+  int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int value = per_row(g, g.Load(x, g.RowMajor(r, cols, k)), r);
+  int reduced = g.Reduce(op, v1::DType::FLOAT32, value, {k});
+  return g.Sink({g.End(g.Store(g.Target(out, r), reduced), {r})}, name);
+}
+template <typename PerRow>
+v1::Graph RowMapKernel(int64_t rows, int64_t cols, const std::string& name, PerRow per_row) {
+  GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, rows * cols);
+  int r = g.Range(g.Index(rows), 0);
+  int c = g.Range(g.Index(cols), 1);
+  int x = g.Buffer(1, v1::DType::FLOAT32, rows * cols);
+  int value = per_row(g, g.Load(x, g.RowMajor(r, cols, c)), r);
+  return g.Sink({g.End(g.Store(g.Target(out, g.RowMajor(r, cols, c)), value), {r, c})}, name);
+}
+
+// Softmax of each row: m = max(x); s = sum(exp(x - m)); out = exp(x - m) / s, three kernels
+// with slots (m, x), (s, x, m), (out, x, m, s).
+inline std::vector<v1::Graph> SoftmaxKernels(int64_t rows, int64_t cols) {
+  constexpr auto f32 = v1::DType::FLOAT32;
+  auto shifted_exp = [rows](GraphBuilder& g, int x, int r) {
+    int m = g.Load(g.Buffer(2, f32, rows), r);
+    int scaled = g.Node(v1::Node::MUL, f32,
+                        {g.Node(v1::Node::SUB, f32, {x, m}), g.Float(f32, 1.4426950408889634)});
+    return g.Node(v1::Node::EXP2, f32, {scaled});
+  };
+  return {RowReduceKernel(rows, cols, v1::Node::MAX, "r_softmax_max",
+                          [](GraphBuilder&, int x, int) { return x; }),
+          RowReduceKernel(rows, cols, v1::Node::ADD, "r_softmax_sum", shifted_exp),
+          RowMapKernel(rows, cols, "E_softmax", [&](GraphBuilder& g, int x, int r) {
+            int s = g.Load(g.Buffer(3, f32, rows), r);
+            return g.Node(v1::Node::MUL, f32,
+                          {shifted_exp(g, x, r), g.Node(v1::Node::RECIPROCAL, f32, {s})});
+          })};
+}
+
+// Layer normalization of each row (no affine): mean; variance = mean((x - mean)^2); out =
+// (x - mean) / sqrt(variance + 1e-5), three kernels with slots (mean, x), (var, x, mean),
+// (out, x, mean, var).
+inline std::vector<v1::Graph> LayerNormKernels(int64_t rows, int64_t cols) {
+  constexpr auto f32 = v1::DType::FLOAT32;
+  const double inv = 1.0 / static_cast<double>(cols);
+  auto centered = [rows](GraphBuilder& g, int x, int r) {
+    return g.Node(v1::Node::SUB, f32, {x, g.Load(g.Buffer(2, f32, rows), r)});
+  };
+  return {RowReduceKernel(rows, cols, v1::Node::ADD, "r_layernorm_mean",
+                          [inv](GraphBuilder& g, int x, int) {
+                            return g.Node(v1::Node::MUL, f32, {x, g.Float(f32, inv)});
+                          }),
+          RowReduceKernel(rows, cols, v1::Node::ADD, "r_layernorm_var",
+                          [&](GraphBuilder& g, int x, int r) {
+                            int d = centered(g, x, r);
+                            return g.Node(v1::Node::MUL, f32,
+                                          {g.Node(v1::Node::MUL, f32, {d, d}), g.Float(f32, inv)});
+                          }),
+          RowMapKernel(rows, cols, "E_layernorm", [&](GraphBuilder& g, int x, int r) {
+            int var = g.Load(g.Buffer(3, f32, rows), r);
+            int denom = g.Node(v1::Node::SQRT, f32,
+                               {g.Node(v1::Node::ADD, f32, {var, g.Float(f32, 1e-5)})});
+            return g.Node(v1::Node::MUL, f32,
+                          {centered(g, x, r), g.Node(v1::Node::RECIPROCAL, f32, {denom})});
+          })};
 }
 
 }  // namespace uopd::testing

@@ -174,9 +174,10 @@ TEST(GpuLowering, GroupReductionsInSharedMemoryKeepTheMeaningOfTheCorpus) {
 }
 
 // Runs `wire` optimized as `request` asks for an sm_90 GPU through the work-group loops and the
-// reference interpreter on the same float inputs; the shared memory must be in use.
-void ExpectGroupMatchesTheReference(const v1::Graph& wire, const OptimizeRequest& request,
-                                    std::vector<testing::HostBuffer> buffers) {
+// reference interpreter on the same float inputs; with `shared`, the shared memory must be in
+// use.
+void ExpectGpuLoweringMatchesTheReference(const v1::Graph& wire, const OptimizeRequest& request,
+                                          std::vector<testing::HostBuffer> buffers, bool shared) {
   std::unique_ptr<Device> device = GpuLoweringDevice();
   auto ast = DecodeKernelAst(wire);
   ASSERT_TRUE(ast.ok()) << ast.status();
@@ -184,7 +185,9 @@ void ExpectGroupMatchesTheReference(const v1::Graph& wire, const OptimizeRequest
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   auto spec = device->renderer().Render(optimized->ast, "grouped");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_NE(spec->src.find("%sh"), std::string::npos) << "no shared array:\n" << spec->src;
+  if (shared) {
+    EXPECT_NE(spec->src.find("%sh"), std::string::npos) << "no shared array:\n" << spec->src;
+  }
   std::vector<std::string> reference;
   for (const testing::HostBuffer& b : buffers) reference.push_back(b.bytes);
   ASSERT_TRUE(testing::Interpret(**ast, reference, {}).ok());
@@ -197,6 +200,10 @@ void ExpectGroupMatchesTheReference(const v1::Graph& wire, const OptimizeRequest
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3 * std::abs(want[i]));
 }
 
+void ExpectGroupMatchesTheReference(const v1::Graph& wire, const OptimizeRequest& request,
+                                    std::vector<testing::HostBuffer> buffers) {
+  ExpectGpuLoweringMatchesTheReference(wire, request, std::move(buffers), /*shared=*/true);
+}
 void ExpectGroupMatchesTheReference(const v1::Graph& wire, const std::vector<Opt>& opts,
                                     std::vector<testing::HostBuffer> buffers) {
   ExpectGroupMatchesTheReference(wire, OptimizeRequest{OptMode::kOpts, opts}, std::move(buffers));
@@ -255,6 +262,25 @@ TEST(GpuLowering, TheHeuristicsSplitOfAColumnSumKeepsItsMeaning) {
   ExpectGroupMatchesTheReference(
       testing::ColumnSumKernel(512, 64), OptimizeRequest{OptMode::kHeuristic, {}},
       {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(512 * 64, 2)});
+}
+
+TEST(GpuLowering, SoftmaxAndLayerNormWithTheGpuHeuristicsKeepTheirMeaning) {
+  // Row reductions, then an elementwise pass reading them back (its rows upcast to float4).
+  const int64_t rows = 64, cols = 256;
+  std::vector<float> sums = Floats(rows, 2).As<float>();  // sums and variances: never 0
+  for (float& v : sums) v += 0.5f;
+  const testing::HostBuffer positive = testing::HostBuffer::Of(sums);
+  for (const std::vector<v1::Graph>& kernels :
+       {testing::SoftmaxKernels(rows, cols), testing::LayerNormKernels(rows, cols)}) {
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      SCOPED_TRACE(kernels[i].nodes(kernels[i].nodes_size() - 1).arg().kernel().name());
+      const int64_t outputs = i + 1 < kernels.size() ? rows : rows * cols;
+      ExpectGpuLoweringMatchesTheReference(kernels[i], OptimizeRequest{OptMode::kHeuristic, {}},
+                                           {testing::HostBuffer{std::string(outputs * 4, '\0')},
+                                            Floats(rows * cols, 3), Floats(rows, 1), positive},
+                                           /*shared=*/false);
+    }
+  }
 }
 
 // A half matmul (float accumulator) optimized with `opts` for an sm_80 GPU, run through the
