@@ -41,7 +41,9 @@ std::optional<Int128> Step(const UOp* index, const absl::flat_hash_set<const UOp
   return *at2 - *at1;
 }
 
-bool Near(Int128 step) { return step >= -1 && step <= 1; }
+// Neighbouring iterations (or threads) read neighbouring memory: within one access of `width`
+// elements (a vector load of 4 lanes steps by 4).
+bool Near(Int128 step, int width = 1) { return step >= -width && step <= width; }
 
 }  // namespace
 
@@ -116,13 +118,18 @@ WarpReductionPlan PlanWarpReductions(const LinearProgram& p, int lanes) {
     const UOp* inner = nullptr;  // the grid range neighbouring threads differ in
     for (const UOp* leaf : leaves) {
       if (leaf->op() != Op::kRange || loop_ranges.contains(leaf)) continue;
+      // A vector range's lanes are one thread's: not what neighbouring threads differ in.
+      const AxisType type = leaf->arg().axis_type;
+      if (type == AxisType::kUpcast || type == AxisType::kUnroll) continue;
       if (inner == nullptr || leaf->arg().axis > inner->arg().axis) inner = leaf;
     }
     auto along_reduction = leaves.contains(reduction) ? Step(index, leaves, reduction) : Int128{0};
     auto along_grid = inner != nullptr ? Step(index, leaves, inner) : Int128{0};
     if (!along_reduction || !along_grid) continue;
-    if (*along_reduction != 0 && Near(*along_reduction) && !Near(*along_grid)) ++favour;
-    if (Near(*along_grid) && !Near(*along_reduction)) --favour;
+    const int width = in.dtype.count;
+    if (*along_reduction != 0 && Near(*along_reduction, width) && !Near(*along_grid, width))
+      ++favour;
+    if (Near(*along_grid, width) && !Near(*along_reduction, width)) --favour;
   }
   if (favour <= 0) {
     plan.loops.clear();

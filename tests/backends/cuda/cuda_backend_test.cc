@@ -212,24 +212,6 @@ TEST(CudaBackend, TheHeuristicsChoicesCompileWithoutSpills) {
               optimized.load(), asts.size(), most_registers.load());
 }
 
-TEST(CudaBackend, TheHeuristicsLeaveWarpSharedRowReductionsAsWritten) {
-  auto rows = DecodeKernelAst(testing::RowSumKernel(8192, 8192));
-  UOPD_ASSERT_OK(rows);
-  auto chosen =
-      OptimizeKernel(*rows, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
-  UOPD_ASSERT_OK(chosen);
-  EXPECT_TRUE(chosen->applied.empty()) << OptsToString(chosen->applied);
-  // A matmul gets tinygrad's locals and upcasts.
-  auto matmul = DecodeKernelAst(testing::Matmul(512, 512, 512));
-  UOPD_ASSERT_OK(matmul);
-  chosen =
-      OptimizeKernel(*matmul, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
-  UOPD_ASSERT_OK(chosen);
-  const std::string opts = OptsToString(chosen->applied);
-  EXPECT_NE(opts.find("LOCAL"), std::string::npos) << opts;
-  EXPECT_NE(opts.find("UPCAST"), std::string::npos) << opts;
-}
-
 TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/red_sum_4d_2x3x4x5.json");
   UOPD_ASSERT_OK(entry);
@@ -265,6 +247,40 @@ TEST(CudaBackend, WarpsShareRowReductions) {
   auto dims = spec->launch_dims({});
   UOPD_ASSERT_OK(dims);
   EXPECT_EQ(dims->global[0], 8192 / (kCudaBlockThreads / 32)) << "one warp per row";
+}
+
+TEST(CudaBackend, TheHeuristicsKeepWarpSharedRowReductionsWithFloat4Loads) {
+  // The warp's lanes share the row (not tinygrad's opts), each lane reading 16 bytes a load.
+  auto rows = DecodeKernelAst(testing::RowSumKernel(8192, 8192));
+  UOPD_ASSERT_OK(rows);
+  auto chosen =
+      OptimizeKernel(*rows, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(OptsToString(chosen->applied), "UNROLL(0, 4)");
+  auto spec = CudaRenderer().Render(chosen->ast, "r_rows");
+  UOPD_ASSERT_OK(spec);
+  EXPECT_TRUE(WarpShared(*spec)) << spec->src;
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  auto kernel = (*compiler)->Compile(*spec);
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_NE(kernel->ptx.find("ld.global.nc.v4"), std::string::npos) << kernel->ptx;
+  // Too short for a warp's lanes with 4 columns each: as written.
+  auto short_rows = DecodeKernelAst(testing::RowSumKernel(8192, 64));
+  UOPD_ASSERT_OK(short_rows);
+  chosen = OptimizeKernel(*short_rows, OptTarget::Cuda("sm_80"),
+                          OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(OptsToString(chosen->applied).find("UNROLL(0, 4)"), std::string::npos);
+  // A matmul gets tinygrad's locals and upcasts.
+  auto matmul = DecodeKernelAst(testing::Matmul(512, 512, 512));
+  UOPD_ASSERT_OK(matmul);
+  chosen =
+      OptimizeKernel(*matmul, OptTarget::Cuda("sm_80"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  const std::string opts = OptsToString(chosen->applied);
+  EXPECT_NE(opts.find("LOCAL"), std::string::npos) << opts;
+  EXPECT_NE(opts.find("UPCAST"), std::string::npos) << opts;
 }
 
 TEST(CudaBackend, ColumnReductionsKeepAThreadPerOutput) {
