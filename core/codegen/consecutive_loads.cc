@@ -48,8 +48,7 @@ bool LoadMayCross(const Instr& in) {
 }
 
 struct LoadRun {
-  std::vector<int> loads;  // lane order
-  int last = 0;            // position of the run's last load in the program
+  std::vector<int> loads;  // lane order; the first is also first in the program
 };
 
 class Fuser {
@@ -62,12 +61,13 @@ class Fuser {
     LinearProgram out = p_;
     out.instrs.clear();
     std::vector<int> map(p_.instrs.size(), -1);
-    absl::flat_hash_map<int, int> run_ending_at;  // position -> run
-    for (size_t r = 0; r < runs_.size(); ++r) run_ending_at[runs_[r].last] = static_cast<int>(r);
+    absl::flat_hash_map<int, int> run_starting_at;  // lane 0's position -> run
+    for (size_t r = 0; r < runs_.size(); ++r)
+      run_starting_at[runs_[r].loads[0]] = static_cast<int>(r);
     for (size_t i = 0; i < p_.instrs.size(); ++i) {
-      auto ends = run_ending_at.find(static_cast<int>(i));
-      if (ends == run_ending_at.end()) {
-        // Read by its run's vector load, at the run's last load.
+      auto starts = run_starting_at.find(static_cast<int>(i));
+      if (starts == run_starting_at.end()) {
+        // Read by its run's vector load, at the run's first load.
         if (claimed_.contains(static_cast<int>(i))) continue;
         Instr copy = p_.instrs[i];
         for (int& s : copy.src) s = map[s];
@@ -75,7 +75,7 @@ class Fuser {
         map[i] = static_cast<int>(out.instrs.size()) - 1;
         continue;
       }
-      const LoadRun& run = runs_[ends->second];
+      const LoadRun& run = runs_[starts->second];
       Instr vector = p_.instrs[run.loads[0]];
       vector.dtype.count = static_cast<int>(run.loads.size());
       for (int& s : vector.src) s = map[s];
@@ -95,64 +95,75 @@ class Fuser {
   }
 
  private:
-  void FindRuns() {
-    // First use of each instruction, to keep a load from moving past one.
-    first_use_.assign(p_.instrs.size(), static_cast<int>(p_.instrs.size()));
-    for (size_t i = 0; i < p_.instrs.size(); ++i) {
-      for (int s : p_.instrs[i].src) first_use_[s] = std::min(first_use_[s], static_cast<int>(i));
+  // Loads that may share a vector load: one buffer, one mask, one type, one base index.
+  struct Group {
+    int slot, mask;
+    Scalar scalar;
+    int base;
+    bool operator==(const Group& o) const {
+      return slot == o.slot && mask == o.mask && scalar == o.scalar && base == o.base;
     }
+    template <typename H>
+    friend H AbslHashValue(H h, const Group& g) {
+      return H::combine(std::move(h), g.slot, g.mask, g.scalar, g.base);
+    }
+  };
+
+  void FindRuns() {
     // Prefix counts of the instructions no load may cross.
-    barriers_.assign(p_.instrs.size() + 1, 0);
+    fences_.assign(p_.instrs.size() + 1, 0);
     for (size_t i = 0; i < p_.instrs.size(); ++i)
-      barriers_[i + 1] = barriers_[i] + !LoadMayCross(p_.instrs[i]);
-    for (const Instr& build : p_.instrs) {
-      if (build.kind != InstrKind::kBuild) continue;
-      for (size_t lane = 0; lane < build.src.size();) lane += TryRun(build.src, lane);
+      fences_[i + 1] = fences_[i] + !LoadMayCross(p_.instrs[i]);
+    absl::flat_hash_map<Group, std::vector<std::pair<int64_t, int>>> groups;  // offset, position
+    for (size_t i = 0; i < p_.instrs.size(); ++i) {
+      const Instr& in = p_.instrs[i];
+      if (!IsScalarLoad(in)) continue;
+      const auto [base, offset] = ElementOf(p_, in.src[0]);
+      groups[Group{in.slot, in.src.size() > 1 ? in.src[1] : -1, in.dtype.scalar, base}].push_back(
+          {offset, static_cast<int>(i)});
+    }
+    for (auto& [group, loads] : groups) {
+      if (loads.size() < 2) continue;
+      std::sort(loads.begin(), loads.end());
+      const int size = ScalarItemSize(group.scalar);
+      for (size_t at = 0; at < loads.size();) at += TryRun(loads, at, size);
     }
   }
 
-  // Claims the longest fusable run starting at `lanes[from]`; the lanes it covers (1: none).
-  size_t TryRun(const std::vector<int>& lanes, size_t from) {
-    const int first = lanes[from];
-    const Instr& head = p_.instrs[first];
-    if (!IsScalarLoad(head) || claimed_.contains(first)) return 1;
-    const auto [base, offset] = ElementOf(p_, head.src[0]);
-    const int size = ScalarItemSize(head.dtype.scalar);
-    std::vector<int> run = {first};
-    for (size_t lane = from + 1; lane < lanes.size(); ++lane) {
-      const Instr& next = p_.instrs[lanes[lane]];
-      if (!IsScalarLoad(next) || claimed_.contains(lanes[lane]) || next.slot != head.slot ||
-          !(next.dtype == head.dtype) || next.src.size() != head.src.size() ||
-          (head.src.size() > 1 && next.src[1] != head.src[1]) ||
-          std::find(run.begin(), run.end(), lanes[lane]) != run.end()) {
-        break;
-      }
-      if (ElementOf(p_, next.src[0]) != std::pair{base, offset + static_cast<int64_t>(run.size())})
-        break;
-      run.push_back(lanes[lane]);
+  // Claims the widest fusable run of `loads` (by offset) from `loads[from]`; how many entries
+  // it covers (1: none).
+  size_t TryRun(const std::vector<std::pair<int64_t, int>>& loads, size_t from, int size) {
+    // Consecutive offsets from loads[from], one load each (a repeated element stays as it is).
+    size_t run = 1;
+    while (from + run < loads.size() &&
+           loads[from + run].first == loads[from].first + static_cast<int64_t>(run)) {
+      ++run;
     }
-    // The widest power of two that fits, and whose loads can meet at the last of them.
     size_t width = 1;
-    while (width * 2 <= run.size() && static_cast<int>(width * 2) * size <= max_bytes_) width *= 2;
+    while (width * 2 <= run && static_cast<int>(width * 2) * size <= max_bytes_) width *= 2;
     for (; width >= 2; width /= 2) {
-      const auto [lo, hi] = std::minmax_element(run.begin(), run.begin() + width);
-      const bool crosses_nothing = barriers_[*hi + 1] == barriers_[*lo];
-      const bool unused_before = std::all_of(run.begin(), run.begin() + width,
-                                             [&](int load) { return first_use_[load] > *hi; });
-      if (crosses_nothing && unused_before) break;
+      // Lane 0 comes first (its index is the vector's), and nothing between the loads stops
+      // one from moving up to it.
+      int first = loads[from].second, last = first;
+      for (size_t k = 1; k < width; ++k) {
+        first = std::min(first, loads[from + k].second);
+        last = std::max(last, loads[from + k].second);
+      }
+      if (first == loads[from].second && fences_[last + 1] == fences_[first]) break;
     }
     if (width < 2) return 1;
-    LoadRun fused{std::vector<int>(run.begin(), run.begin() + width), 0};
-    fused.last = *std::max_element(fused.loads.begin(), fused.loads.end());
-    for (int load : fused.loads) claimed_.insert(load);
+    LoadRun fused;
+    for (size_t k = 0; k < width; ++k) {
+      fused.loads.push_back(loads[from + k].second);
+      claimed_.insert(loads[from + k].second);
+    }
     runs_.push_back(std::move(fused));
     return width;
   }
 
   const LinearProgram& p_;
   const int max_bytes_;
-  std::vector<int> first_use_;
-  std::vector<int> barriers_;
+  std::vector<int> fences_;
   std::vector<LoadRun> runs_;
   absl::flat_hash_set<int> claimed_;  // loads read by a run's vector load instead
 };

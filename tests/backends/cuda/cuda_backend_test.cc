@@ -526,6 +526,25 @@ TEST(CudaBackend, ATensorCoresFragmentsReadNeighbouringElementsInOneLoad) {
   EXPECT_EQ(pairs, 4 * 4) << kernel->ptx;
 }
 
+TEST(CudaBackend, AMatmulsUnrolledKReadsBothOperandsAsFloat4) {
+  // tinygrad's opts: B's columns are upcast (a float4 along N), K is unrolled by 4 (A's four
+  // neighbouring elements of a row, written out, read as one float4 all the same).
+  auto ast = DecodeKernelAst(testing::Matmul(512, 512, 512));
+  UOPD_ASSERT_OK(ast);
+  auto chosen =
+      OptimizeKernel(*ast, OptTarget::Cuda("sm_90"), OptimizeRequest{OptMode::kHeuristic, {}});
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_NE(OptsToString(chosen->applied).find("UNROLL(0, 4)"), std::string::npos);
+  auto spec = CudaRenderer().Render(chosen->ast, "r_matmul");
+  UOPD_ASSERT_OK(spec);
+  for (const char* operand : {"&data1[", "&data2["}) {
+    EXPECT_NE(spec->src.find(absl::StrCat("*(const uint4*)((const char*)", operand)),
+              std::string::npos)
+        << operand << "\n"
+        << spec->src;
+  }
+}
+
 TEST(CudaBackend, ATensorCoreWhoseWarpIsNotTheGridsLanesIsWrittenOut) {
   // Two statements: the kernel runs as one thread (no grid), its warp a loop in it, where
   // mma.sync would run with one lane; the instruction is written out instead.
