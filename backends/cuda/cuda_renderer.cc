@@ -181,9 +181,10 @@ class CudaWriter {
     return absl::StrCat("((", Type(d), ")", static_cast<int64_t>(w), "LL)");
   }
 
-  std::string ConstLiteral(const Instr& in) const {
+  // Lane `lane` of constant `in`.
+  std::string ConstLiteral(const Instr& in, int lane = 0) const {
     const DType& d = in.dtype;
-    const ConstValue c = DecodeConst(in, p_.index_bits);
+    const ConstValue c = DecodeConst(in, p_.index_bits, lane);
     switch (d.scalar) {
       case Scalar::kBool:
         return c.bits != 0 ? "true" : "false";
@@ -387,6 +388,12 @@ class CudaWriter {
     auto src = [&](int k) { return Op(in.src[k]); };
     switch (in.kind) {
       case InstrKind::kConst:
+        if (in.dtype.count > 1) {  // a kept vector's value (Legalize's load of no elements)
+          std::vector<std::string> lanes;
+          for (int k = 0; k < in.dtype.count; ++k) lanes.push_back(ConstLiteral(in, k));
+          operand_[i] = FragmentArray(i, in.dtype, lanes);
+          return;
+        }
         operand_[i] = ConstLiteral(in);
         return;
       case InstrKind::kVar:

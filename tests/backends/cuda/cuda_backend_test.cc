@@ -722,6 +722,21 @@ TEST(CudaBackend, ContiguousUpcastsMoveSixteenBytesAThread) {
   EXPECT_EQ(padded->src.find("uint4"), std::string::npos) << padded->src;
 }
 
+TEST(CudaBackend, AVectorCopyFromABufferOfNoElementsCompiles) {
+  // Legalize reads a buffer of no elements as 0 (its bounds check fails first): a vector
+  // constant for the float4 store, once spelled as a scalar literal indexed by lane.
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::FLOAT32, 8);
+  int x = g.Buffer(1, v1::DType::FLOAT32, 0);
+  int i = g.Range(g.Index(8), 0);
+  auto wire = g.Sink({g.End(g.Store(g.Target(out, i), g.Load(x, i)), {i})}, "empty_copy");
+  auto spec = RenderCudaWithOpts(wire, {Opt{OptOp::kUpcast, 0, 4}});
+  UOPD_ASSERT_OK(spec);
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  UOPD_ASSERT_OK((*compiler)->Compile(*spec)) << spec->src;
+}
+
 TEST(CudaBackend, SymbolicLaunchSizesFollowTheVariables) {
   auto entry = LoadCorpusFile(testing::CorpusDir() + "/cases/sym_two_vars_i4_j1.json");
   UOPD_ASSERT_OK(entry);
