@@ -1,12 +1,13 @@
 // GPU execution bandwidth against a device-to-device copy of the same bytes, in one run, on
 // CUDA:0: float32 elementwise add (64M elements; as written, and with the GPU heuristics'
-// float4 upcast), row and column sums of an 8192 x 8192 matrix (a warp per row; a thread per
-// column as written, and as the GPU heuristics split it: 32 columns by 8 row shares per block,
-// core/opt/column_split.h), and softmax and layer norm of its rows as tinygrad schedules them
-// (two row reductions, then an elementwise pass; each kernel with the GPU heuristics).
-// GB/s counts bytes read plus written; the copy moves the same total. Each sample is 10
-// back-to-back runs with one wait at the end (kernels through a launch queue, as plans run;
-// copies through the driver), so launch and wait costs are amortized as in a real plan.
+// float4 upcast), row sums of an 8192 x 8192 matrix (a warp per row; as written, and with the
+// heuristics' float4 lanes), its column sums (a thread per column as written, and as the GPU
+// heuristics split it: 32 columns by 8 row shares per block, core/opt/column_split.h), and
+// softmax and layer norm of its rows as tinygrad schedules them (two row reductions, then an
+// elementwise pass; each kernel with the GPU heuristics). GB/s counts bytes read plus written;
+// the copy moves the same total. Each sample is 10 back-to-back runs with one wait at the end
+// (kernels through a launch queue, as plans run; copies through the driver), so launch and wait
+// costs are amortized as in a real plan.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -83,6 +84,7 @@ int main() {
   const std::vector<Loaded> softmax = prepare_all(uopd::testing::SoftmaxKernels(rows, cols));
   const std::vector<Loaded> layernorm = prepare_all(uopd::testing::LayerNormKernels(rows, cols));
   Loaded rowsum = prepare(RowSumKernel(rows, cols));
+  Loaded rowsum_wide = prepare(RowSumKernel(rows, cols), /*heuristics=*/true);
   Loaded colsum = prepare(uopd::testing::ColumnSumKernel(rows, cols));
   Loaded colsum_split = prepare(uopd::testing::ColumnSumKernel(rows, cols), /*heuristics=*/true);
   constexpr int kBatch = 10;
@@ -127,12 +129,14 @@ int main() {
     driver.CtxSynchronize();
   };
   void* split_sums = buffer(cols * 4, 0);
+  void* wide_sums = buffer(rows * 4, 0);
   void *row_first = buffer(rows * 4, 0), *row_second = buffer(rows * 4, 0),
        *rows_out = buffer(rows * cols * 4, 0);
   std::vector<double> t_add, t_add_copy, t_sum, t_sum_copy, t_col, t_split, t_add4, t_softmax,
-      t_layernorm;
+      t_layernorm, t_sum_wide;
   for (int rep = 0; rep < 30; ++rep) {
     double ta4 = uopd::bench::SecondsOf([&] { run(add_upcast, {out, a, b}); });
+    double tsw = uopd::bench::SecondsOf([&] { run(rowsum_wide, {wide_sums, matrix}); });
     double tsm =
         uopd::bench::SecondsOf([&] { run_rows(softmax, row_first, row_second, rows_out); });
     double tln =
@@ -151,8 +155,15 @@ int main() {
     t_col.push_back(tl);
     t_split.push_back(tp);
     t_add4.push_back(ta4);
+    t_sum_wide.push_back(tsw);
     t_softmax.push_back(tsm);
     t_layernorm.push_back(tln);
+  }
+  float wide = 0;
+  (void)alloc.CopyOut(&wide, static_cast<char*>(wide_sums) + 28, 4);
+  if (wide != static_cast<float>(cols)) {
+    std::fprintf(stderr, "wrong float4 row sum: %f\n", wide);
+    return 1;
   }
   float check[4] = {0, 0, 0, 0};
   (void)alloc.CopyOut(&check[0], static_cast<char*>(out) + 400, 4);
@@ -186,6 +197,7 @@ int main() {
   report("elementwise add, 64M float32", 3.0 * n * 4, t_add, t_add_copy);
   report("elementwise add, heuristics (float4)", 3.0 * n * 4, t_add4, t_add_copy);
   report("row sum 8192x8192 float32", 1.0 * rows * cols * 4, t_sum, t_sum_copy);
+  report("row sum, heuristics (float4 lanes)", 1.0 * rows * cols * 4, t_sum_wide, t_sum_copy);
   report("column sum 8192x8192 float32", 1.0 * rows * cols * 4, t_col, t_sum_copy);
   report("column sum, heuristics' split", 1.0 * rows * cols * 4, t_split, t_sum_copy);
   // Three reads of the matrix and one write, against the copy of the row sums' bytes.
