@@ -95,6 +95,23 @@ void Collect(const UOp* cond, ValueRanges& ranges, std::vector<Constraint>& out)
   }
 }
 
+// Exact arithmetic for the linear forms below: every value stays within +-2^100, so a sum or
+// product of two of them is computed exactly (Int128) before it is checked, and a step past
+// the limit gives up the proof instead of saturating (a saturated partial sum that later terms
+// pull back would understate the bound).
+constexpr Int128 kExactLimit = Int128{1} << 100;
+bool Exact(Int128 v) { return v >= -kExactLimit && v <= kExactLimit; }
+std::optional<Int128> ExactAdd(Int128 a, Int128 b) {
+  if (!Exact(a) || !Exact(b) || !Exact(a + b)) return std::nullopt;
+  return a + b;
+}
+std::optional<Int128> ExactMul(Int128 a, Int128 b) {
+  if (!Exact(a) || !Exact(b)) return std::nullopt;
+  const Int128 product = SaturatingMul(a, b);  // exact below 2^125
+  if (!Exact(product)) return std::nullopt;
+  return product;
+}
+
 // e = sum of coefficient x atom + constant, exactly: ADD, SUB and MUL by a constant are walked
 // through (each proven not to wrap), any other node is an atom.
 struct LinearForm {
@@ -104,7 +121,6 @@ struct LinearForm {
 
 // Bounds the work per access: index expressions are small; a hostile one is refused, not walked.
 constexpr int kMaxLinearFormNodes = 256;
-constexpr Int128 kMaxCoefficient = Int128{1} << 62;
 
 std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
   LinearForm form;
@@ -113,9 +129,11 @@ std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
     if (visits == kMaxLinearFormNodes) return std::nullopt;
     auto [e, mul] = stack.back();
     stack.pop_back();
-    if (mul > kMaxCoefficient || mul < -kMaxCoefficient) return std::nullopt;
     if (e->IsConst() && !e->IsInvalid()) {
-      form.constant = SaturatingAdd(form.constant, SaturatingMul(mul, ConstIntValue(*e)));
+      std::optional<Int128> term = ExactMul(mul, ConstIntValue(*e));
+      std::optional<Int128> sum = term ? ExactAdd(form.constant, *term) : std::nullopt;
+      if (!sum) return std::nullopt;
+      form.constant = *sum;
       continue;
     }
     const bool walked = e->num_src() == 2 &&
@@ -129,7 +147,9 @@ std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
       if (r.min <= whole.min && r.max >= whole.max) return std::nullopt;
     }
     if (!walked) {
-      form.terms[e] += mul;
+      std::optional<Int128> coefficient = ExactAdd(form.terms[e], mul);
+      if (!coefficient) return std::nullopt;
+      form.terms[e] = *coefficient;
     } else if (e->op() == Op::kAdd) {
       stack.push_back({e->src(0), mul});
       stack.push_back({e->src(1), mul});
@@ -140,11 +160,12 @@ std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
       const bool first_const = e->src(0)->IsConst();
       const UOp* c = e->src(first_const ? 0 : 1);
       if (c->IsInvalid()) return std::nullopt;
-      stack.push_back({e->src(first_const ? 1 : 0), SaturatingMul(mul, ConstIntValue(*c))});
+      std::optional<Int128> scaled = ExactMul(mul, ConstIntValue(*c));
+      if (!scaled) return std::nullopt;
+      stack.push_back({e->src(first_const ? 1 : 0), *scaled});
     }
   }
   absl::erase_if(form.terms, [](const auto& term) { return term.second == 0; });
-  if (form.constant <= -kSaturatedMax || form.constant >= kSaturatedMax) return std::nullopt;
   return form;
 }
 
@@ -152,17 +173,22 @@ std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
 // constrained expression E (its atoms in idx at k times their coefficients in E, k > 0), E
 // contributes k x its narrowed interval and rest its atoms' narrowed ranges. A padded matmul's
 // A[17 * row + k] under `row < 33` is in bounds though `row` and `17 * row` are different
-// expressions of the same atoms.
+// expressions of the same atoms. nullopt: no bound (a step left exact arithmetic).
 std::optional<Interval> BoundThroughConstraints(const UOp* idx,
                                                 const std::vector<Constraint>& constraints,
                                                 ValueRanges& ranges, ValueRanges& narrowed) {
   std::optional<LinearForm> form = Decompose(idx, ranges);
   if (!form) return std::nullopt;
   Interval bound{form->constant, form->constant};
+  // bound += k x r; false when a step is not exact.
   auto add = [&](Int128 k, Interval r) {
     if (k < 0) std::swap(r.min, r.max);
-    bound.min = SaturatingAdd(bound.min, SaturatingMul(k, r.min));
-    bound.max = SaturatingAdd(bound.max, SaturatingMul(k, r.max));
+    std::optional<Int128> lo = ExactMul(k, r.min), hi = ExactMul(k, r.max);
+    if (lo) lo = ExactAdd(bound.min, *lo);
+    if (hi) hi = ExactAdd(bound.max, *hi);
+    if (!lo || !hi) return false;
+    bound = {*lo, *hi};
+    return true;
   };
   for (const Constraint& c : constraints) {
     if (c.expr->op() == Op::kRange || c.expr->op() == Op::kDefineVar) continue;  // an atom
@@ -175,15 +201,18 @@ std::optional<Interval> BoundThroughConstraints(const UOp* idx,
     if (k <= 0) continue;
     const bool matches = std::all_of(e->terms.begin(), e->terms.end(), [&](const auto& term) {
       auto it = form->terms.find(term.first);
-      return it != form->terms.end() && it->second == SaturatingMul(k, term.second);
+      return it != form->terms.end() && ExactMul(k, term.second) == it->second;
     });
     if (!matches) continue;
     for (const auto& [atom, coefficient] : e->terms) form->terms.erase(atom);
-    bound.min = SaturatingAdd(bound.min, -SaturatingMul(k, e->constant));
-    bound.max = SaturatingAdd(bound.max, -SaturatingMul(k, e->constant));
-    add(k, narrowed.Get(c.expr));
+    // idx = k x (E - e.constant) + rest: E's constant comes off the bound.
+    if (!add(-k, Interval{e->constant, e->constant}) || !add(k, narrowed.Get(c.expr))) {
+      return std::nullopt;
+    }
   }
-  for (const auto& [atom, coefficient] : form->terms) add(coefficient, narrowed.Get(atom));
+  for (const auto& [atom, coefficient] : form->terms) {
+    if (!add(coefficient, narrowed.Get(atom))) return std::nullopt;
+  }
   return bound;
 }
 

@@ -1,4 +1,7 @@
 // ProveInBounds through the lowering: an access proven in bounds gets no run-time check.
+#include "core/codegen/access_bounds.h"
+
+#include <limits>
 #include <string>
 
 #include "core/codegen/pipeline.h"
@@ -53,6 +56,32 @@ TEST(AccessBounds, AnIndexThatCanPassTheEndIsStillChecked) {
   EXPECT_EQ(CheckedAccesses(33, 17, 33 * 17, /*shift=*/1), 1);
   // Unguarded rows reach past the end: without the guard nothing bounds them.
   EXPECT_EQ(CheckedAccesses(36, 17, 33 * 17), 1);
+}
+
+TEST(AccessBounds, HugeTermsThatCancelGiveNoProof) {
+  // idx = (w - 1) + (C - x) * M + (C - y) * M + (D - z) with x = y = C = 2^63 - 1, M = 2^61,
+  // z = 2^62, D = 2^62 + 2^40: idx is 2^40 + w - 1, far past 10 elements. Its constant alone
+  // (C * M twice, D, -1) is past 2^125: a saturating sum lost the excess, the atoms' terms
+  // pulled it back, and the access was "proven" in bounds.
+  Graph g;
+  const uopd::DType index = uopd::DType::Of(Scalar::kIndex);
+  const int64_t c = std::numeric_limits<int64_t>::max();
+  auto var = [&](const char* name, int64_t lo, int64_t hi) {
+    return g.Make(Op::kDefineVar, index, {}, Arg::Var(name, lo, hi));
+  };
+  auto k = [&](int64_t v) { return g.ConstInt(Scalar::kIndex, v); };
+  auto op = [&](Op o, const UOp* a, const UOp* b) { return g.Make(o, index, {a, b}); };
+  const UOp* x = var("x", c, c);
+  const UOp* y = var("y", c, c);
+  const UOp* z = var("z", int64_t{1} << 62, int64_t{1} << 62);
+  const UOp* w = var("w", 1, 10);
+  const UOp* idx = op(Op::kAdd, op(Op::kSub, w, k(1)),
+                      op(Op::kAdd, op(Op::kMul, op(Op::kSub, k(c), x), k(int64_t{1} << 61)),
+                         op(Op::kAdd, op(Op::kMul, op(Op::kSub, k(c), y), k(int64_t{1} << 61)),
+                            op(Op::kSub, k((int64_t{1} << 62) + (int64_t{1} << 40)), z))));
+  const UOp* valid = g.Make(Op::kCmplt, uopd::DType::Of(Scalar::kBool), {w, k(11)});
+  ValueRanges ranges;
+  EXPECT_FALSE(ProveInBounds(idx, {valid}, 10, ranges));
 }
 
 }  // namespace
