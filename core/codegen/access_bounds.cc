@@ -19,18 +19,45 @@ struct Constraint {
   Int128 lo, hi;
 };
 
+// Exact arithmetic for the linear forms here: every value stays within +-2^100, so a sum or
+// product of two of them is computed exactly (Int128) before it is checked, and a step past
+// the limit gives up the proof instead of saturating (a saturated partial sum that later terms
+// pull back would understate the bound).
+constexpr Int128 kExactLimit = Int128{1} << 100;
+bool Exact(Int128 v) { return v >= -kExactLimit && v <= kExactLimit; }
+std::optional<Int128> ExactAdd(Int128 a, Int128 b) {
+  if (!Exact(a) || !Exact(b) || !Exact(a + b)) return std::nullopt;
+  return a + b;
+}
+std::optional<Int128> ExactMul(Int128 a, Int128 b) {
+  if (!Exact(a) || !Exact(b)) return std::nullopt;
+  const Int128 product = SaturatingMul(a, b);  // exact below 2^125
+  if (!Exact(product)) return std::nullopt;
+  return product;
+}
+
+// Whether the value of `e` (an ADD, SUB or MUL walked into a linear form) is the integer its
+// operands give: an operation that may overflow its dtype gets the dtype's whole range.
+bool WalksExactly(const UOp* e, ValueRanges& ranges) {
+  const Interval r = ranges.Get(e);
+  const Interval whole = DTypeRange(e->dtype().scalar);
+  return r.min > whole.min || r.max < whole.max;
+}
+
 // e = leaf * mul + add, for a single DEFINE_VAR or RANGE leaf and mul > 0.
 struct Linear {
   const UOp* leaf;
   Int128 mul, add;
 };
 
-std::optional<Linear> AsLinear(const UOp* e) {
+// `e` as a Linear, exactly: each step proven not to wrap (a guard `x * 2 < 10` whose product
+// may wrap bounds nothing about x) and within exact arithmetic.
+std::optional<Linear> AsLinear(const UOp* e, ValueRanges& ranges) {
   Int128 mul = 1, add = 0;
   // Walk down one spine: each step peels a constant operand off an ADD, SUB or MUL.
   for (int steps = 0; steps < 64; ++steps) {
     if (e->op() == Op::kDefineVar || e->op() == Op::kRange) return Linear{e, mul, add};
-    if (e->num_src() != 2) return std::nullopt;
+    if (e->num_src() != 2 || !WalksExactly(e, ranges)) return std::nullopt;
     const UOp* a = e->src(0);
     const UOp* b = e->src(1);
     bool a_const = a->IsConst() && !a->IsInvalid();
@@ -38,21 +65,31 @@ std::optional<Linear> AsLinear(const UOp* e) {
     if (a_const == b_const) return std::nullopt;
     const UOp* var_side = a_const ? b : a;
     Int128 c = ConstIntValue(a_const ? *a : *b);
+    std::optional<Int128> next_add = add, next_mul = mul;
     switch (e->op()) {
       case Op::kAdd:
-        add += mul * c;
+        if (auto term = ExactMul(mul, c))
+          next_add = ExactAdd(add, *term);
+        else
+          next_add = std::nullopt;
         break;
       case Op::kSub:
         if (a_const) return std::nullopt;  // c - x: decreasing
-        add -= mul * c;
+        if (auto term = ExactMul(mul, c))
+          next_add = ExactAdd(add, -*term);
+        else
+          next_add = std::nullopt;
         break;
       case Op::kMul:
         if (c <= 0) return std::nullopt;
-        mul *= c;
+        next_mul = ExactMul(mul, c);
         break;
       default:
         return std::nullopt;
     }
+    if (!next_add || !next_mul) return std::nullopt;
+    add = *next_add;
+    mul = *next_mul;
     e = var_side;
   }
   return std::nullopt;
@@ -95,23 +132,6 @@ void Collect(const UOp* cond, ValueRanges& ranges, std::vector<Constraint>& out)
   }
 }
 
-// Exact arithmetic for the linear forms below: every value stays within +-2^100, so a sum or
-// product of two of them is computed exactly (Int128) before it is checked, and a step past
-// the limit gives up the proof instead of saturating (a saturated partial sum that later terms
-// pull back would understate the bound).
-constexpr Int128 kExactLimit = Int128{1} << 100;
-bool Exact(Int128 v) { return v >= -kExactLimit && v <= kExactLimit; }
-std::optional<Int128> ExactAdd(Int128 a, Int128 b) {
-  if (!Exact(a) || !Exact(b) || !Exact(a + b)) return std::nullopt;
-  return a + b;
-}
-std::optional<Int128> ExactMul(Int128 a, Int128 b) {
-  if (!Exact(a) || !Exact(b)) return std::nullopt;
-  const Int128 product = SaturatingMul(a, b);  // exact below 2^125
-  if (!Exact(product)) return std::nullopt;
-  return product;
-}
-
 // e = sum of coefficient x atom + constant, exactly: ADD, SUB and MUL by a constant are walked
 // through (each proven not to wrap), any other node is an atom.
 struct LinearForm {
@@ -139,13 +159,7 @@ std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
     const bool walked = e->num_src() == 2 &&
                         (e->op() == Op::kAdd || e->op() == Op::kSub ||
                          (e->op() == Op::kMul && (e->src(0)->IsConst() || e->src(1)->IsConst())));
-    if (walked) {
-      // Its value is the integer the form says only if it cannot have wrapped: an operation
-      // that may overflow gets its dtype's whole range.
-      const Interval r = ranges.Get(e);
-      const Interval whole = DTypeRange(e->dtype().scalar);
-      if (r.min <= whole.min && r.max >= whole.max) return std::nullopt;
-    }
+    if (walked && !WalksExactly(e, ranges)) return std::nullopt;
     if (!walked) {
       std::optional<Int128> coefficient = ExactAdd(form.terms[e], mul);
       if (!coefficient) return std::nullopt;
@@ -234,7 +248,7 @@ bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, in
   };
   for (const Constraint& c : constraints) {
     narrow(c.expr, c.lo, c.hi);
-    if (auto linear = AsLinear(c.expr)) {
+    if (auto linear = AsLinear(c.expr, ranges)) {
       narrow(linear->leaf, CeilDiv(c.lo - linear->add, linear->mul),
              FloorDiv(c.hi - linear->add, linear->mul));
     }

@@ -84,5 +84,43 @@ TEST(AccessBounds, HugeTermsThatCancelGiveNoProof) {
   EXPECT_FALSE(ProveInBounds(idx, {valid}, 10, ranges));
 }
 
+TEST(AccessBounds, AGuardWhoseArithmeticWrapsBoundsNothing) {
+  // x * 2 < 10 with x up to 2^62: x = 2^62 wraps x * 2 to -2^63, which passes the guard, so
+  // x is not bounded by it (it was narrowed to [0, 4] and x[0, 5) "proven").
+  Graph g;
+  const uopd::DType index = uopd::DType::Of(Scalar::kIndex);
+  const UOp* x = g.Make(Op::kDefineVar, index, {}, Arg::Var("x", 0, int64_t{1} << 62));
+  const UOp* twice = g.Make(Op::kMul, index, {x, g.ConstInt(Scalar::kIndex, 2)});
+  const UOp* valid =
+      g.Make(Op::kCmplt, uopd::DType::Of(Scalar::kBool), {twice, g.ConstInt(Scalar::kIndex, 10)});
+  ValueRanges ranges;
+  EXPECT_FALSE(ProveInBounds(x, {valid}, 5, ranges));
+  // The guard's own value is what the guard bounds, wrapped or not.
+  EXPECT_TRUE(ProveInBounds(twice,
+                            {valid, g.Make(Op::kCmplt, uopd::DType::Of(Scalar::kBool),
+                                           {g.ConstInt(Scalar::kIndex, -1), twice})},
+                            10, ranges));
+}
+
+TEST(AccessBounds, AGuardWithHugeFactorsNeitherProvesNorCrashes) {
+  // x * 8 * 2^62 * 2^62 < 10: the factors' product (2^127) overflowed 128 bits and made x's
+  // narrowed range empty ("the access never happens"), though x = 0 passes the guard; with 16
+  // the product wrapped to 0 and the division by it crashed the daemon (SIGFPE).
+  for (int64_t factor : {8, 16}) {
+    Graph g;
+    const uopd::DType index = uopd::DType::Of(Scalar::kIndex);
+    const UOp* x = g.Make(Op::kDefineVar, index, {}, Arg::Var("x", 0, 4));
+    const UOp* y = g.Make(Op::kDefineVar, index, {}, Arg::Var("y", 0, 1000));
+    auto times = [&](const UOp* a, int64_t c) {
+      return g.Make(Op::kMul, index, {a, g.ConstInt(Scalar::kIndex, c)});
+    };
+    const UOp* product = times(times(times(x, factor), int64_t{1} << 62), int64_t{1} << 62);
+    const UOp* valid = g.Make(Op::kCmplt, uopd::DType::Of(Scalar::kBool),
+                              {product, g.ConstInt(Scalar::kIndex, 10)});
+    ValueRanges ranges;
+    EXPECT_FALSE(ProveInBounds(y, {valid}, 1, ranges)) << factor;
+  }
+}
+
 }  // namespace
 }  // namespace uopd
