@@ -102,6 +102,23 @@ TEST(AccessBounds, AGuardWhoseArithmeticWrapsBoundsNothing) {
                             10, ranges));
 }
 
+TEST(AccessBounds, AClientsGuardOnAWrappingProductKeepsItsLoadChecked) {
+  // The same hole through the whole lowering, as a client's kernel reaches it: x[v] under
+  // v * 2 < 10 with v up to 2^62 was proven in bounds (no check), so v = 2^62 read far past x.
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 1);
+  int x = g.Buffer(1, DType::FLOAT32, 5);
+  int v = g.Var("v", 0, int64_t{1} << 62);
+  int twice = g.Node(Node::MUL, DType::INDEX, {v, g.Index(2)});
+  int valid = g.Node(Node::CMPLT, DType::BOOL, {twice, g.Index(10)});
+  int guarded = g.Node(Node::WHERE, DType::INDEX, {valid, v, g.Invalid()});
+  auto ast = DecodeKernelAst(g.Sink({g.Store(g.Target(out, g.Index(0)), g.Load(x, guarded))}));
+  UOPD_ASSERT_OK(ast);
+  auto kernel = LowerForTarget(*ast, "k", CodegenTarget::CpuLoops(), {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.guarded_accesses, 1) << kernel->program.Dump();
+}
+
 TEST(AccessBounds, AGuardWithHugeFactorsNeitherProvesNorCrashes) {
   // x * 8 * 2^62 * 2^62 < 10: the factors' product (2^127) overflowed 128 bits and made x's
   // narrowed range empty ("the access never happens"), though x = 0 passes the guard; with 16
