@@ -730,7 +730,7 @@ std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v15;block=", kCudaBlockThreads);
+  return absl::StrCat("cuda-c/v16;block=", kCudaBlockThreads);
 }
 
 }  // namespace uopd

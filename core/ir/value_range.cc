@@ -76,6 +76,14 @@ Interval ProductRange(Interval a, Interval b) {
 
 // The range of integer `op` over operands in `a` and `b`, before wrapping to the dtype (`full`
 // where nothing narrower is known).
+// Shifts below this amount shift by exactly that much; past it the code shifts modulo the
+// width (Legalize), which for INDEX is 32 or 64 bits as the kernel's index width turns out.
+// A longer shift gets the whole range (which for INDEX also keeps the index 64 bits wide).
+int ExactShiftWidth(Scalar scalar) {
+  if (scalar == Scalar::kIndex) return 32;
+  return IsInt(scalar) && scalar != Scalar::kBool ? IntBits(scalar) : 0;
+}
+
 Interval BinaryRange(Op op, Scalar scalar, Interval a, Interval b, Interval full) {
   Interval r = full;
   switch (op) {
@@ -136,14 +144,14 @@ Interval BinaryRange(Op op, Scalar scalar, Interval a, Interval b, Interval full
       break;
     }
     case Op::kShl: {
-      if (b.IsConst() && b.min >= 0 && b.min < 64) {
+      if (b.IsConst() && b.min >= 0 && b.min < ExactShiftWidth(scalar)) {
         Int128 f = Int128{1} << static_cast<int>(b.min);
         r = {SaturatingMul(a.min, f), SaturatingMul(a.max, f)};
       }
       break;
     }
     case Op::kShr: {
-      if (b.IsConst() && b.min >= 0 && b.min < 64) {
+      if (b.IsConst() && b.min >= 0 && b.min < ExactShiftWidth(scalar)) {
         int s = static_cast<int>(b.min);
         r = {a.min >> s, a.max >> s};  // arithmetic shift of Int128 floors, as SHR does
       }

@@ -119,6 +119,24 @@ TEST(AccessBounds, AClientsGuardOnAWrappingProductKeepsItsLoadChecked) {
   EXPECT_EQ(kernel->program.guarded_accesses, 1) << kernel->program.Dump();
 }
 
+TEST(AccessBounds, AnIndexShiftedPastItsWidthKeepsItsStoreChecked) {
+  // out[int32(v) >> 40] for v up to 2^30: the shift runs as >> 8 (modulo the width) and was
+  // read as always 0, so the store had no check; v = 2^30 wrote 2^22 elements past out and
+  // killed the daemon (found by an adversarial helper).
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 4);
+  int v = g.Var("v", 0, int64_t{1} << 30);
+  int narrow = g.Node(Node::CAST, DType::INT32, {v});
+  int shifted = g.Node(Node::SHR, DType::INT32, {narrow, g.Int(DType::INT32, 40)});
+  int index = g.Node(Node::CAST, DType::INDEX, {shifted});
+  auto ast = DecodeKernelAst(
+      g.Sink({g.Store(g.Target(out, index), g.Float(DType::FLOAT32, 7))}, "shifted_store"));
+  UOPD_ASSERT_OK(ast);
+  auto kernel = LowerForTarget(*ast, "k", CodegenTarget::CpuLoops(), {});
+  UOPD_ASSERT_OK(kernel);
+  EXPECT_EQ(kernel->program.guarded_accesses, 1) << kernel->program.Dump();
+}
+
 TEST(AccessBounds, AGuardWithHugeFactorsNeitherProvesNorCrashes) {
   // x * 8 * 2^62 * 2^62 < 10: the factors' product (2^127) overflowed 128 bits and made x's
   // narrowed range empty ("the access never happens"), though x = 0 passes the guard; with 16

@@ -111,6 +111,32 @@ TEST(ValueRanges, ReadUnsignedConstantsModuloTheirWidth) {
   EXPECT_EQ(ranges.Get(c).min, (Int128{1} << 32) - 3);
 }
 
+TEST(ValueRanges, ShiftsAsLongAsTheWidthShiftModuloIt) {
+  // int32 x >> 40 runs as x >> 8 (shifts are modulo the width, docs/IR.md): it was read as
+  // always 0, and an index built from it lost its bounds check (a daemon-killing write).
+  Graph graph;
+  const UOp* x =
+      graph.Make(Op::kDefineVar, DType::Of(Scalar::kInt32), {}, Arg::Var("x", 0, 1 << 30));
+  ValueRanges ranges;
+  for (int64_t amount : {32, 40, 63}) {
+    const UOp* shifted = graph.Make(Op::kShr, DType::Of(Scalar::kInt32),
+                                    {x, graph.ConstInt(Scalar::kInt32, amount)});
+    EXPECT_EQ(ranges.Get(shifted).max, DTypeRange(Scalar::kInt32).max) << amount;
+  }
+  const UOp* by8 =
+      graph.Make(Op::kShr, DType::Of(Scalar::kInt32), {x, graph.ConstInt(Scalar::kInt32, 8)});
+  EXPECT_EQ(ranges.Get(by8).max, (1 << 30) >> 8);
+  // INDEX runs 32 or 64 bits wide: a shift of 32 or more is not read.
+  const UOp* i = graph.Make(Op::kDefineVar, DType::Of(Scalar::kIndex), {}, Arg::Var("i", 0, 1000));
+  const UOp* long_shift =
+      graph.Make(Op::kShr, DType::Of(Scalar::kIndex), {i, graph.ConstInt(Scalar::kIndex, 40)});
+  EXPECT_EQ(ranges.Get(long_shift).max, DTypeRange(Scalar::kIndex).max);
+  const UOp* u8 = graph.Make(Op::kDefineVar, DType::Of(Scalar::kUint8), {}, Arg::Var("u", 0, 255));
+  const UOp* u8_shift =
+      graph.Make(Op::kShr, DType::Of(Scalar::kUint8), {u8, graph.ConstInt(Scalar::kUint8, 9)});
+  EXPECT_EQ(ranges.Get(u8_shift).max, 255);
+}
+
 TEST(ValueRanges, HonourOverrides) {
   Graph graph;
   const UOp* end = graph.ConstInt(Scalar::kIndex, 10);
