@@ -16,6 +16,7 @@
 #include "tests/testing/corpus_opts.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"
+#include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -74,6 +75,19 @@ TEST_F(KernelSearchTest, FindsValidOptsNoSlowerThanTheHeuristicsThatComputeTheSa
           << i << ", " << j << " with " << OptsToString(found->opts);
     }
   }
+}
+
+TEST_F(KernelSearchTest, AGatherWhoseMadeUpIndicesLeaveItsTableGetsTheHeuristics) {
+  // The made-up index data points past the table: the kernel as written stops at its bounds
+  // check, which says nothing of the client's data (the compile failed with OUT_OF_RANGE).
+  auto gather = DecodeKernelAst(testing::GatherKernel());
+  UOPD_ASSERT_OK(gather);
+  SearchOptions options;
+  options.budget = absl::Seconds(1);
+  auto found = SearchKernelOpts(*device_, *gather, options);
+  UOPD_ASSERT_OK(found);
+  EXPECT_NE(found->note.find("made-up inputs"), std::string::npos) << found->note;
+  UOPD_ASSERT_OK(OptimizeKernel(*gather, Target(), OptimizeRequest{OptMode::kOpts, found->opts}));
 }
 
 TEST_F(KernelSearchTest, KeepsToItsBudgetAndToTheCallersDeadline) {
