@@ -44,94 +44,6 @@ bool WalksExactly(const UOp* e, ValueRanges& ranges) {
   return r.min > whole.min || r.max < whole.max;
 }
 
-// e = leaf * mul + add, for a single DEFINE_VAR or RANGE leaf and mul > 0.
-struct Linear {
-  const UOp* leaf;
-  Int128 mul, add;
-};
-
-// `e` as a Linear, exactly: each step proven not to wrap (a guard `x * 2 < 10` whose product
-// may wrap bounds nothing about x) and within exact arithmetic.
-std::optional<Linear> AsLinear(const UOp* e, ValueRanges& ranges) {
-  Int128 mul = 1, add = 0;
-  // Walk down one spine: each step peels a constant operand off an ADD, SUB or MUL.
-  for (int steps = 0; steps < 64; ++steps) {
-    if (e->op() == Op::kDefineVar || e->op() == Op::kRange) return Linear{e, mul, add};
-    if (e->num_src() != 2 || !WalksExactly(e, ranges)) return std::nullopt;
-    const UOp* a = e->src(0);
-    const UOp* b = e->src(1);
-    bool a_const = a->IsConst() && !a->IsInvalid();
-    bool b_const = b->IsConst() && !b->IsInvalid();
-    if (a_const == b_const) return std::nullopt;
-    const UOp* var_side = a_const ? b : a;
-    Int128 c = ConstIntValue(a_const ? *a : *b);
-    std::optional<Int128> next_add = add, next_mul = mul;
-    switch (e->op()) {
-      case Op::kAdd:
-        if (auto term = ExactMul(mul, c))
-          next_add = ExactAdd(add, *term);
-        else
-          next_add = std::nullopt;
-        break;
-      case Op::kSub:
-        if (a_const) return std::nullopt;  // c - x: decreasing
-        if (auto term = ExactMul(mul, c))
-          next_add = ExactAdd(add, -*term);
-        else
-          next_add = std::nullopt;
-        break;
-      case Op::kMul:
-        if (c <= 0) return std::nullopt;
-        next_mul = ExactMul(mul, c);
-        break;
-      default:
-        return std::nullopt;
-    }
-    if (!next_add || !next_mul) return std::nullopt;
-    add = *next_add;
-    mul = *next_mul;
-    e = var_side;
-  }
-  return std::nullopt;
-}
-
-Int128 FloorDiv(Int128 a, Int128 b) {
-  Int128 q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-Int128 CeilDiv(Int128 a, Int128 b) { return -FloorDiv(-a, b); }
-
-// Collects the constraints implied by `cond` being true (ANDs of comparisons).
-void Collect(const UOp* cond, ValueRanges& ranges, std::vector<Constraint>& out) {
-  std::vector<const UOp*> stack = {cond};
-  while (!stack.empty()) {
-    const UOp* c = stack.back();
-    stack.pop_back();
-    if (c->op() == Op::kAnd && c->dtype().scalar == Scalar::kBool) {
-      stack.push_back(c->src(0));
-      stack.push_back(c->src(1));
-      continue;
-    }
-    bool negated = false;
-    // not(x) is written CMPNE(x, True) or XOR(x, True).
-    if ((c->op() == Op::kCmpne || c->op() == Op::kXor) && IsTrue(c->src(1))) {
-      negated = true;
-      c = c->src(0);
-    }
-    if (c->op() != Op::kCmplt || !IsIntLike(c->src(0)->dtype().scalar)) continue;
-    const UOp* a = c->src(0);
-    const UOp* b = c->src(1);
-    Interval ra = ranges.Get(a), rb = ranges.Get(b);
-    if (!negated) {  // a < b: a <= max(b) - 1, b >= min(a) + 1
-      out.push_back({a, ra.min, rb.max - 1});
-      out.push_back({b, ra.min + 1, rb.max});
-    } else {  // a >= b: a >= min(b), b <= max(a)
-      out.push_back({a, rb.min, ra.max});
-      out.push_back({b, rb.min, ra.max});
-    }
-  }
-}
-
 // e = sum of coefficient x atom + constant, exactly: ADD, SUB and MUL by a constant are walked
 // through (each proven not to wrap), any other node is an atom.
 struct LinearForm {
@@ -181,6 +93,59 @@ std::optional<LinearForm> Decompose(const UOp* root, ValueRanges& ranges) {
   }
   absl::erase_if(form.terms, [](const auto& term) { return term.second == 0; });
   return form;
+}
+
+// e = leaf * mul + add, for a single DEFINE_VAR or RANGE leaf and mul > 0.
+struct Linear {
+  const UOp* leaf;
+  Int128 mul, add;
+};
+
+// `e` as a Linear: its linear form (exact, no step wrapping: a guard `x * 2 < 10` whose product
+// may wrap bounds nothing about x) when that is one such leaf's term and a constant.
+std::optional<Linear> AsLinear(const UOp* e, ValueRanges& ranges) {
+  std::optional<LinearForm> form = Decompose(e, ranges);
+  if (!form || form->terms.size() != 1) return std::nullopt;
+  const auto& [leaf, mul] = *form->terms.begin();
+  if ((leaf->op() != Op::kDefineVar && leaf->op() != Op::kRange) || mul <= 0) return std::nullopt;
+  return Linear{leaf, mul, form->constant};
+}
+
+Int128 FloorDiv(Int128 a, Int128 b) {
+  Int128 q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+Int128 CeilDiv(Int128 a, Int128 b) { return -FloorDiv(-a, b); }
+
+// Collects the constraints implied by `cond` being true (ANDs of comparisons).
+void Collect(const UOp* cond, ValueRanges& ranges, std::vector<Constraint>& out) {
+  std::vector<const UOp*> stack = {cond};
+  while (!stack.empty()) {
+    const UOp* c = stack.back();
+    stack.pop_back();
+    if (c->op() == Op::kAnd && c->dtype().scalar == Scalar::kBool) {
+      stack.push_back(c->src(0));
+      stack.push_back(c->src(1));
+      continue;
+    }
+    bool negated = false;
+    // not(x) is written CMPNE(x, True) or XOR(x, True).
+    if ((c->op() == Op::kCmpne || c->op() == Op::kXor) && IsTrue(c->src(1))) {
+      negated = true;
+      c = c->src(0);
+    }
+    if (c->op() != Op::kCmplt || !IsIntLike(c->src(0)->dtype().scalar)) continue;
+    const UOp* a = c->src(0);
+    const UOp* b = c->src(1);
+    Interval ra = ranges.Get(a), rb = ranges.Get(b);
+    if (!negated) {  // a < b: a <= max(b) - 1, b >= min(a) + 1
+      out.push_back({a, ra.min, rb.max - 1});
+      out.push_back({b, ra.min + 1, rb.max});
+    } else {  // a >= b: a >= min(b), b <= max(a)
+      out.push_back({a, rb.min, ra.max});
+      out.push_back({b, rb.min, ra.max});
+    }
+  }
 }
 
 // Bounds of `idx` read through the conditions' expressions: where idx = k x E + rest for a

@@ -59,8 +59,8 @@ struct CodegenTarget {
   int group_threads = 0;
   // kGrid with group_threads: the shared memory a block's arrays of partials may take.
   int64_t shared_bytes = 0;
-  // kGrid: a vector built from scalar loads of consecutive elements reads up to this many
-  // bytes at once (core/codegen/consecutive_loads.h: a tensor core's fragments); 0: never.
+  // kGrid: scalar loads of consecutive elements of one buffer read up to this many bytes at
+  // once (core/codegen/consecutive_loads.h); 0: never.
   int fused_load_bytes = 0;
   // kGrid: tensor core instructions (the TC opt's WMMA) are spelled as the hardware's
   // (kWmma); otherwise they are written out per element (core/codegen/wmma.h).

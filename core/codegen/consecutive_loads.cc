@@ -47,10 +47,6 @@ bool LoadMayCross(const Instr& in) {
   }
 }
 
-struct LoadRun {
-  std::vector<int> loads;  // lane order; the first is also first in the program
-};
-
 class Fuser {
  public:
   Fuser(const LinearProgram& p, int max_bytes) : p_(p), max_bytes_(max_bytes) {}
@@ -62,8 +58,7 @@ class Fuser {
     out.instrs.clear();
     std::vector<int> map(p_.instrs.size(), -1);
     absl::flat_hash_map<int, int> run_starting_at;  // lane 0's position -> run
-    for (size_t r = 0; r < runs_.size(); ++r)
-      run_starting_at[runs_[r].loads[0]] = static_cast<int>(r);
+    for (size_t r = 0; r < runs_.size(); ++r) run_starting_at[runs_[r][0]] = static_cast<int>(r);
     for (size_t i = 0; i < p_.instrs.size(); ++i) {
       auto starts = run_starting_at.find(static_cast<int>(i));
       if (starts == run_starting_at.end()) {
@@ -75,20 +70,20 @@ class Fuser {
         map[i] = static_cast<int>(out.instrs.size()) - 1;
         continue;
       }
-      const LoadRun& run = runs_[starts->second];
-      Instr vector = p_.instrs[run.loads[0]];
-      vector.dtype.count = static_cast<int>(run.loads.size());
+      const std::vector<int>& run = runs_[starts->second];
+      Instr vector = p_.instrs[run[0]];
+      vector.dtype.count = static_cast<int>(run.size());
       for (int& s : vector.src) s = map[s];
       out.instrs.push_back(std::move(vector));
       const int at = static_cast<int>(out.instrs.size()) - 1;
-      for (size_t lane = 0; lane < run.loads.size(); ++lane) {
-        const Instr& load = p_.instrs[run.loads[lane]];
+      for (size_t lane = 0; lane < run.size(); ++lane) {
+        const Instr& load = p_.instrs[run[lane]];
         out.instrs.push_back(Instr{.kind = InstrKind::kExtract,
                                    .dtype = load.dtype,
                                    .src = {at},
                                    .lane = static_cast<int>(lane),
                                    .origin = load.origin});
-        map[run.loads[lane]] = static_cast<int>(out.instrs.size()) - 1;
+        map[run[lane]] = static_cast<int>(out.instrs.size()) - 1;
       }
     }
     return out;
@@ -152,9 +147,9 @@ class Fuser {
       if (first == loads[from].second && fences_[last + 1] == fences_[first]) break;
     }
     if (width < 2) return 1;
-    LoadRun fused;
+    std::vector<int> fused;
     for (size_t k = 0; k < width; ++k) {
-      fused.loads.push_back(loads[from + k].second);
+      fused.push_back(loads[from + k].second);
       claimed_.insert(loads[from + k].second);
     }
     runs_.push_back(std::move(fused));
@@ -164,7 +159,8 @@ class Fuser {
   const LinearProgram& p_;
   const int max_bytes_;
   std::vector<int> fences_;
-  std::vector<LoadRun> runs_;
+  // Each run's loads in lane order; the first is also first in the program.
+  std::vector<std::vector<int>> runs_;
   absl::flat_hash_set<int> claimed_;  // loads read by a run's vector load instead
 };
 

@@ -74,8 +74,6 @@ Interval ProductRange(Interval a, Interval b) {
                SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)});
 }
 
-// The range of integer `op` over operands in `a` and `b`, before wrapping to the dtype (`full`
-// where nothing narrower is known).
 // Shifts below this amount shift by exactly that much; past it the code shifts modulo the
 // width (Legalize), which for INDEX is 32 or 64 bits as the kernel's index width turns out.
 // A longer shift gets the whole range (which for INDEX also keeps the index 64 bits wide).
@@ -84,6 +82,8 @@ int ExactShiftWidth(Scalar scalar) {
   return IsInt(scalar) && scalar != Scalar::kBool ? IntBits(scalar) : 0;
 }
 
+// The range of integer `op` over operands in `a` and `b`, before wrapping to the dtype (`full`
+// where nothing narrower is known).
 Interval BinaryRange(Op op, Scalar scalar, Interval a, Interval b, Interval full) {
   Interval r = full;
   switch (op) {

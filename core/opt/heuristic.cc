@@ -569,9 +569,8 @@ bool WidenWarpSharedLoads(Scheduler& scheduler) {
 
 // GPUs: tinygrad's hand-coded optimizations (locals, GROUPTOP for small outputs, matvec's GROUP,
 // upcasts), except for the row reductions warps share as written (their loads widened to
-// float4) and the column reductions
-// split across a block's threads (core/opt/column_split.h). Not yet ranked by a model of the
-// GPU, nor timed: the search is what would.
+// float4) and the column reductions split across a block's threads (core/opt/column_split.h).
+// Not yet ranked by a model of the GPU, nor timed: the search is what would.
 void ApplyGpuHeuristics(Scheduler& scheduler) {
   if (Toposort(scheduler.root()).size() > kMaxRankedNodes) return;  // as written
   if (TryTensorCores(scheduler)) return;  // tinygrad's first choice, before any of uopd's
