@@ -382,6 +382,61 @@ class CudaWriter {
     }
   }
 
+  std::string ScalarLoad(int i, const Instr& in) {
+    const DType& d = in.dtype;
+    std::string zero = absl::StrCat("((", Type(d), ")0)");  // never a bool (Legalize)
+    std::string element = absl::StrCat("data", in.slot, "[", Op(in.src[0]), "]");
+    if (in.src.size() > 1)
+      element = absl::StrCat("(", Op(in.src[1]), " ? ", element, " : ", zero, ")");
+    return Define(i, d, element);
+  }
+
+  void EmitStore(const Instr& in) {
+    std::string condition = in.src.size() > 2 ? Op(in.src[2]) : "";
+    if (warps_.enabled) {  // every lane holds the value: one writes it
+      condition =
+          condition.empty() ? "uopd_lane == 0" : absl::StrCat("uopd_lane == 0 && ", condition);
+    }
+    if (TypeOf(in.src[1]).count > 1) {
+      VectorStore(in, condition);
+      return;
+    }
+    std::string store =
+        absl::StrCat("data", in.slot, "[", Op(in.src[0]), "] = ", Op(in.src[1]), ";");
+    Line(condition.empty() ? store : absl::StrCat("if (", condition, ") ", store));
+  }
+
+  std::string BeginLoop(int i, const Instr& in) {
+    const std::string v = absl::StrCat("v", i);
+    if (warps_.loops.contains(i)) {  // lane l takes iterations l, l + 32, ...
+      Line(absl::StrCat("for (", Index(), " ", v, " = ", Op(in.src[0]), " + uopd_lane; ", v, " < ",
+                        Op(in.src[1]), "; ", v, " += ", kWarpLanes, ") {"));
+    } else {
+      Line(absl::StrCat("for (", Index(), " ", v, " = ", Op(in.src[0]), "; ", v, " < ",
+                        Op(in.src[1]), "; ++", v, ") {"));
+    }
+    ++depth_;
+    return v;
+  }
+
+  // C copied in, D = A x B + C computed in place.
+  void EmitWmma(int i, const Instr& in) {
+    std::vector<std::string> c;
+    if (in.kind == InstrKind::kWmma) {
+      for (int k = 0; k < in.dtype.count; ++k)
+        c.push_back(absl::StrCat(Op(in.src[2]), "[", k, "]"));
+    } else {  // the accumulators in and out of the instruction
+      for (size_t k = 2; k < in.src.size(); ++k) c.push_back(Op(in.src[k]));
+    }
+    const std::string d = FragmentArray(i, in.dtype, c);
+    Line(absl::StrCat(MmaHelper(in), "(", Op(in.src[0]), ", ", Op(in.src[1]), ", ", d, ");"));
+    if (in.kind == InstrKind::kWmma) {
+      operand_[i] = d;
+    } else {
+      for (size_t k = 0; k < c.size(); ++k) Line(absl::StrCat(c[k], " = ", d, "[", k, "];"));
+    }
+  }
+
   void EmitInstr(int i) {
     const Instr& in = p_.instrs[i];
     Type(in.dtype);  // registers the headers a value of this type needs, constants included
@@ -411,33 +466,12 @@ class CudaWriter {
       case InstrKind::kBitcast:
         operand_[i] = Define(i, in.dtype, Bitcast(src(0), in.dtype));
         return;
-      case InstrKind::kLoad: {
-        const DType& d = in.dtype;
-        if (d.count > 1) {
-          operand_[i] = VectorLoad(i, in);
-          return;
-        }
-        std::string zero = absl::StrCat("((", Type(d), ")0)");  // never a bool (Legalize)
-        std::string element = absl::StrCat("data", in.slot, "[", src(0), "]");
-        if (in.src.size() > 1)
-          element = absl::StrCat("(", src(1), " ? ", element, " : ", zero, ")");
-        operand_[i] = Define(i, d, element);
+      case InstrKind::kLoad:
+        operand_[i] = in.dtype.count > 1 ? VectorLoad(i, in) : ScalarLoad(i, in);
         return;
-      }
-      case InstrKind::kStore: {
-        std::string condition = in.src.size() > 2 ? src(2) : "";
-        if (warps_.enabled) {  // every lane holds the value: one writes it
-          condition =
-              condition.empty() ? "uopd_lane == 0" : absl::StrCat("uopd_lane == 0 && ", condition);
-        }
-        if (TypeOf(in.src[1]).count > 1) {
-          VectorStore(in, condition);
-          return;
-        }
-        std::string store = absl::StrCat("data", in.slot, "[", src(0), "] = ", src(1), ";");
-        Line(condition.empty() ? store : absl::StrCat("if (", condition, ") ", store));
+      case InstrKind::kStore:
+        EmitStore(in);
         return;
-      }
       case InstrKind::kCheckBounds: {
         std::string out = absl::StrCat("(unsigned long long)", src(0), " >= ", in.size, "ULL");
         if (in.src.size() > 1) out = absl::StrCat(src(1), " && ", out);
@@ -460,15 +494,7 @@ class CudaWriter {
         operand_[i] = Define(i, in.dtype, src(0));
         return;
       case InstrKind::kLoopBegin:
-        if (warps_.loops.contains(i)) {  // lane l takes iterations l, l + 32, ...
-          Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), " + uopd_lane; v", i, " < ",
-                            src(1), "; v", i, " += ", kWarpLanes, ") {"));
-        } else {
-          Line(absl::StrCat("for (", Index(), " v", i, " = ", src(0), "; v", i, " < ", src(1),
-                            "; ++v", i, ") {"));
-        }
-        ++depth_;
-        operand_[i] = absl::StrCat("v", i);
+        operand_[i] = BeginLoop(i, in);
         return;
       case InstrKind::kLoopEnd:
         EndLoop(in);
@@ -483,22 +509,9 @@ class CudaWriter {
         operand_[i] = Define(i, in.dtype, absl::StrCat(src(0), "[", in.lane, "]"));
         return;
       case InstrKind::kWmma:
-      case InstrKind::kWmmaInto: {  // C copied in, D = A x B + C computed in place
-        std::vector<std::string> c;
-        if (in.kind == InstrKind::kWmma) {
-          for (int k = 0; k < in.dtype.count; ++k) c.push_back(absl::StrCat(src(2), "[", k, "]"));
-        } else {  // the accumulators in and out of the instruction
-          for (size_t k = 2; k < in.src.size(); ++k) c.push_back(src(static_cast<int>(k)));
-        }
-        const std::string d = FragmentArray(i, in.dtype, c);
-        Line(absl::StrCat(MmaHelper(in), "(", src(0), ", ", src(1), ", ", d, ");"));
-        if (in.kind == InstrKind::kWmma) {
-          operand_[i] = d;
-        } else {
-          for (size_t k = 0; k < c.size(); ++k) Line(absl::StrCat(c[k], " = ", d, "[", k, "];"));
-        }
+      case InstrKind::kWmmaInto:
+        EmitWmma(i, in);
         return;
-      }
       case InstrKind::kBroadcast:
       case InstrKind::kHReduce:
         // Devectorize wrote these out (CUDA keeps only vector loads and stores): never reached.

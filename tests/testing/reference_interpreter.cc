@@ -248,6 +248,51 @@ class Interpreter {
     return absl::OkStatus();
   }
 
+  // A REDUCE in the order the variation says (lanes, reversed, shuffled).
+  absl::Status Reduce(const UOp* n, Val* out) {
+    const Scalar s = n->dtype().scalar;
+    auto src = [&](size_t i, Val* v) { return Eval(n->src(i), v); };
+    Op op = n->arg().reduce_op;
+    Val identity;
+    if (IsF(s))
+      identity = FromFloat(op == Op::kAdd ? 0.0 : op == Op::kMul ? 1.0 : -INFINITY, s);
+    else
+      identity = FromInt(op == Op::kAdd ? 0 : op == Op::kMul ? 1 : DTypeRange(s).min, s);
+    std::vector<const UOp*> ranges(n->src().begin() + 1, n->src().end());
+    std::sort(ranges.begin(), ranges.end(),
+              [](const UOp* a, const UOp* b) { return a->arg().axis < b->arg().axis; });
+    const int lanes = std::max(1, unspecified_.reduction_lanes);
+    std::vector<Val> partial(lanes, identity);
+    std::vector<Val> values;  // with reduction_shuffle: combined after the loop
+    absl::Status st = Loop(
+        ranges, 0,
+        [&]() -> absl::Status {
+          Val v;
+          if (absl::Status e = src(0, &v); !e.ok()) return e;
+          if (unspecified_.reduction_shuffle != 0) {
+            values.push_back(v);
+            return absl::OkStatus();
+          }
+          Val& acc = partial[env_.at(ranges[0]) % lanes];
+          acc = Binary(op, acc, v, s);
+          return absl::OkStatus();
+        },
+        unspecified_.reverse_reductions);
+    if (unspecified_.reduction_shuffle != 0) {
+      std::mt19937 order(unspecified_.reduction_shuffle + static_cast<uint32_t>(n->id()));
+      std::shuffle(values.begin(), values.end(), order);
+      for (const Val& v : values) partial[0] = Binary(op, partial[0], v, s);
+    }
+    for (int half = lanes / 2; half > 0; half /= 2) {
+      for (int lane = 0; lane < half; ++lane) {
+        partial[lane] = Binary(op, partial[lane], partial[lane + half], s);
+      }
+    }
+    Val acc = partial[0];
+    *out = acc;
+    return st;
+  }
+
   absl::Status Eval(const UOp* n, Val* out) {
     const Scalar s = n->dtype().scalar;
     auto src = [&](size_t i, Val* v) { return Eval(n->src(i), v); };
@@ -283,47 +328,8 @@ class Interpreter {
         *out = Load(buffers_[Slot(index_node->src(0))], i, s);
         return absl::OkStatus();
       }
-      case Op::kReduce: {
-        Op op = n->arg().reduce_op;
-        Val identity;
-        if (IsF(s))
-          identity = FromFloat(op == Op::kAdd ? 0.0 : op == Op::kMul ? 1.0 : -INFINITY, s);
-        else
-          identity = FromInt(op == Op::kAdd ? 0 : op == Op::kMul ? 1 : DTypeRange(s).min, s);
-        std::vector<const UOp*> ranges(n->src().begin() + 1, n->src().end());
-        std::sort(ranges.begin(), ranges.end(),
-                  [](const UOp* a, const UOp* b) { return a->arg().axis < b->arg().axis; });
-        const int lanes = std::max(1, unspecified_.reduction_lanes);
-        std::vector<Val> partial(lanes, identity);
-        std::vector<Val> values;  // with reduction_shuffle: combined after the loop
-        absl::Status st = Loop(
-            ranges, 0,
-            [&]() -> absl::Status {
-              Val v;
-              if (absl::Status e = src(0, &v); !e.ok()) return e;
-              if (unspecified_.reduction_shuffle != 0) {
-                values.push_back(v);
-                return absl::OkStatus();
-              }
-              Val& acc = partial[env_.at(ranges[0]) % lanes];
-              acc = Binary(op, acc, v, s);
-              return absl::OkStatus();
-            },
-            unspecified_.reverse_reductions);
-        if (unspecified_.reduction_shuffle != 0) {
-          std::mt19937 order(unspecified_.reduction_shuffle + static_cast<uint32_t>(n->id()));
-          std::shuffle(values.begin(), values.end(), order);
-          for (const Val& v : values) partial[0] = Binary(op, partial[0], v, s);
-        }
-        for (int half = lanes / 2; half > 0; half /= 2) {
-          for (int lane = 0; lane < half; ++lane) {
-            partial[lane] = Binary(op, partial[lane], partial[lane + half], s);
-          }
-        }
-        Val acc = partial[0];
-        *out = acc;
-        return st;
-      }
+      case Op::kReduce:
+        return Reduce(n, out);
       case Op::kCast:
       case Op::kBitcast: {
         Val v;
