@@ -4,12 +4,11 @@
 #include <functional>
 #include <limits>
 
-#include "core/codegen/pipeline.h"
 #include "core/codegen/vector_range.h"
 #include "core/ir/affine.h"
 #include "core/ir/value_range.h"
-#include "core/opt/column_split.h"
 #include "core/opt/cost_model.h"
+#include "core/opt/gpu_heuristic.h"
 #include "core/opt/tinygrad_heuristic.h"
 #include "core/util/large_stack.h"
 
@@ -494,9 +493,8 @@ std::vector<RankedCandidate> RankCpuCandidates(const Scheduler& scheduler,
 
 std::vector<std::vector<Opt>> HeuristicContenders(const Scheduler& scheduler,
                                                   std::shared_ptr<const KernelAst> as_written) {
-  if (scheduler.target().has_local || Toposort(scheduler.root()).size() > kMaxRankedNodes) {
-    return {};
-  }
+  if (scheduler.target().has_local) return GpuHeuristicContenders(scheduler);
+  if (Toposort(scheduler.root()).size() > kMaxRankedNodes) return {};
   const std::vector<RankedCandidate> ranked =
       OnCompileStack([&] { return RankCpuCandidates(scheduler, as_written); });
   if (ranked.empty()) return {{}};  // nothing costed: the kernel as written
@@ -535,51 +533,6 @@ void ApplyCpuHeuristics(Scheduler& scheduler, std::shared_ptr<const KernelAst> a
   for (const Opt& opt : ranked.front().opts) {
     if (!scheduler.Apply(opt).ok()) return;  // cannot happen: the same opts on the same AST
   }
-}
-
-// Whether the kernel as written is one whose reduction a warp's lanes share (uopd's GPU row
-// reduction, core/codegen/warp_reduction.h): its loads are contiguous along the reduction, and
-// tinygrad's opts for it (upcasts and locals, no group for large outputs) would give each output
-// a thread of its own again, reading a row apart from its neighbours.
-bool WarpsShareAsWritten(const Scheduler& scheduler) {
-  const OptTarget& target = scheduler.target();
-  if (target.warp_lanes <= 0) return false;
-  CodegenTarget gpu = CodegenTarget::CudaGrid();
-  auto kernel = LowerForTarget(scheduler.Finish(/*hash=*/false), "k", gpu, {});
-  return kernel.ok() && kernel->warps.enabled;
-}
-
-// A row reduction the warp's lanes share, with its reduction unrolled by 4 as vector lanes:
-// each lane reads 16 bytes a load (float4) and the warp 512 neighbouring bytes, a quarter of
-// the load instructions. Applied where the lanes still share it and the load is kept whole
-// (whether it was).
-bool WidenWarpSharedLoads(Scheduler& scheduler) {
-  const Opt unroll{OptOp::kUnroll, 0, 4};
-  Scheduler trial(*scheduler.Finish(/*hash=*/false), scheduler.target());
-  if (!trial.Apply(unroll).ok()) return false;
-  auto kernel = LowerForTarget(trial.Finish(/*hash=*/false), "k", CodegenTarget::CudaGrid(), {});
-  if (!kernel.ok() || !kernel->warps.enabled) return false;
-  const std::vector<Instr>& instrs = kernel->program.instrs;
-  const bool vector_load = std::any_of(instrs.begin(), instrs.end(), [&](const Instr& in) {
-    return in.kind == InstrKind::kLoad && in.dtype.count == unroll.arg;
-  });
-  // Cannot fail: it applied to the same AST.
-  return vector_load && scheduler.Apply(unroll).ok();
-}
-
-// GPUs: tinygrad's hand-coded optimizations (locals, GROUPTOP for small outputs, matvec's GROUP,
-// upcasts), except for the row reductions warps share as written (their loads widened to
-// float4) and the column reductions split across a block's threads (core/opt/column_split.h).
-// Not yet ranked by a model of the GPU, nor timed: the search is what would.
-void ApplyGpuHeuristics(Scheduler& scheduler) {
-  if (Toposort(scheduler.root()).size() > kMaxRankedNodes) return;  // as written
-  if (TryTensorCores(scheduler)) return;  // tinygrad's first choice, before any of uopd's
-  if (OnCompileStack([&] { return WarpsShareAsWritten(scheduler); })) {
-    OnCompileStack([&] { return WidenWarpSharedLoads(scheduler); });
-    return;
-  }
-  if (SplitColumnReduction(scheduler)) return;
-  ApplyTinygradHeuristics(scheduler);
 }
 
 }  // namespace

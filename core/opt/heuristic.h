@@ -16,10 +16,8 @@
 // - tinygrad's own hand-coded optimizations (core/opt/tinygrad_heuristic.h), so the choice is
 //   never one tinygrad would beat by its own measure of the model;
 // - the kernel as written.
-// GPUs: tinygrad's hand-coded optimizations (locals as threads of a block, GROUPTOP in shared
-// memory for small outputs, matvec's GROUP, upcasts), except for row reductions a warp's lanes
-// share as written (core/codegen/warp_reduction.h), which stay as written. Neither ranked by a
-// model of the GPU nor timed yet.
+// GPUs: core/opt/gpu_heuristic.h (tinygrad's hand-coded optimizations, tensor cores first,
+// except for the row and column reductions uopd lowers its own way).
 #ifndef UOPD_CORE_OPT_HEURISTIC_H_
 #define UOPD_CORE_OPT_HEURISTIC_H_
 
@@ -61,10 +59,10 @@ std::vector<RankedCandidate> RankCpuCandidates(
 // costs more than timing them: tinygrad's own choice when the model puts it within 8x (the
 // model is rough where LLVM's transformations matter most: unswitched masks, interleaved
 // gathers; tinygrad's choice is the baseline never to lose to). One list: nothing to time, the
-// model's choice stands. Empty: the kernel is not ranked (a GPU target, or over
-// kMaxRankedNodes), ApplyHeuristics decides without the model. Timing every close candidate
-// would tune further, at a first-run cost users see (a second each for ResNet's convolutions);
-// that is what the search mode is for.
+// model's choice stands. Empty: the kernel is not ranked (over kMaxRankedNodes),
+// ApplyHeuristics decides without the model. GPU targets: GpuHeuristicContenders. Timing every
+// close candidate would tune further, at a first-run cost users see (a second each for ResNet's
+// convolutions); that is what the search mode is for.
 std::vector<std::vector<Opt>> HeuristicContenders(
     const Scheduler& scheduler, std::shared_ptr<const KernelAst> as_written = nullptr);
 

@@ -1,6 +1,7 @@
 #include "core/program/optimize_layer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "core/cache/program_codec.h"
@@ -223,11 +224,24 @@ absl::StatusOr<OptimizeRequest> OptimizeLayer::ResolveHeuristic(
   SearchOptions options = search_;
   options.stop = stop;
   options.render = render;
+  // A GPU's contenders are lowerings no model has checked on this GPU (tensor cores, vector
+  // loads, shared memory): one whose outputs differ is not chosen, and says so.
+  options.verify_candidates = target.has_local;
   auto time = [&]() -> absl::StatusOr<CacheEntry> {
     const absl::Time started = absl::Now();
     UOPD_ASSIGN_OR_RETURN(TournamentResult timed,
                           TimeOptCandidates(device, ast, contenders, options));
     if (timed.stopped) return absl::CancelledError("the call ended while timing candidates");
+    for (size_t differed : timed.differed) {
+      Log(LogLevel::kError, "a heuristic candidate's outputs differ from the kernel as written",
+          {{"kernel", ast->DefaultName()},
+           {"device", device.name()},
+           {"opts", OptsToString(contenders[differed])}});
+    }
+    // Nothing ran: nothing was learned that later calls, or other workers, should rely on.
+    if (std::isinf(timed.seconds[timed.winner])) {
+      return absl::FailedPreconditionError("no candidate ran on the device");
+    }
     KeepTimedWinner(device.spec().base_device_key(), pair, *ast, timed, render, stop);
     CacheEntry record;
     record.key = key_hex;
@@ -250,6 +264,8 @@ absl::StatusOr<OptimizeRequest> OptimizeLayer::ResolveHeuristic(
     // Timing needs scratch memory and the call's time; without them the model decides (for
     // this call only: a later one may time).
     if (stop != nullptr && stop->stopped()) return lookup.status();
+    // None could run here: the model decides, and this daemon does not try again.
+    if (absl::IsFailedPrecondition(lookup.status())) return decided(contenders.front());
     return explicit_opts(contenders.front());
   }
   std::optional<std::vector<Opt>> opts = RecordOpts(*lookup->entry, key_hex, ast->hash);

@@ -109,6 +109,18 @@ class Searcher {
     TournamentResult result;
     result.seconds.assign(candidates.size(), std::numeric_limits<double>::infinity());
     std::vector<std::shared_ptr<const Built>> built(candidates.size());
+    bool verifying = false;
+    if (options_.verify_candidates) {
+      if (absl::StatusOr<Built> reference = Build(ast_, {}); reference.ok()) {
+        UOPD_RETURN_IF_ERROR(ChargeScratch(reference->spec));
+        UOPD_RETURN_IF_ERROR(AllocateScratch(reference->spec));
+        UOPD_RETURN_IF_ERROR(Restore());
+        if (Execute(*reference).ok()) {
+          UOPD_RETURN_IF_ERROR(KeepExpectedOutputs(*reference));
+          verifying = true;
+        }
+      }
+    }
     for (size_t i = 0; i < candidates.size() && !OutOfTime(); ++i) {
       auto optimized =
           OptimizeKernel(ast_, target_, OptimizeRequest{OptMode::kOpts, candidates[i]});
@@ -122,6 +134,10 @@ class Searcher {
         UOPD_RETURN_IF_ERROR(Restore());
       }
       if (!Execute(*b).ok()) continue;  // the first run warms caches and code
+      if (verifying && !Matches(*b)) {
+        result.differed.push_back(i);
+        continue;
+      }
       built[i] = std::make_shared<const Built>(*std::move(b));
     }
     // Interleaved rounds: a moment of load on a shared machine slows one sample, not one
@@ -165,11 +181,7 @@ class Searcher {
       return Fallback(result);
     }
     const double reference_seconds = SecondsSince(start);
-    for (int slot : reference.spec.outs) {
-      std::string bytes(pristine_[slot].size(), '\0');
-      UOPD_RETURN_IF_ERROR(device_.allocator().CopyOut(bytes.data(), buffers_[slot], bytes.size()));
-      expected_.emplace_back(slot, std::move(bytes));
-    }
+    UOPD_RETURN_IF_ERROR(KeepExpectedOutputs(reference));
     absl::flat_hash_set<std::string> seen = {ast_->hash};
     std::vector<Timed> beam;
     // The heuristics first: the answer when nothing beats them.
@@ -408,6 +420,16 @@ class Searcher {
       if (!Execute(built).ok()) return std::numeric_limits<double>::infinity();
     }
     return SecondsSince(start) / reps;
+  }
+
+  // The outputs `reference` left in the scratch buffers: what every candidate must match.
+  absl::Status KeepExpectedOutputs(const Built& reference) {
+    for (int slot : reference.spec.outs) {
+      std::string bytes(pristine_[slot].size(), '\0');
+      UOPD_RETURN_IF_ERROR(device_.allocator().CopyOut(bytes.data(), buffers_[slot], bytes.size()));
+      expected_.emplace_back(slot, std::move(bytes));
+    }
+    return absl::OkStatus();
   }
 
   bool Matches(const Built& built) {

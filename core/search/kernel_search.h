@@ -33,6 +33,11 @@ struct SearchOptions {
   const StopFlag* stop = nullptr;
   // How every candidate (and the reference) is rendered: as the request that searches asked.
   RenderOptions render;
+  // Tournaments: run the kernel as written first, and time only candidates whose outputs match
+  // its outputs (as the search's must). A GPU's heuristics choose among lowerings no model has
+  // checked on that GPU, and timing picks what runs for every later call. When the kernel as
+  // written cannot run on the made-up inputs (a gather's bounds check), nothing is checked.
+  bool verify_candidates = false;
 };
 
 struct SearchResult {
@@ -62,11 +67,15 @@ struct TournamentResult {
   std::vector<Opt> winner_applied;  // the opts as OptimizeKernel applied them
   ProgramSpec winner_spec;          // its AST is the optimized one
   CompiledKernel winner_kernel;
+  // verify_candidates: the candidates whose outputs differed from the kernel as written's (not
+  // timed; their seconds stay infinity).
+  std::vector<size_t> differed;
 };
 
 // Times each of `candidates` (opt lists of mode kOpts for `ast`) on `device`, on made-up inputs
-// in scratch buffers, interleaved, and names the fastest. Unlike the search it neither extends
-// nor verifies them: they are the heuristics' own choices, trusted as the heuristics are.
+// in scratch buffers, interleaved, and names the fastest. Unlike the search it does not extend
+// them, and checks their outputs only with options.verify_candidates: they are the heuristics'
+// own choices, trusted as the heuristics are where the heuristics are checked.
 // RESOURCE_EXHAUSTED when the buffers do not fit options.max_scratch_bytes.
 absl::StatusOr<TournamentResult> TimeOptCandidates(const Device& device,
                                                    const std::shared_ptr<const KernelAst>& ast,

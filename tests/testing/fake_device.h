@@ -5,7 +5,8 @@
 //   spelling the linear program's listing as the "source".
 // - FakeCompiler: the source's bytes, as an object; counts compiles; can be made to fail.
 // - FakeRuntime: runs a loaded kernel with the reference interpreter on the kernel's own AST
-//   (tests/testing/reference_interpreter.h); counts loads and runs.
+//   (tests/testing/reference_interpreter.h); counts loads and runs; can be made to get some
+//   programs' outputs wrong.
 // - FakeTier: an in-memory cache tier that counts and can be made to fail (an unreachable
 //   store).
 // FakeDevice() puts the first four together as a device named like a real one.
@@ -13,6 +14,7 @@
 #define UOPD_TESTS_TESTING_FAKE_DEVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +32,10 @@ struct FakeCounters {
   std::atomic<int> loads{0};
   std::atomic<int> runs{0};
   std::atomic<bool> fail_compiles{false};  // compiles fail with INTERNAL (a backend's bug)
+  // Programs whose spec this accepts get the first element of each output wrong (a bit of its
+  // most significant byte flipped): a backend that miscompiles some lowerings. Set before the
+  // device is used.
+  std::function<bool(const ProgramSpec&)> miscomputes;
 };
 
 class FakeAllocator : public Allocator {

@@ -4,6 +4,7 @@
 #include "core/search/kernel_search.h"
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <random>
 
@@ -14,6 +15,7 @@
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_opts.h"
+#include "tests/testing/fake_device.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"
 #include "tests/testing/sample_kernels.h"
@@ -198,6 +200,64 @@ TEST_F(KernelSearchTest, ASearchTheCallEndsIsNotRecorded) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
   EXPECT_FALSE(source.optimizer()
                    .FindSearchRecord("CPU", device_->compilers().front(), *matmul_)
+                   .has_value());
+}
+
+// Whether `spec`'s kernel has an UPCAST range: the lowering the fake backend below gets wrong.
+bool Upcast(const ProgramSpec& spec) {
+  for (const UOp* node : Toposort(spec.ast->root)) {
+    if (node->op() == Op::kRange && node->arg().axis_type == AxisType::kUpcast) return true;
+  }
+  return false;
+}
+
+// A GPU's heuristics choose among lowerings no model has checked on that GPU: a tournament that
+// verifies its candidates neither times nor chooses one whose outputs differ from the kernel as
+// written's, and names it.
+TEST(Tournament, AVerifiedCandidateWhoseOutputsDifferIsNeitherTimedNorChosen) {
+  auto counters = std::make_shared<testing::FakeCounters>();
+  counters->miscomputes = Upcast;
+  std::unique_ptr<Device> device = testing::FakeDevice(counters);
+  auto ast = DecodeKernelAst(testing::AddKernel(64));
+  UOPD_ASSERT_OK(ast);
+  const std::vector<std::vector<Opt>> candidates = {{Opt{OptOp::kUpcast, 0, 4}}, {}};
+  SearchOptions options;
+  options.verify_candidates = true;
+  auto timed = TimeOptCandidates(*device, *ast, candidates, options);
+  UOPD_ASSERT_OK(timed);
+  EXPECT_EQ(timed->differed, std::vector<size_t>{0});
+  EXPECT_TRUE(std::isinf(timed->seconds[0]));
+  EXPECT_FALSE(std::isinf(timed->seconds[1]));
+  EXPECT_EQ(timed->winner, 1u);
+  // Unverified (the CPU's tournaments), both are timed.
+  options.verify_candidates = false;
+  timed = TimeOptCandidates(*device, *ast, candidates, options);
+  UOPD_ASSERT_OK(timed);
+  EXPECT_TRUE(timed->differed.empty());
+  EXPECT_FALSE(std::isinf(timed->seconds[0]));
+}
+
+// When no candidate can run on the device, the timing learned nothing: the model's choice
+// answers, and no record of it reaches the shared cache, where every worker would take it for a
+// measurement.
+TEST_F(KernelSearchTest, CandidatesThatCouldNotRunAreNotRecordedAsTimed) {
+  auto counters = std::make_shared<testing::FakeCounters>();
+  std::unique_ptr<Device> device = testing::FakeDevice(counters);
+  auto ast = DecodeKernelAst(testing::Matmul(512, 512, 512));
+  UOPD_ASSERT_OK(ast);
+  const std::vector<std::vector<Opt>> contenders =
+      HeuristicContendersFor(*ast, OptTargetFor("CPU", "fake-target", device->threads()));
+  ASSERT_GE(contenders.size(), 2u) << "the matmul's candidates are not timed";
+  counters->fail_compiles = true;
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache shared(std::move(tiers));
+  CachingProgramSource source(shared, 16);
+  auto chosen = source.optimizer().ResolveHeuristic(*device, *ast, nullptr);
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(OptsToString(chosen->opts), OptsToString(contenders.front()));
+  EXPECT_FALSE(source.optimizer()
+                   .FindSearchRecord("CPU", device->compilers().front(), **ast, "heuristic")
                    .has_value());
 }
 
