@@ -60,7 +60,7 @@ step "CUDA tests on the GPU (random kernels against the reference, plans on stre
 gpu_tests='CudaGpuTest.*:-CudaGpuTest.RunsTheCorpusOnTheGpu'
 timeout 240 "$tests" --gtest_filter="$gpu_tests" > "$out/cuda_backend_test.log" 2>&1
 tests_rc=$?
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|seed|rror" "$out/cuda_backend_test.log" | head -60
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|seed|rror| us$" "$out/cuda_backend_test.log" | head -80
 
 step "conformance on CUDA:0"
 conformance_bin=$conformance

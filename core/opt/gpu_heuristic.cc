@@ -55,7 +55,6 @@ void ApplyGpuHeuristics(Scheduler& scheduler) {
   ApplyTinygradHeuristics(scheduler);
 }
 
-
 namespace {
 
 // Every iteration of the kernel's loops, or 0 when a range's size is not a constant.

@@ -11,6 +11,7 @@
 #include "core/corpus/compare.h"
 #include "core/opt/optimize.h"
 #include "core/opt/search_space.h"
+#include "core/search/made_up_inputs.h"
 #include "core/util/large_stack.h"
 #include "core/util/log.h"
 #include "core/util/status_macros.h"
@@ -22,42 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// A made-up element of `scalar`: floats of magnitude in [0.25, 2) with either sign (sums stay
-// well conditioned, no overflow), integers in [0, 16) (small enough to index with), bools.
-void FillElement(Scalar scalar, std::mt19937_64& rng, char* out) {
-  const uint64_t r = rng();
-  const uint64_t sign = r & 1, bits = r >> 8;
-  auto store = [&](auto value) { std::memcpy(out, &value, sizeof(value)); };
-  switch (scalar) {
-    case Scalar::kFloat64:
-      store((sign ? -1.0 : 1.0) * (0.25 + 1.75 * static_cast<double>(bits % 1000000) / 1e6));
-      return;
-    case Scalar::kFloat32:
-      store((sign ? -1.0f : 1.0f) * (0.25f + 1.75f * static_cast<float>(bits % 1000000) / 1e6f));
-      return;
-    case Scalar::kFloat16:  // exponent 13..15 of bias 15
-      store(static_cast<uint16_t>(sign << 15 | (13 + bits % 3) << 10 | (bits >> 8) % 1024));
-      return;
-    case Scalar::kBfloat16:  // exponent 125..127 of bias 127
-      store(static_cast<uint16_t>(sign << 15 | (125 + bits % 3) << 7 | (bits >> 8) % 128));
-      return;
-    case Scalar::kFp8E4M3:  // exponent 5..7 of bias 7
-      store(static_cast<uint8_t>(sign << 7 | (5 + bits % 3) << 3 | (bits >> 8) % 8));
-      return;
-    case Scalar::kFp8E5M2:  // exponent 13..15 of bias 15
-      store(static_cast<uint8_t>(sign << 7 | (13 + bits % 3) << 2 | (bits >> 8) % 4));
-      return;
-    case Scalar::kBool:
-      store(static_cast<uint8_t>(sign));
-      return;
-    default: {
-      const int64_t value = static_cast<int64_t>(bits % 16);
-      std::memcpy(out, &value, std::max(1, ScalarItemSize(scalar)));  // little-endian
-      return;
-    }
-  }
 }
 
 // Reductions summed in another order than the kernel as written differ in the last bits.
@@ -363,7 +328,7 @@ class Searcher {
       const int item = std::max(1, ScalarItemSize(b.dtype.scalar));
       std::string& bytes = pristine_[b.slot];
       bytes.resize(b.size * item);
-      for (int64_t i = 0; i < b.size; ++i) FillElement(b.dtype.scalar, rng, &bytes[i * item]);
+      for (int64_t i = 0; i < b.size; ++i) FillMadeUpElement(b.dtype.scalar, rng, &bytes[i * item]);
       UOPD_ASSIGN_OR_RETURN(buffers_[b.slot], device_.allocator().Allocate(bytes.size()));
     }
     return absl::OkStatus();

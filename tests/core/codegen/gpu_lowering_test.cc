@@ -2,14 +2,17 @@
 // without a GPU: the CPU backend runs the grid's threads as a loop, and every corpus case and
 // plan must still match tinygrad.
 #include <atomic>
+#include <cmath>
 
 #include "backends/cpu/cpu_allocator.h"
 #include "backends/cpu/llvm_compiler.h"
 #include "backends/cpu/llvm_renderer.h"
 #include "backends/cpu/orc_runtime.h"
+#include "core/cache/memory_tier.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/opt/optimize.h"
 #include "core/program/caching_program_source.h"
+#include "core/search/kernel_search.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
@@ -18,6 +21,7 @@
 #include "tests/testing/random_opts_source.h"
 #include "tests/testing/reference_interpreter.h"
 #include "tests/testing/sample_kernels.h"
+#include "tests/testing/status_matchers.h"
 #include "tests/testing/tensor_core_opts.h"
 
 namespace uopd {
@@ -33,6 +37,64 @@ std::unique_ptr<Device> GpuLoweringDevice() {
   compilers.push_back({std::make_unique<LlvmRenderer>(options), std::make_unique<LlvmCompiler>()});
   return std::make_unique<Device>(DeviceSpec("CPU", 0), std::make_unique<CpuAllocator>(),
                                   std::move(compilers), std::move(*runtime));
+}
+
+// The CPU's LLVM compiler presented as an sm_80 GPU's, so that the optimizer targets a CUDA GPU
+// (tensor cores, locals) while the kernels run on the CPU through the GPU lowering.
+class Sm80OnTheCpu : public Compiler {
+ public:
+  std::string Target() const override { return "sm_80"; }
+  std::string Identity() const override { return "cpu-as-sm_80/" + llvm_.Identity(); }
+
+ private:
+  absl::StatusOr<CompiledKernel> CompileImpl(const ProgramSpec& spec,
+                                             const CompileOptions& options) const override {
+    return llvm_.Compile(spec, options);
+  }
+  LlvmCompiler llvm_;
+};
+
+// A "CUDA" device whose kernels run on the CPU through the GPU lowering.
+std::unique_ptr<Device> CudaOnTheCpu() {
+  auto runtime = OrcRuntime::Create(nullptr);
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  LlvmRendererOptions options;
+  options.gpu_lowering = true;
+  std::vector<CompilerPair> compilers;
+  compilers.push_back({std::make_unique<LlvmRenderer>(options), std::make_unique<Sm80OnTheCpu>()});
+  return std::make_unique<Device>(DeviceSpec("CUDA", 0), std::make_unique<CpuAllocator>(),
+                                  std::move(compilers), std::move(*runtime));
+}
+
+// The GPU heuristics' close choices for a half matmul, tensor cores and tinygrad's list without
+// them, as a GPU times them: both compute what the kernel as written computes on the made-up
+// inputs (a tensor core multiplies exactly where the kernel as written rounds each product to
+// half), so neither is dropped, and the timed choice is recorded for every worker.
+TEST(GpuLowering, TheHeuristicsTensorCoresPassTheTimingsCheckAgainstTheKernelAsWritten) {
+  std::unique_ptr<Device> device = CudaOnTheCpu();
+  auto ast =
+      DecodeKernelAst(testing::Matmul(256, 256, 256, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  const std::vector<std::vector<Opt>> contenders =
+      HeuristicContendersFor(*ast, OptTarget::Cuda("sm_80"));
+  ASSERT_EQ(contenders.size(), 2u);
+  ASSERT_EQ(contenders[0].front().op, OptOp::kTc);
+  SearchOptions options;
+  options.verify_candidates = true;
+  auto timed = TimeOptCandidates(*device, *ast, contenders, options);
+  UOPD_ASSERT_OK(timed);
+  EXPECT_TRUE(timed->differed.empty());
+  for (double seconds : timed->seconds) EXPECT_FALSE(std::isinf(seconds));
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache shared(std::move(tiers));
+  CachingProgramSource source(shared);
+  auto chosen = source.optimizer().ResolveHeuristic(*device, *ast, nullptr);
+  UOPD_ASSERT_OK(chosen);
+  EXPECT_EQ(chosen->mode, OptMode::kOpts);
+  EXPECT_TRUE(source.optimizer()
+                  .FindSearchRecord("CUDA", device->compilers().front(), **ast, "heuristic")
+                  .has_value());
 }
 
 TEST(GpuLowering, ReproducesTinygradOnTheCorpusWhenItsGridRunsAsALoop) {

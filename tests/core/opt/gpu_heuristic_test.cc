@@ -42,9 +42,8 @@ bool HasTensorCore(const std::string& opts) { return opts.find("TC") != std::str
 
 TEST(GpuHeuristicContenders, AHalfMatmulTimesTensorCoresAgainstTinygradsListWithout) {
   const OptTarget gpu = OptTarget::Cuda("sm_80");
-  const std::vector<std::string> contenders =
-      Contenders(Decoded(testing::Matmul(1024, 1024, 1024, v1::DType::FLOAT16, v1::DType::FLOAT32)),
-                 gpu);
+  const std::vector<std::string> contenders = Contenders(
+      Decoded(testing::Matmul(1024, 1024, 1024, v1::DType::FLOAT16, v1::DType::FLOAT32)), gpu);
   ASSERT_EQ(contenders.size(), 2u);
   EXPECT_TRUE(HasTensorCore(contenders[0])) << contenders[0];
   EXPECT_FALSE(HasTensorCore(contenders[1])) << contenders[1];
@@ -80,11 +79,11 @@ TEST(GpuHeuristicContenders, AKernelWithOneChoiceIsNotTimed) {
   // Without tensor cores (--tensor_cores=false), a half matmul has tinygrad's list alone.
   OptTarget no_cores = OptTarget::Cuda("sm_80");
   no_cores.tensor_cores.clear();
-  EXPECT_EQ(Contenders(Decoded(testing::Matmul(1024, 1024, 1024, v1::DType::FLOAT16,
-                                               v1::DType::FLOAT32)),
-                       no_cores)
-                .size(),
-            1u);
+  EXPECT_EQ(
+      Contenders(Decoded(testing::Matmul(1024, 1024, 1024, v1::DType::FLOAT16, v1::DType::FLOAT32)),
+                 no_cores)
+          .size(),
+      1u);
 }
 
 }  // namespace
