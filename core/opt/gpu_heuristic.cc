@@ -78,7 +78,9 @@ std::vector<std::vector<Opt>> GpuHeuristicContenders(const Scheduler& scheduler)
     return s.applied();
   };
   std::vector<std::vector<Opt>> out = {chosen(scheduler.target(), ApplyGpuHeuristics)};
-  if (Iterations(scheduler) < kGpuTimedIterations) return out;
+  const bool tensor_cores = std::any_of(out.front().begin(), out.front().end(),
+                                        [](const Opt& opt) { return opt.op == OptOp::kTc; });
+  if (!tensor_cores && Iterations(scheduler) < kGpuTimedIterations) return out;
   auto add = [&](std::vector<Opt> opts) {
     if (std::find(out.begin(), out.end(), opts) == out.end()) out.push_back(std::move(opts));
   };

@@ -29,9 +29,12 @@ inline constexpr double kGpuTimedIterations = 1 << 22;
 void ApplyGpuHeuristics(Scheduler& scheduler);
 
 // The GPU heuristics' choice first, then what it was chosen over, for a kernel with at least
-// kGpuTimedIterations iterations and constant sizes: tinygrad's own list (tensor cores first),
-// tinygrad's list without tensor cores (its TC=0), and for a row reduction the warp shares, that
-// reduction as written (without float4 loads). One list: nothing to time.
+// kGpuTimedIterations iterations and constant sizes, or whatever its size when the choice has
+// tensor cores (the instruction's fragment layouts are checked on the GPU itself the first time,
+// against the kernel as written, before any client's result depends on them): tinygrad's own
+// list (tensor cores first), tinygrad's list without tensor cores (its TC=0), and for a row
+// reduction the warp shares, that reduction as written (without float4 loads). One list:
+// nothing to time.
 std::vector<std::vector<Opt>> GpuHeuristicContenders(const Scheduler& scheduler);
 
 }  // namespace uopd

@@ -50,13 +50,17 @@ TEST(GpuHeuristicContenders, AHalfMatmulTimesTensorCoresAgainstTinygradsListWith
   EXPECT_NE(contenders[1], "");
 }
 
-TEST(GpuHeuristicContenders, SmallKernelsAreNotTimed) {
+TEST(GpuHeuristicContenders, SmallKernelsAreNotTimedUnlessTheyTakeTensorCores) {
   const OptTarget gpu = OptTarget::Cuda("sm_80");
-  EXPECT_EQ(
-      Contenders(Decoded(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32)), gpu)
-          .size(),
-      1u);
   EXPECT_EQ(Contenders(Decoded(testing::ColumnSumKernel(512, 64)), gpu).size(), 1u);
+  EXPECT_EQ(Contenders(Decoded(testing::RowSumKernel(64, 512)), gpu).size(), 1u);
+  // Tensor cores are checked on the GPU whatever the kernel's size: a 64^3 matmul is timed, and
+  // checked, against tinygrad's list without them.
+  const std::vector<std::string> small =
+      Contenders(Decoded(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32)), gpu);
+  ASSERT_EQ(small.size(), 2u);
+  EXPECT_TRUE(HasTensorCore(small[0]));
+  EXPECT_FALSE(HasTensorCore(small[1]));
 }
 
 TEST(GpuHeuristicContenders, UopdsReductionsAreTimedAgainstTinygradsLists) {
