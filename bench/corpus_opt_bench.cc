@@ -72,56 +72,62 @@ struct Item {
   }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   int samples = 9, worst = 10, rounds = 2;
   double min_ms = 2, threshold = 1.10;
   bool all = false;
   std::vector<std::string> paths, only;
+};
+
+// The command line; false after printing the usage.
+bool ParseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--samples" && i + 1 < argc) {
-      samples = std::max(1, std::atoi(argv[++i]));
+      o->samples = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--min_ms" && i + 1 < argc) {
-      min_ms = std::atof(argv[++i]);
+      o->min_ms = std::atof(argv[++i]);
     } else if (arg == "--rounds" && i + 1 < argc) {
-      rounds = std::max(1, std::atoi(argv[++i]));
+      o->rounds = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--worst" && i + 1 < argc) {
-      worst = std::atoi(argv[++i]);
+      o->worst = std::atoi(argv[++i]);
     } else if (arg == "--threshold" && i + 1 < argc) {
-      threshold = std::atof(argv[++i]);
+      o->threshold = std::atof(argv[++i]);
     } else if (arg == "--only" && i + 1 < argc) {
-      only = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      o->only = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
     } else if (arg == "--all") {
-      all = true;
+      o->all = true;
     } else if (absl::StartsWith(arg, "--")) {
       std::fprintf(stderr,
                    "usage: corpus_opt_bench [--samples N] [--rounds N] [--min_ms MS] [--worst N] "
                    "[--threshold R] [--all] [--only a,b] [PATH...]\n");
-      return 2;
+      return false;
     } else {
-      paths.push_back(arg);
+      o->paths.push_back(arg);
     }
   }
-  if (paths.empty()) paths.push_back("tests/corpus/cases");
-  auto files = uopd::ListCorpusFiles(paths);
-  if (!files.ok()) {
-    std::fprintf(stderr, "%s\n", files.status().ToString().c_str());
-    return 2;
-  }
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  uopd::ThreadPool pool(cores - 1);
-  auto device = uopd::CreateCpuDevice(&pool);
-  if (!device.ok()) return 1;
-  uopd::Device& cpu = **device;
-  uopd::KernelCache cache;
-  uopd::CachingProgramSource source(cache);
+  if (o->paths.empty()) o->paths.push_back("tests/corpus/cases");
+  return true;
+}
 
+struct Corpus {
   std::vector<Item> items;
   std::vector<std::string> mismatches, errors;
   int cases = 0, plans = 0;
-  for (const std::string& file : *files) {
+};
+
+// Each corpus kernel checked with the heuristics against tinygrad's outputs, then loaded as
+// written and with the heuristics, with its calls per sample measured.
+Corpus CollectItems(uopd::Device& cpu, uopd::CachingProgramSource& source, uopd::ThreadPool& pool,
+                    const std::vector<std::string>& files, const Options& o) {
+  Corpus c;
+  std::vector<Item>& items = c.items;
+  std::vector<std::string>& mismatches = c.mismatches;
+  std::vector<std::string>& errors = c.errors;
+  const std::vector<std::string>& only = o.only;
+  const double min_ms = o.min_ms;
+
+  for (const std::string& file : files) {
     auto entry = uopd::LoadCorpusFile(file);
     if (!entry.ok()) {
       errors.push_back(absl::StrCat(file, ": ", entry.status().ToString()));
@@ -132,7 +138,7 @@ int main(int argc, char** argv) {
         })) {
       continue;
     }
-    (entry->is_plan ? plans : cases)++;
+    (entry->is_plan ? c.plans : c.cases)++;
     // Outputs with the heuristics against tinygrad's, under the corpus tolerance.
     uopd::CorpusRunOptions check;
     check.source = &source;
@@ -183,9 +189,13 @@ int main(int argc, char** argv) {
       items.push_back(std::move(item));
     }
   }
+  return c;
+}
 
-  // Rounds over every kernel, one after the other: a kernel slower in every round is slower
-  // beyond what the machine did during one of them.
+// Rounds over every kernel, one after the other: a kernel slower in every round is slower
+// beyond what the machine did during one of them.
+void TimeRounds(std::vector<Item>& items, const Options& o) {
+  const int rounds = o.rounds, samples = o.samples;
   for (int round = 0; round < rounds; ++round) {
     for (Item& item : items) {
       std::vector<double> t[2];
@@ -204,7 +214,14 @@ int main(int argc, char** argv) {
         item.samples[m].insert(item.samples[m].end(), t[m].begin(), t[m].end());
     }
   }
+}
 
+// The slowest kernels, the summary by kind and the worst and best kernels, slowest first.
+void PrintReport(std::vector<Item>& items, const Corpus& c, int threads, const Options& o) {
+  const int cases = c.cases, plans = c.plans, rounds = o.rounds, samples = o.samples,
+            worst = o.worst;
+  const double min_ms = o.min_ms, threshold = o.threshold;
+  const bool all = o.all;
   std::sort(items.begin(), items.end(),
             [](const Item& a, const Item& b) { return a.ratio() > b.ratio(); });
   auto print_row = [&](const Item& r) {
@@ -227,7 +244,7 @@ int main(int argc, char** argv) {
       "none/heur us: median of all samples; med r: their ratio (heuristics / as written); min r: "
       "the same of each round's fastest samples, geometric mean over rounds; * = min r above "
       "%.2f in every round\n",
-      cases, plans, items.size(), cpu.threads(), rounds, samples, min_ms, threshold);
+      cases, plans, items.size(), threads, rounds, samples, min_ms, threshold);
   if (all) {
     header();
     for (const Item& r : items) print_row(r);
@@ -283,7 +300,30 @@ int main(int argc, char** argv) {
   header();
   for (int i = 0; i < 5 && i < static_cast<int>(items.size()); ++i)
     print_row(items[items.size() - 1 - i]);
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!ParseOptions(argc, argv, &options)) return 2;
+  auto files = uopd::ListCorpusFiles(options.paths);
+  if (!files.ok()) {
+    std::fprintf(stderr, "%s\n", files.status().ToString().c_str());
+    return 2;
+  }
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  uopd::ThreadPool pool(cores - 1);
+  auto device = uopd::CreateCpuDevice(&pool);
+  if (!device.ok()) return 1;
+  uopd::Device& cpu = **device;
+  uopd::KernelCache cache;
+  uopd::CachingProgramSource source(cache);
+  Corpus corpus = CollectItems(cpu, source, pool, *files, options);
+  TimeRounds(corpus.items, options);
+  PrintReport(corpus.items, corpus, cpu.threads(), options);
+  const std::vector<std::string>& mismatches = corpus.mismatches;
+  const std::vector<std::string>& errors = corpus.errors;
   std::printf("\noutputs with the heuristics vs. tinygrad's (corpus tolerance): %zu mismatches\n",
               mismatches.size());
   for (const std::string& m : mismatches) std::printf("  !!! %s\n", m.c_str());

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/bench_util.h"
 #include "client/local_channel.h"
@@ -20,6 +22,48 @@
 #include "grpcpp/create_channel.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/graph_builder.h"
+
+namespace {
+
+// out[i] = in[i] + 1 over 16 floats: a kernel whose run costs next to nothing.
+uopd::v1::Graph TinyKernel() {
+  uopd::testing::GraphBuilder g;
+  int out = g.Buffer(0, uopd::v1::DType::FLOAT32, 16);
+  int r = g.Range(g.Index(16), 0);
+  int in = g.Buffer(1, uopd::v1::DType::FLOAT32, 16);
+  int sum = g.Node(uopd::v1::Node::ADD, uopd::v1::DType::FLOAT32,
+                   {g.Load(in, r), g.Float(uopd::v1::DType::FLOAT32, 1.0)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+}
+
+// One timed call and its samples (seconds).
+struct Row {
+  const char* name;
+  std::function<void()> call;
+  std::vector<double> seconds;
+};
+
+void Print(const std::vector<Row>& rows, int iterations, const std::string& address, bool tsv) {
+  using uopd::bench::Percentile;
+  const double base = Percentile(rows.front().seconds, 0.5);
+  if (!tsv) {
+    std::printf("%d interleaved iterations, one daemon (%s), one client connection\n", iterations,
+                address.c_str());
+    std::printf("%-36s %10s %10s %8s\n", "RPC", "p50 us", "p90 us", "vs empty");
+  }
+  for (const Row& row : rows) {
+    const std::vector<double>& t = row.seconds;
+    if (tsv) {
+      std::printf("row\t%s\t%.1f\t%.1f\n", row.name, 1e6 * Percentile(t, 0.5),
+                  1e6 * Percentile(t, 0.9));
+    } else {
+      std::printf("%-36s %10.1f %10.1f %7.2fx\n", row.name, 1e6 * Percentile(t, 0.5),
+                  1e6 * Percentile(t, 0.9), Percentile(t, 0.5) / base);
+    }
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int iterations = 2000;
@@ -51,14 +95,7 @@ int main(int argc, char** argv) {
     address = daemon->address();
   }
 
-  uopd::testing::GraphBuilder g;
-  int out = g.Buffer(0, uopd::v1::DType::FLOAT32, 16);
-  int r = g.Range(g.Index(16), 0);
-  int in = g.Buffer(1, uopd::v1::DType::FLOAT32, 16);
-  int sum = g.Node(uopd::v1::Node::ADD, uopd::v1::DType::FLOAT32,
-                   {g.Load(in, r), g.Float(uopd::v1::DType::FLOAT32, 1.0)});
-  uopd::v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
-
+  const uopd::v1::Graph graph = TinyKernel();
   uopd::Client client(address);
   uopd::v1::CompileRequest compile;
   *compile.mutable_ast() = graph;
@@ -85,17 +122,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the local socket: %s\n", local_channel.status().ToString().c_str());
     return 1;
   }
-  auto run_over_socket = [&] {
-    if (!(*local_channel)->RunPlan(run).ok()) std::abort();
-  };
 
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto cache = uopd::v1::CacheService::NewStub(channel);
-  auto empty = [&] {
-    grpc::ClientContext context;
-    uopd::v1::FindMissingResponse response;
-    if (!cache->FindMissing(&context, uopd::v1::FindMissingRequest(), &response).ok()) std::abort();
-  };
   auto handle = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
   if (!handle.ok()) return 1;
   // Execute as the tinygrad backend sends it: the AST and two buffers that live in the daemon.
@@ -110,89 +139,47 @@ int main(int argc, char** argv) {
   invocation->add_buffers(0);
   invocation->add_buffers(1);
   const std::string sixteen(16, '\1');
-  // Interleaved, so noise on the shared machine hits every row alike.
-  std::vector<double> t_empty, t_compile, t_run, t_execute, t_create_free, t_write_stream,
-      t_write_small, t_read_stream, t_read_small, t_local_run, t_local_execute, t_local_create_free;
-  const bool local = local_channel.ok();
-  auto execute_over_socket = [&] {
-    if (!(*local_channel)->Execute(execute).ok()) std::abort();
+  auto must = [](bool ok) {
+    if (!ok) std::abort();
   };
-  auto create_free_over_socket = [&] {
-    auto created = (*local_channel)->CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
-    if (!created.ok() || !(*local_channel)->FreeBuffer(*created).ok()) std::abort();
+  std::vector<Row> rows = {
+      {"empty RPC (FindMissing, no keys)",
+       [&] {
+         grpc::ClientContext context;
+         uopd::v1::FindMissingResponse response;
+         must(cache->FindMissing(&context, uopd::v1::FindMissingRequest(), &response).ok());
+       }},
+      {"Compile, memory cache hit", [&] { must(client.Compile(compile).ok()); }},
+      {"RunPlan, 16-element kernel", [&] { must(client.RunPlan(run).ok()); }},
+      {"Execute, same kernel, 2 handles", [&] { must(client.Execute(execute).ok()); }},
+      {"WriteBuffer stream, 16 bytes", [&] { must(client.WriteBuffer(*handle, sixteen).ok()); }},
+      {"WriteBufferSmall (unary), 16 bytes",
+       [&] { must(client.WriteBufferSmall(*handle, sixteen).ok()); }},
+      {"ReadBuffer stream, 16 bytes", [&] { must(client.ReadBuffer(*handle).ok()); }},
+      {"ReadBufferSmall (unary), 16 bytes", [&] { must(client.ReadBufferSmall(*handle).ok()); }},
+      {"CreateBuffer + FreeBuffer (two calls)",
+       [&] {
+         auto created = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
+         must(created.ok() && client.FreeBuffer(*created).ok());
+       }},
   };
+  if (local_channel.ok()) {
+    uopd::LocalChannel& local = **local_channel;
+    rows.push_back({"local socket: RunPlan", [&] { must(local.RunPlan(run).ok()); }});
+    rows.push_back(
+        {"local socket: Execute, same kernel", [&] { must(local.Execute(execute).ok()); }});
+    rows.push_back({"local socket: CreateBuffer + FreeBuffer", [&] {
+                      auto created = local.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
+                      must(created.ok() && local.FreeBuffer(*created).ok());
+                    }});
+  }
+  // Warm, then interleaved, so noise on the shared machine hits every row alike.
   for (int i = 0; i < 100; ++i) {
-    empty();
-    (void)client.Compile(compile);
-    (void)client.RunPlan(run);
-    if (local) {
-      run_over_socket();
-      execute_over_socket();
-    }
-    (void)client.Execute(execute);
+    for (Row& row : rows) row.call();
   }
   for (int i = 0; i < iterations; ++i) {
-    t_empty.push_back(uopd::bench::SecondsOf(empty));
-    t_compile.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.Compile(compile).ok()) std::abort();
-    }));
-    t_run.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.RunPlan(run).ok()) std::abort();
-    }));
-    t_create_free.push_back(uopd::bench::SecondsOf([&] {
-      auto created = client.CreateBuffer("CPU", uopd::v1::DType::FLOAT32, 4);
-      if (!created.ok() || !client.FreeBuffer(*created).ok()) std::abort();
-    }));
-    if (local) {
-      t_local_run.push_back(uopd::bench::SecondsOf(run_over_socket));
-      t_local_execute.push_back(uopd::bench::SecondsOf(execute_over_socket));
-      t_local_create_free.push_back(uopd::bench::SecondsOf(create_free_over_socket));
-    }
-    t_execute.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.Execute(execute).ok()) std::abort();
-    }));
-    t_write_stream.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.WriteBuffer(*handle, sixteen).ok()) std::abort();
-    }));
-    t_write_small.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.WriteBufferSmall(*handle, sixteen).ok()) std::abort();
-    }));
-    t_read_stream.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.ReadBuffer(*handle).ok()) std::abort();
-    }));
-    t_read_small.push_back(uopd::bench::SecondsOf([&] {
-      if (!client.ReadBufferSmall(*handle).ok()) std::abort();
-    }));
+    for (Row& row : rows) row.seconds.push_back(uopd::bench::SecondsOf(row.call));
   }
-  using uopd::bench::Percentile;
-  double base = Percentile(t_empty, 0.5);
-  if (!tsv) {
-    std::printf("%d interleaved iterations, one daemon (%s), one client connection\n", iterations,
-                address.c_str());
-    std::printf("%-36s %10s %10s %8s\n", "RPC", "p50 us", "p90 us", "vs empty");
-  }
-  auto row = [&](const char* name, const std::vector<double>& t) {
-    if (tsv) {
-      std::printf("row\t%s\t%.1f\t%.1f\n", name, 1e6 * Percentile(t, 0.5),
-                  1e6 * Percentile(t, 0.9));
-      return;
-    }
-    std::printf("%-36s %10.1f %10.1f %7.2fx\n", name, 1e6 * Percentile(t, 0.5),
-                1e6 * Percentile(t, 0.9), Percentile(t, 0.5) / base);
-  };
-  row("empty RPC (FindMissing, no keys)", t_empty);
-  row("Compile, memory cache hit", t_compile);
-  row("RunPlan, 16-element kernel", t_run);
-  row("Execute, same kernel, 2 handles", t_execute);
-  row("WriteBuffer stream, 16 bytes", t_write_stream);
-  row("WriteBufferSmall (unary), 16 bytes", t_write_small);
-  row("ReadBuffer stream, 16 bytes", t_read_stream);
-  row("ReadBufferSmall (unary), 16 bytes", t_read_small);
-  row("CreateBuffer + FreeBuffer (two calls)", t_create_free);
-  if (local) {
-    row("local socket: RunPlan", t_local_run);
-    row("local socket: Execute, same kernel", t_local_execute);
-    row("local socket: CreateBuffer + FreeBuffer", t_local_create_free);
-  }
+  Print(rows, iterations, address, tsv);
   return 0;
 }
