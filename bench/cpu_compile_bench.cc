@@ -24,6 +24,49 @@
 #include "core/wire/decode.h"
 #include "core/worker/compile_worker_pool.h"
 
+namespace {
+
+// Seconds per kernel, in corpus order.
+struct Latencies {
+  std::vector<double> front, in_process, sandboxed, subprocess;
+  std::vector<double> ratios, sandboxed_ratios;      // subprocess / in-process, / sandboxed
+  std::vector<double> opt_box, opt_sub, opt_ratios;  // the kernels the heuristics changed
+  int with_opts = 0;
+};
+
+void PrintReport(const Latencies& l, bool optimize) {
+  const std::vector<double>&in_process = l.in_process, &sandboxed = l.sandboxed,
+        &subprocess = l.subprocess, &ratios = l.ratios, &sandboxed_ratios = l.sandboxed_ratios,
+        &front = l.front, &opt_box = l.opt_box, &opt_sub = l.opt_sub, &opt_ratios = l.opt_ratios;
+  const int with_opts = l.with_opts;
+  using uopd::bench::Percentile;
+  std::printf("kernels: %zu (corpus cases, each timed 3x, median taken); %s: %d of them got opts\n",
+              in_process.size(), optimize ? "heuristics on" : "as written (--no-opt)", with_opts);
+  std::printf("uopd rows: optimize + render + compile; clang row: compile of the rendered .ll\n");
+  std::printf("%-34s %12s %12s\n", "compile latency (ms)", "median", "p90");
+  std::printf("%-34s %12.2f %12.2f\n", "uopd optimize + render only", 1e3 * Percentile(front, 0.5),
+              1e3 * Percentile(front, 0.9));
+  std::printf("%-34s %12.2f %12.2f\n", "uopd sandboxed worker -O3",
+              1e3 * Percentile(sandboxed, 0.5), 1e3 * Percentile(sandboxed, 0.9));
+  std::printf("%-34s %12.2f %12.2f\n", "uopd in-process LLVM -O3",
+              1e3 * Percentile(in_process, 0.5), 1e3 * Percentile(in_process, 0.9));
+  std::printf("%-34s %12.2f %12.2f\n", "clang-19 -O2 -c subprocess",
+              1e3 * Percentile(subprocess, 0.5), 1e3 * Percentile(subprocess, 0.9));
+  std::printf("speed-up (subprocess / sandboxed worker), per kernel: median %.1fx, p10 %.1fx\n",
+              Percentile(sandboxed_ratios, 0.5), Percentile(sandboxed_ratios, 0.1));
+  std::printf("speed-up (subprocess / in-process), per kernel: median %.1fx, p10 %.1fx\n",
+              Percentile(ratios, 0.5), Percentile(ratios, 0.1));
+  if (!opt_ratios.empty()) {
+    std::printf(
+        "the %zu kernels the heuristics changed: sandboxed worker median %.2f ms, clang %.2f ms, "
+        "speed-up median %.1fx, min %.1fx\n",
+        opt_ratios.size(), 1e3 * Percentile(opt_box, 0.5), 1e3 * Percentile(opt_sub, 0.5),
+        Percentile(opt_ratios, 0.5), Percentile(opt_ratios, 0));
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string clang = "clang-19";
   std::string uopd = UOPD_DAEMON_PATH;
@@ -75,9 +118,11 @@ int main(int argc, char** argv) {
     if (!optimized.ok()) return optimized.status();
     return renderer.Render(optimized->ast, ast->DefaultName());
   };
-  std::vector<double> in_process, sandboxed, subprocess, ratios, sandboxed_ratios, front;
-  int with_opts = 0;
-  std::vector<double> opt_box, opt_sub, opt_ratios;  // the kernels the heuristics changed
+  Latencies l;
+  std::vector<double>&in_process = l.in_process, &sandboxed = l.sandboxed,
+  &subprocess = l.subprocess, &ratios = l.ratios, &sandboxed_ratios = l.sandboxed_ratios,
+  &front = l.front, &opt_box = l.opt_box, &opt_sub = l.opt_sub, &opt_ratios = l.opt_ratios;
+  int& with_opts = l.with_opts;
   for (const std::string& file : *files) {
     if (static_cast<int>(in_process.size()) >= limit) break;
     auto entry = uopd::LoadCorpusFile(file);
@@ -130,29 +175,6 @@ int main(int argc, char** argv) {
   }
   std::string cleanup = "rm -rf " + dir;
   (void)std::system(cleanup.c_str());
-  using uopd::bench::Percentile;
-  std::printf("kernels: %zu (corpus cases, each timed 3x, median taken); %s: %d of them got opts\n",
-              in_process.size(), optimize ? "heuristics on" : "as written (--no-opt)", with_opts);
-  std::printf("uopd rows: optimize + render + compile; clang row: compile of the rendered .ll\n");
-  std::printf("%-34s %12s %12s\n", "compile latency (ms)", "median", "p90");
-  std::printf("%-34s %12.2f %12.2f\n", "uopd optimize + render only", 1e3 * Percentile(front, 0.5),
-              1e3 * Percentile(front, 0.9));
-  std::printf("%-34s %12.2f %12.2f\n", "uopd sandboxed worker -O3",
-              1e3 * Percentile(sandboxed, 0.5), 1e3 * Percentile(sandboxed, 0.9));
-  std::printf("%-34s %12.2f %12.2f\n", "uopd in-process LLVM -O3",
-              1e3 * Percentile(in_process, 0.5), 1e3 * Percentile(in_process, 0.9));
-  std::printf("%-34s %12.2f %12.2f\n", "clang-19 -O2 -c subprocess",
-              1e3 * Percentile(subprocess, 0.5), 1e3 * Percentile(subprocess, 0.9));
-  std::printf("speed-up (subprocess / sandboxed worker), per kernel: median %.1fx, p10 %.1fx\n",
-              Percentile(sandboxed_ratios, 0.5), Percentile(sandboxed_ratios, 0.1));
-  std::printf("speed-up (subprocess / in-process), per kernel: median %.1fx, p10 %.1fx\n",
-              Percentile(ratios, 0.5), Percentile(ratios, 0.1));
-  if (!opt_ratios.empty()) {
-    std::printf(
-        "the %zu kernels the heuristics changed: sandboxed worker median %.2f ms, clang %.2f ms, "
-        "speed-up median %.1fx, min %.1fx\n",
-        opt_ratios.size(), 1e3 * Percentile(opt_box, 0.5), 1e3 * Percentile(opt_sub, 0.5),
-        Percentile(opt_ratios, 0.5), Percentile(opt_ratios, 0));
-  }
+  PrintReport(l, optimize);
   return 0;
 }

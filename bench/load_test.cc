@@ -206,12 +206,7 @@ void PrintErrors(const RunResult& run) {
 
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // As the daemon does (server/main.cc): Debian's abseil would otherwise keep a global lock-order
-  // graph on every absl::Mutex acquisition of the clients.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+struct Options {
   std::string daemon_path, label = "uopd";
   int clients = 32, seconds = 20;
   int64_t max_ops = 1'000'000;
@@ -219,44 +214,100 @@ int main(int argc, char** argv) {
   std::vector<std::string> attacks, daemon_flags;
   int attacker_nice = uopd::bench::AttackTargets::kIdleClass;  // the attacker's client as if on its
                                                                // own host (load_attacker.h)
+};
+
+// The command line; false after saying what is wrong with it.
+bool ParseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--attacker") {
-      attacker = true;
+      o->attacker = true;
       continue;
     }
     if (i + 1 >= argc) break;
     if (arg == "--daemon")
-      daemon_path = argv[++i];
+      o->daemon_path = argv[++i];
     else if (arg == "--clients")
-      clients = std::atoi(argv[++i]);
+      o->clients = std::atoi(argv[++i]);
     else if (arg == "--seconds")
-      seconds = std::atoi(argv[++i]);
+      o->seconds = std::atoi(argv[++i]);
     else if (arg == "--max_ops")
-      max_ops = std::atoll(argv[++i]);
+      o->max_ops = std::atoll(argv[++i]);
     else if (arg == "--label")
-      label = argv[++i];
+      o->label = argv[++i];
     else if (arg == "--daemon_flag")
-      daemon_flags.push_back(argv[++i]);
+      o->daemon_flags.push_back(argv[++i]);
     else if (arg == "--attacks")
-      attacks = absl::StrSplit(argv[++i], ',');
+      o->attacks = absl::StrSplit(argv[++i], ',');
     else if (arg == "--attacker_nice")
-      attacker_nice = std::atoi(argv[++i]);
+      o->attacker_nice = std::atoi(argv[++i]);
   }
-  if (daemon_path.empty()) {
+  if (o->daemon_path.empty()) {
     std::fprintf(stderr,
                  "usage: load_test --daemon PATH [--clients N] [--seconds S] "
                  "[--max_ops N] [--label TEXT] [--daemon_flag --flag=value]... "
                  "[--attacker [--attacks a,b,...] [--attacker_nice N (20: idle class)]]\n");
-    return 2;
+    return false;
   }
-  for (const std::string& name : attacks) {
+  for (const std::string& name : o->attacks) {
     if (std::find(std::begin(uopd::bench::kAttacks), std::end(uopd::bench::kAttacks), name) ==
         std::end(uopd::bench::kAttacks)) {
       std::fprintf(stderr, "unknown attack '%s'; bench/load_attacker.h names them\n", name.c_str());
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// The honest clients' latencies alone and beside the attacker, what the attacker was answered,
+// and whether the daemon still serves.
+void PrintAttacked(const std::string& label, const RunResult& alone, RunResult& attacked,
+                   uopd::bench::Attacker& attack, double rss_before, const absl::Status& alive,
+                   const std::string& scrape) {
+  using uopd::bench::Percentile;
+  std::printf("%s with the attacker: %.1f s, %lld operations, %.0f ops/s, %lld unexpected errors\n",
+              label.c_str(), attacked.elapsed, static_cast<long long>(attacked.operations()),
+              attacked.operations() / attacked.elapsed, static_cast<long long>(attacked.errors()));
+  std::printf("%-30s %17s %17s %17s %8s\n", "honest operation", "count alone/with",
+              "p50 ms alone/with", "p99 ms alone/with", "p99 x");
+  for (const auto& [op, samples] : alone.results.latency) {
+    const std::vector<double>& with = attacked.results.latency[op];
+    const double p99 = Percentile(samples, 0.99), p99_with = Percentile(with, 0.99);
+    std::printf("%-30s %8zu/%-8zu %8.2f/%-8.2f %8.2f/%-8.2f %8.2f\n", op.c_str(), samples.size(),
+                with.size(), 1e3 * Percentile(samples, 0.5), 1e3 * Percentile(with, 0.5), 1e3 * p99,
+                1e3 * p99_with, p99 > 0 ? p99_with / p99 : 0.0);
+  }
+  std::printf("attack: what the daemon answered\n");
+  for (const auto& [what, count] : attack.Outcomes()) {
+    std::printf("  %-62s x%lld\n", what.c_str(), static_cast<long long>(count));
+  }
+  std::printf(
+      "resident MiB (daemon + compile workers): before %.0f, peak alone %.0f, with the "
+      "attacker %.0f\n",
+      rss_before, alone.rss_peak, attacked.rss_peak);
+  std::printf("after the attack: an honest Execute %s, /metrics %s\n",
+              alive.ok() ? "succeeds" : alive.ToString().c_str(),
+              scrape.find("uopd_") != std::string::npos ? "answers" : "does not answer");
+  for (absl::string_view line : absl::StrSplit(scrape, '\n')) {
+    if (absl::StartsWith(line, "uopd_compile_worker_events_total")) {
+      std::printf("  %s\n", std::string(line).c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // As the daemon does (server/main.cc): Debian's abseil would otherwise keep a global lock-order
+  // graph on every absl::Mutex acquisition of the clients.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  Options o;
+  if (!ParseOptions(argc, argv, &o)) return 2;
+  const std::string &daemon_path = o.daemon_path, &label = o.label;
+  const int clients = o.clients, seconds = o.seconds, attacker_nice = o.attacker_nice;
+  const int64_t max_ops = o.max_ops;
+  const bool attacker = o.attacker;
+  const std::vector<std::string>&attacks = o.attacks, &daemon_flags = o.daemon_flags;
   const std::string dir = uopd::testing::TempDir("load-test");
   std::vector<std::string> flags;
   uopd::ClientOptions honest;
@@ -317,34 +368,7 @@ int main(int argc, char** argv) {
   const absl::Status alive = after.Execute(AddRequest(4096)).status();
   const std::string scrape = daemon.ScrapeMetrics();
 
-  std::printf("%s with the attacker: %.1f s, %lld operations, %.0f ops/s, %lld unexpected errors\n",
-              label.c_str(), attacked.elapsed, static_cast<long long>(attacked.operations()),
-              attacked.operations() / attacked.elapsed, static_cast<long long>(attacked.errors()));
-  std::printf("%-30s %17s %17s %17s %8s\n", "honest operation", "count alone/with",
-              "p50 ms alone/with", "p99 ms alone/with", "p99 x");
-  for (const auto& [op, samples] : alone.results.latency) {
-    const std::vector<double>& with = attacked.results.latency[op];
-    const double p99 = Percentile(samples, 0.99), p99_with = Percentile(with, 0.99);
-    std::printf("%-30s %8zu/%-8zu %8.2f/%-8.2f %8.2f/%-8.2f %8.2f\n", op.c_str(), samples.size(),
-                with.size(), 1e3 * Percentile(samples, 0.5), 1e3 * Percentile(with, 0.5), 1e3 * p99,
-                1e3 * p99_with, p99 > 0 ? p99_with / p99 : 0.0);
-  }
-  std::printf("attack: what the daemon answered\n");
-  for (const auto& [what, count] : attack.Outcomes()) {
-    std::printf("  %-62s x%lld\n", what.c_str(), static_cast<long long>(count));
-  }
-  std::printf(
-      "resident MiB (daemon + compile workers): before %.0f, peak alone %.0f, with the "
-      "attacker %.0f\n",
-      rss_before, alone.rss_peak, attacked.rss_peak);
-  std::printf("after the attack: an honest Execute %s, /metrics %s\n",
-              alive.ok() ? "succeeds" : alive.ToString().c_str(),
-              scrape.find("uopd_") != std::string::npos ? "answers" : "does not answer");
-  for (absl::string_view line : absl::StrSplit(scrape, '\n')) {
-    if (absl::StartsWith(line, "uopd_compile_worker_events_total")) {
-      std::printf("  %s\n", std::string(line).c_str());
-    }
-  }
+  PrintAttacked(label, alone, attacked, attack, rss_before, alive, scrape);
   PrintErrors(alone);
   PrintErrors(attacked);
   return alone.errors() == 0 && attacked.errors() == 0 && alive.ok() ? 0 : 1;

@@ -43,40 +43,57 @@ std::vector<uopd::Opt> Opts(const std::string& text) {
   return *opts;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line.
+struct Options {
   std::string path, opts_text;
   int reps = 5, kernel = -1, threads = 0;
   bool emit = false, heuristic = false, trace_cost = false, dump = false;
   double search_seconds = 0;
   uopd::RenderOptions render;
+};
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--opts" && i + 1 < argc) {
-      opts_text = argv[++i];
+      o.opts_text = argv[++i];
     } else if (arg == "--trace_cost") {
-      trace_cost = true;
+      o.trace_cost = true;
     } else if (arg == "--fma") {
-      render.allow_fma = true;
+      o.render.allow_fma = true;
     } else if (arg == "--search" && i + 1 < argc) {
-      search_seconds = std::atof(argv[++i]);
+      o.search_seconds = std::atof(argv[++i]);
     } else if (arg == "--emit") {
-      emit = true;
+      o.emit = true;
     } else if (arg == "--dump") {
-      dump = true;
+      o.dump = true;
     } else if (arg == "--heuristic") {
-      heuristic = true;
+      o.heuristic = true;
     } else if (arg == "--kernel" && i + 1 < argc) {
-      kernel = std::atoi(argv[++i]);
+      o.kernel = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
+      o.reps = std::atoi(argv[++i]);
     } else if (arg == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      o.threads = std::atoi(argv[++i]);
     } else {
-      path = arg;
+      o.path = arg;
     }
   }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = ParseOptions(argc, argv);
+  const std::string& path = o.path;
+  const std::string& opts_text = o.opts_text;
+  const int reps = o.reps, kernel = o.kernel;
+  int& threads = o.threads;
+  const bool emit = o.emit, heuristic = o.heuristic, trace_cost = o.trace_cost, dump = o.dump;
+  const double search_seconds = o.search_seconds;
+  const uopd::RenderOptions& render = o.render;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uopd::ThreadPool pool(threads - 1);
   auto device = uopd::CreateCpuDevice(&pool);
