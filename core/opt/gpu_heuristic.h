@@ -19,9 +19,9 @@
 
 namespace uopd {
 
-// Kernels with fewer loop iterations than this (all its ranges' sizes multiplied) are not timed:
-// a few milliseconds of NVRTC per contender would cost more than choosing wrong saves. A 64^3
-// matmul has 2^18; an 8192 x 8192 sum 2^26.
+// Kernels with fewer loop iterations than this (all its ranges' sizes multiplied) are not timed
+// unless the heuristics give them tensor cores: a few milliseconds of NVRTC per contender would
+// cost more than choosing wrong saves. A 64^3 matmul has 2^18; an 8192 x 8192 sum 2^26.
 inline constexpr double kGpuTimedIterations = 1 << 22;
 
 // Applies the GPU heuristics to `scheduler` (no opts yet; the kernel after the
@@ -30,8 +30,9 @@ void ApplyGpuHeuristics(Scheduler& scheduler);
 
 // The GPU heuristics' choice first, then what it was chosen over, for a kernel with at least
 // kGpuTimedIterations iterations and constant sizes, or whatever its size when the choice has
-// tensor cores (the instruction's fragment layouts are checked on the GPU itself the first time,
-// against the kernel as written, before any client's result depends on them): tinygrad's own
+// tensor cores (the instruction's fragment layouts are checked on the GPU itself, against the
+// kernel as written, before a client's result depends on them; where no timing can check them,
+// the daemon runs a list without them: OptimizeLayer::ResolveHeuristic): tinygrad's own
 // list (tensor cores first), tinygrad's list without tensor cores (its TC=0), and for a row
 // reduction the warp shares, that reduction as written (without float4 loads). One list:
 // nothing to time.

@@ -21,6 +21,22 @@ std::optional<std::vector<Opt>> RecordOpts(const CacheEntry& record, const std::
   return record.tuned_opts;
 }
 
+// What runs when timing could not decide among `contenders`: the model's choice (the first),
+// unless its outputs were seen to differ (`known_wrong`) or, on a GPU, it has tensor cores that
+// no timing checked against the kernel as written; then the first contender that is neither
+// (GpuHeuristicContenders lists tinygrad's list without tensor cores), else the kernel as written.
+std::vector<Opt> UntimedChoice(const std::vector<std::vector<Opt>>& contenders,
+                               const std::vector<size_t>& known_wrong, bool gpu) {
+  for (size_t i = 0; i < contenders.size(); ++i) {
+    if (std::find(known_wrong.begin(), known_wrong.end(), i) != known_wrong.end()) continue;
+    const bool tensor_cores = std::any_of(contenders[i].begin(), contenders[i].end(),
+                                          [](const Opt& opt) { return opt.op == OptOp::kTc; });
+    if (gpu && tensor_cores) continue;
+    return contenders[i];
+  }
+  return {};
+}
+
 }  // namespace
 
 absl::StatusOr<OptimizedKernel> OptimizeOnCompileStack(const std::shared_ptr<const KernelAst>& ast,
@@ -227,46 +243,58 @@ absl::StatusOr<OptimizeRequest> OptimizeLayer::ResolveHeuristic(
   // A GPU's contenders are lowerings no model has checked on this GPU (tensor cores, vector
   // loads, shared memory): one whose outputs differ is not chosen, and says so.
   options.verify_candidates = target.has_local;
+  std::vector<size_t> known_wrong;  // contenders whose outputs differed (this call's timing)
   auto time = [&]() -> absl::StatusOr<CacheEntry> {
     const absl::Time started = absl::Now();
     UOPD_ASSIGN_OR_RETURN(TournamentResult timed,
                           TimeOptCandidates(device, ast, contenders, options));
     if (timed.stopped) return absl::CancelledError("the call ended while timing candidates");
+    known_wrong = timed.differed;
     for (size_t differed : timed.differed) {
       Log(LogLevel::kError, "a heuristic candidate's outputs differ from the kernel as written",
           {{"kernel", ast->DefaultName()},
            {"device", device.name()},
            {"opts", OptsToString(contenders[differed])}});
     }
-    // Nothing ran: nothing was learned that later calls, or other workers, should rely on.
-    if (std::isinf(timed.seconds[timed.winner])) {
-      return absl::FailedPreconditionError("no candidate ran on the device");
-    }
-    KeepTimedWinner(device.spec().base_device_key(), pair, *ast, timed, render, stop);
     CacheEntry record;
     record.key = key_hex;
     record.ast_hash = ast->hash;
-    record.tuned_opts = contenders[timed.winner];
-    record.search = SearchSummary{timed.seconds[timed.winner], timed.seconds[0],
+    const double seconds = timed.seconds[timed.winner];
+    if (!std::isinf(seconds)) {
+      record.tuned_opts = contenders[timed.winner];
+      KeepTimedWinner(device.spec().base_device_key(), pair, *ast, timed, render, stop);
+    } else if (timed.out_of_time) {
+      // Nothing learned yet: a later call, with more time, times them.
+      return absl::DeadlineExceededError("the time to time candidates ran out");
+    } else if (!timed.differed.empty()) {
+      // Every contender that ran computed something else: the kernel as written is the one
+      // program known to be right on this device.
+      record.tuned_opts = {};
+    } else {
+      return absl::FailedPreconditionError("no candidate ran on the device");
+    }
+    const double model_seconds = std::isinf(timed.seconds[0]) ? 0 : timed.seconds[0];
+    record.search = SearchSummary{std::isinf(seconds) ? 0 : seconds, model_seconds,
                                   static_cast<int>(contenders.size()), 0, true};
     Log(LogLevel::kInfo, "timed the heuristics' candidates",
         {{"kernel", ast->DefaultName()},
          {"device", device.name()},
          {"opts", OptsToString(record.tuned_opts)},
-         {"us", absl::StrCat(timed.seconds[timed.winner] * 1e6)},
-         {"model_choice_us", absl::StrCat(timed.seconds[0] * 1e6)},
+         {"us", absl::StrCat(seconds * 1e6)},
+         {"model_choice_us", absl::StrCat(model_seconds * 1e6)},
          {"candidates", absl::StrCat(contenders.size())},
          {"took_ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - started))}});
     return record;
   };
   absl::StatusOr<CacheLookup> lookup = cache_.GetOrCompile(key, time, stop);
   if (!lookup.ok()) {
-    // Timing needs scratch memory and the call's time; without them the model decides (for
-    // this call only: a later one may time).
     if (stop != nullptr && stop->stopped()) return lookup.status();
-    // None could run here: the model decides, and this daemon does not try again.
-    if (absl::IsFailedPrecondition(lookup.status())) return decided(contenders.front());
-    return explicit_opts(contenders.front());
+    const std::vector<Opt> fallback = UntimedChoice(contenders, known_wrong, target.has_local);
+    // Nothing can be timed here (no candidate runs, or the kernel's buffers exceed the search's
+    // scratch bound): this daemon does not try again. Otherwise (the caller's quota or time) a
+    // later call may time.
+    if (absl::IsFailedPrecondition(lookup.status())) return decided(fallback);
+    return explicit_opts(fallback);
   }
   std::optional<std::vector<Opt>> opts = RecordOpts(*lookup->entry, key_hex, ast->hash);
   if (!opts.has_value() ||

@@ -74,17 +74,19 @@ class Searcher {
     TournamentResult result;
     result.seconds.assign(candidates.size(), std::numeric_limits<double>::infinity());
     std::vector<std::shared_ptr<const Built>> built(candidates.size());
-    bool verifying = false;
     if (options_.verify_candidates) {
-      if (absl::StatusOr<Built> reference = Build(ast_, {}); reference.ok()) {
-        UOPD_RETURN_IF_ERROR(ChargeScratch(reference->spec));
-        UOPD_RETURN_IF_ERROR(AllocateScratch(reference->spec));
-        UOPD_RETURN_IF_ERROR(Restore());
-        if (Execute(*reference).ok()) {
-          UOPD_RETURN_IF_ERROR(KeepExpectedOutputs(*reference));
-          verifying = true;
-        }
-      }
+      // The scratch first: a kernel too large to time is known before anything compiles.
+      UOPD_ASSIGN_OR_RETURN(const ProgramSpec written, Render(ast_));
+      UOPD_RETURN_IF_ERROR(ChargeScratch(written));
+      UOPD_RETURN_IF_ERROR(AllocateScratch(written));
+      UOPD_RETURN_IF_ERROR(Restore());
+      UOPD_ASSIGN_OR_RETURN(Built reference, Build(ast_, {}));
+      if (absl::Status ran = Execute(reference); ran.ok()) {
+        UOPD_RETURN_IF_ERROR(KeepExpectedOutputs(reference));
+        result.verified = true;
+      } else if (!absl::IsOutOfRange(ran)) {
+        return ran;
+      }  // OUT_OF_RANGE: a gather whose made-up indices leave its table; nothing to compare with
     }
     for (size_t i = 0; i < candidates.size() && !OutOfTime(); ++i) {
       auto optimized =
@@ -99,9 +101,13 @@ class Searcher {
         UOPD_RETURN_IF_ERROR(Restore());
       }
       if (!Execute(*b).ok()) continue;  // the first run warms caches and code
-      if (verifying && !Matches(*b)) {
-        result.differed.push_back(i);
-        continue;
+      if (result.verified) {
+        absl::StatusOr<bool> matches = Compare(*b);
+        if (!matches.ok()) continue;  // it did not run: not a wrong answer
+        if (!*matches) {
+          result.differed.push_back(i);
+          continue;
+        }
       }
       built[i] = std::make_shared<const Built>(*std::move(b));
     }
@@ -116,6 +122,7 @@ class Searcher {
       result.stopped = true;
       return result;
     }
+    result.out_of_time = OutOfTime();
     result.winner = static_cast<size_t>(
         std::min_element(result.seconds.begin(), result.seconds.end()) - result.seconds.begin());
     if (const std::shared_ptr<const Built>& won = built[result.winner]; won != nullptr) {
@@ -261,16 +268,17 @@ class Searcher {
     return result;
   }
 
+  // Named as the compile path names it (caching_program_source's Render), so a tournament's
+  // winner is the very program a compile of its opts would produce.
+  absl::StatusOr<ProgramSpec> Render(const std::shared_ptr<const KernelAst>& ast) const {
+    return OnCompileStack(
+        [&] { return pair_.renderer->Render(ast, ast->DefaultName(), options_.render); });
+  }
+
   absl::StatusOr<Built> Build(const std::shared_ptr<const KernelAst>& ast, std::vector<Opt> opts) {
     Built built;
     built.opts = std::move(opts);
-    absl::StatusOr<ProgramSpec> spec = OnCompileStack([&] {
-      // Named as the compile path names it (caching_program_source's Render), so a tournament's
-      // winner is the very program a compile of its opts would produce.
-      return pair_.renderer->Render(ast, ast->DefaultName(), options_.render);
-    });
-    UOPD_RETURN_IF_ERROR(spec.status());
-    built.spec = *std::move(spec);
+    UOPD_ASSIGN_OR_RETURN(built.spec, Render(ast));
     built.spec.ast = ast;
     UOPD_ASSIGN_OR_RETURN(built.compiled,
                           pair_.compiler->Compile(built.spec, CompileOptions{options_.stop}));
@@ -287,15 +295,15 @@ class Searcher {
     return built;
   }
 
-  // The bytes of scratch `spec`'s buffers take, or RESOURCE_EXHAUSTED when they do not fit
+  // The bytes of scratch `spec`'s buffers take, or FAILED_PRECONDITION when they do not fit
   // options_.max_scratch_bytes (the server's bound on any search: its answer is then the
-  // heuristics', for everyone).
+  // heuristics', for everyone, every time).
   absl::StatusOr<int64_t> ScratchBytes(const ProgramSpec& spec) const {
     int64_t total = 0;
     for (const BufferParam& b : spec.globals) {
       const int item = std::max(1, ScalarItemSize(b.dtype.scalar));
       if (b.size <= 0 || b.size > (options_.max_scratch_bytes - total) / item) {
-        return absl::ResourceExhaustedError(
+        return absl::FailedPreconditionError(
             absl::StrCat("buffer slot ", b.slot, " does not fit the search's scratch memory"));
       }
       total += b.size * item;
@@ -397,15 +405,23 @@ class Searcher {
     return absl::OkStatus();
   }
 
-  bool Matches(const Built& built) {
-    if (!Restore().ok() || !Execute(built).ok()) return false;
+  // Whether `built`'s outputs on the pristine inputs match the kernel as written's; an error when
+  // it could not be run and read.
+  absl::StatusOr<bool> Compare(const Built& built) {
+    UOPD_RETURN_IF_ERROR(Restore());
+    UOPD_RETURN_IF_ERROR(Execute(built));
     for (const auto& [slot, want] : expected_) {
       std::string got(want.size(), '\0');
-      if (!device_.allocator().CopyOut(got.data(), buffers_[slot], got.size()).ok()) return false;
+      UOPD_RETURN_IF_ERROR(device_.allocator().CopyOut(got.data(), buffers_[slot], got.size()));
       const Scalar scalar = SlotScalar(built.spec, slot);
       if (CompareBuffers(scalar, got, want, ToleranceFor(scalar)).has_value()) return false;
     }
     return true;
+  }
+
+  bool Matches(const Built& built) {
+    absl::StatusOr<bool> matches = Compare(built);
+    return matches.ok() && *matches;
   }
 
   static Scalar SlotScalar(const ProgramSpec& spec, int slot) {

@@ -67,16 +67,22 @@ struct TournamentResult {
   std::vector<Opt> winner_applied;  // the opts as OptimizeKernel applied them
   ProgramSpec winner_spec;          // its AST is the optimized one
   CompiledKernel winner_kernel;
-  // verify_candidates: the candidates whose outputs differed from the kernel as written's (not
-  // timed; their seconds stay infinity).
+  // verify_candidates: whether the kernel as written ran (it cannot where a gather's made-up
+  // indices leave its table), so that every timed candidate matched its outputs; and the
+  // candidates whose outputs differed (not timed: their seconds stay infinity).
+  bool verified = false;
   std::vector<size_t> differed;
+  // The budget or the caller's deadline ended the timing, maybe before every candidate ran.
+  bool out_of_time = false;
 };
 
 // Times each of `candidates` (opt lists of mode kOpts for `ast`) on `device`, on made-up inputs
 // in scratch buffers, interleaved, and names the fastest. Unlike the search it does not extend
 // them, and checks their outputs only with options.verify_candidates: they are the heuristics'
 // own choices, trusted as the heuristics are where the heuristics are checked.
-// RESOURCE_EXHAUSTED when the buffers do not fit options.max_scratch_bytes.
+// FAILED_PRECONDITION when the buffers do not fit options.max_scratch_bytes; RESOURCE_EXHAUSTED
+// when they do not fit the caller's quota; with verify_candidates, the kernel as written's error
+// when it cannot be compiled or run (other than stopping at a bounds check).
 absl::StatusOr<TournamentResult> TimeOptCandidates(const Device& device,
                                                    const std::shared_ptr<const KernelAst>& ast,
                                                    const std::vector<std::vector<Opt>>& candidates,

@@ -3,6 +3,8 @@
 // plan must still match tinygrad.
 #include <atomic>
 #include <cmath>
+#include <functional>
+#include <utility>
 
 #include "backends/cpu/cpu_allocator.h"
 #include "backends/cpu/llvm_compiler.h"
@@ -13,6 +15,7 @@
 #include "core/opt/optimize.h"
 #include "core/program/caching_program_source.h"
 #include "core/search/kernel_search.h"
+#include "core/util/status_macros.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/corpus_paths.h"
@@ -54,16 +57,123 @@ class Sm80OnTheCpu : public Compiler {
   LlvmCompiler llvm_;
 };
 
-// A "CUDA" device whose kernels run on the CPU through the GPU lowering.
-std::unique_ptr<Device> CudaOnTheCpu() {
-  auto runtime = OrcRuntime::Create(nullptr);
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
+// Whether `spec`'s kernel went through the TC opt (its AST holds the instruction).
+bool HasTensorCores(const ProgramSpec& spec) {
+  for (const UOp* node : Toposort(spec.ast->root)) {
+    if (node->op() == Op::kWmma) return true;
+  }
+  return false;
+}
+
+// A runtime whose programs get the first element of every output wrong where `wrong` says so:
+// what a GPU on which a lowering is miscompiled would do.
+class MiscomputingRuntime : public RuntimeFactory {
+ public:
+  MiscomputingRuntime(std::unique_ptr<RuntimeFactory> inner,
+                      std::function<bool(const ProgramSpec&)> wrong)
+      : inner_(std::move(inner)), wrong_(std::move(wrong)) {}
+  absl::StatusOr<std::shared_ptr<Program>> Load(const CompiledKernel& kernel,
+                                                const ProgramSpec& spec) override {
+    UOPD_ASSIGN_OR_RETURN(std::shared_ptr<Program> program, inner_->Load(kernel, spec));
+    if (!wrong_(spec)) return program;
+    return std::make_shared<Wrong>(std::move(program), spec.outs);
+  }
+
+ private:
+  class Wrong : public Program {
+   public:
+    Wrong(std::shared_ptr<Program> inner, std::vector<int> outs)
+        : inner_(std::move(inner)), outs_(std::move(outs)) {}
+    absl::Status Execute(absl::Span<void* const> buffers, absl::Span<const int64_t> vals,
+                         const LaunchDims& dims, const StopFlag* stop) const override {
+      UOPD_RETURN_IF_ERROR(inner_->Execute(buffers, vals, dims, stop));
+      for (int slot : outs_) static_cast<unsigned char*>(buffers[slot])[3] ^= 0x40;  // float32
+      return absl::OkStatus();
+    }
+
+   private:
+    std::shared_ptr<Program> inner_;
+    std::vector<int> outs_;
+  };
+  std::unique_ptr<RuntimeFactory> inner_;
+  std::function<bool(const ProgramSpec&)> wrong_;
+};
+
+// A "CUDA" device whose kernels run on the CPU through the GPU lowering; with `wrong`, the
+// programs it accepts compute something else.
+std::unique_ptr<Device> CudaOnTheCpu(std::function<bool(const ProgramSpec&)> wrong = nullptr) {
+  auto orc = OrcRuntime::Create(nullptr);
+  EXPECT_TRUE(orc.ok()) << orc.status();
+  std::unique_ptr<RuntimeFactory> runtime = std::move(*orc);
+  if (wrong) runtime = std::make_unique<MiscomputingRuntime>(std::move(runtime), std::move(wrong));
   LlvmRendererOptions options;
   options.gpu_lowering = true;
   std::vector<CompilerPair> compilers;
   compilers.push_back({std::make_unique<LlvmRenderer>(options), std::make_unique<Sm80OnTheCpu>()});
   return std::make_unique<Device>(DeviceSpec("CUDA", 0), std::make_unique<CpuAllocator>(),
-                                  std::move(compilers), std::move(*runtime));
+                                  std::move(compilers), std::move(runtime));
+}
+
+// The opts the heuristics resolve to on `device` (a fresh cache), and whether a timing record
+// was made.
+std::pair<std::string, bool> Resolved(const Device& device,
+                                      const std::shared_ptr<const KernelAst>& ast,
+                                      SearchOptions search = {}) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache shared(std::move(tiers));
+  CachingProgramSource source(shared, 16, OptMode::kHeuristic, search);
+  auto chosen = source.optimizer().ResolveHeuristic(device, ast, nullptr);
+  EXPECT_TRUE(chosen.ok()) << chosen.status();
+  if (!chosen.ok()) return {"", false};
+  EXPECT_EQ(chosen->mode, OptMode::kOpts);
+  const bool recorded = source.optimizer()
+                            .FindSearchRecord("CUDA", device.compilers().front(), *ast, "heuristic")
+                            .has_value();
+  return {OptsToString(chosen->opts), recorded};
+}
+
+bool NamesTensorCores(const std::string& opts) { return opts.find("TC") != std::string::npos; }
+
+// A GPU on which the tensor core lowering computes something else: the timing drops it, and
+// tinygrad's list without tensor cores is what every worker runs. Where every contender is
+// wrong, only the kernel as written is.
+TEST(GpuLowering, AWrongTensorCoreLoweringIsNeverWhatRuns) {
+  auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  const auto [without, recorded] = Resolved(*CudaOnTheCpu(HasTensorCores), *ast);
+  EXPECT_FALSE(without.empty());
+  EXPECT_FALSE(NamesTensorCores(without)) << without;
+  EXPECT_TRUE(recorded);
+  auto optimized = [](const ProgramSpec& spec) {
+    for (const UOp* node : Toposort(spec.ast->root)) {
+      if (node->op() == Op::kRange && node->arg().axis_type != AxisType::kLoop &&
+          node->arg().axis_type != AxisType::kReduce && node->arg().axis_type != AxisType::kGlobal)
+        return true;
+    }
+    return false;
+  };
+  const auto [written, recorded_written] = Resolved(*CudaOnTheCpu(optimized), *ast);
+  EXPECT_EQ(written, "");
+  EXPECT_TRUE(recorded_written);
+}
+
+// Where nothing can be timed (the kernel's buffers exceed the search's scratch bound, or the time
+// for timing runs out first), a GPU does not run tensor cores unchecked: tinygrad's list without
+// them, and no record.
+TEST(GpuLowering, TensorCoresNoTimingCheckedAreNotWhatRuns) {
+  auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
+  UOPD_ASSERT_OK(ast);
+  SearchOptions tiny;
+  tiny.max_scratch_bytes = 1024;
+  SearchOptions no_time;
+  no_time.budget = absl::ZeroDuration();
+  for (const SearchOptions& search : {tiny, no_time}) {
+    const auto [chosen, recorded] = Resolved(*CudaOnTheCpu(), *ast, search);
+    EXPECT_FALSE(chosen.empty());
+    EXPECT_FALSE(NamesTensorCores(chosen)) << chosen;
+    EXPECT_FALSE(recorded);
+  }
 }
 
 // The GPU heuristics' close choices for a half matmul, tensor cores and tinygrad's list without

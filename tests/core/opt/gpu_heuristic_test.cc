@@ -34,7 +34,9 @@ std::vector<std::string> Contenders(const std::shared_ptr<const KernelAst>& ast,
   }
   auto chosen = OptimizeKernel(ast, target, OptimizeRequest{OptMode::kHeuristic, {}});
   EXPECT_TRUE(chosen.ok()) << chosen.status();
-  if (chosen.ok() && !out.empty()) EXPECT_EQ(out.front(), OptsToString(chosen->applied));
+  if (chosen.ok() && !out.empty()) {
+    EXPECT_EQ(out.front(), OptsToString(chosen->applied));
+  }
   return out;
 }
 
