@@ -10,13 +10,31 @@
 # otherwise this script configures and builds the core and the CUDA backend here
 # (UOPD_GPU_CHECK_BUILD: no LLVM or gRPC needed).
 #
+# A device call runs at most 10 minutes, so the whole check keeps to UOPD_GPU_CHECK_SECONDS
+# (default 540): each step gets at most its own cap and what is left, the tests and the
+# benchmarks (the targets still unmeasured) before the conformance runs, and a step with too
+# little time left is skipped, saying so.
+#
 #   bash bench/gpu_check.sh            (writes logs to $OUT when set)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/uopd-gpu-check}
 mkdir -p "$out"
 start=$(date +%s)
+budget=${UOPD_GPU_CHECK_SECONDS:-540}
 step() { echo "== $* ($(( $(date +%s) - start )) s)"; }
+# Seconds a step may take: its cap, or what is left of the budget less 15 s for the summary.
+allow() {
+  local left=$(( budget - ($(date +%s) - start) - 15 ))
+  echo $(( left < $1 ? left : $1 ))
+}
+# Runs "$@" with at most `allow CAP` seconds (CAP first); 124 when skipped or timed out.
+timed() {
+  local seconds
+  seconds=$(allow "$1"); shift
+  if [ "$seconds" -lt 10 ]; then echo "skipped: the check's time is spent"; return 124; fi
+  timeout "$seconds" "$@"
+}
 
 deps=$PWD/.gpu-deps/root
 cuda_libs=/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib
@@ -56,32 +74,32 @@ fi
 
 # The tests that need a GPU; those that need only NVRTC run in CTest on every machine, and the
 # corpus on the GPU runs once, as the conformance below.
-step "CUDA tests on the GPU (random kernels against the reference, plans on streams)"
+step "CUDA tests on the GPU (random kernels against the reference, plans on streams, timed heuristics)"
 gpu_tests='CudaGpuTest.*:-CudaGpuTest.RunsTheCorpusOnTheGpu'
-timeout 240 "$tests" --gtest_filter="$gpu_tests" > "$out/cuda_backend_test.log" 2>&1
+timed 200 "$tests" --gtest_filter="$gpu_tests" > "$out/cuda_backend_test.log" 2>&1
 tests_rc=$?
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|seed|rror| us$" "$out/cuda_backend_test.log" | head -80
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|seed|rror| us$|^skipped" "$out/cuda_backend_test.log" | head -80
+
+step "benchmarks"
+timed 100 "$exec_bench" > "$out/cuda_exec_bench.txt" 2>&1
+exec_rc=$?
+timed 100 "$matmul_bench" > "$out/cuda_matmul_bench.txt" 2>&1
+matmul_rc=$?
+timed 60 "$plan_bench" > "$out/cuda_plan_bench.txt" 2>&1
+plan_rc=$?
 
 step "conformance on CUDA:0"
 conformance_bin=$conformance
-timeout 180 "$conformance" --device CUDA:0 tests/corpus > "$out/conformance.log" 2>&1
+timed 120 "$conformance" --device CUDA:0 tests/corpus > "$out/conformance.log" 2>&1
 conformance_rc=$?
 grep -E "^FAIL" "$out/conformance.log" | head -30
 conformance=$(tail -1 "$out/conformance.log")
 
 step "conformance on CUDA:0, every kernel with a random valid GPU opt list (LOCAL, GROUP, ...)"
-timeout 240 "$conformance_bin" --device CUDA:0 --random-opts 1 tests/corpus > "$out/conformance_random_opts.log" 2>&1
+timed 240 "$conformance_bin" --device CUDA:0 --random-opts 1 tests/corpus > "$out/conformance_random_opts.log" 2>&1
 random_opts_rc=$?
 grep -E "^FAIL|^  opts" "$out/conformance_random_opts.log" | head -30
 random_opts=$(tail -1 "$out/conformance_random_opts.log")
-
-step "benchmarks"
-timeout 120 "$exec_bench" > "$out/cuda_exec_bench.txt" 2>&1
-exec_rc=$?
-timeout 120 "$plan_bench" > "$out/cuda_plan_bench.txt" 2>&1
-plan_rc=$?
-timeout 120 "$matmul_bench" > "$out/cuda_matmul_bench.txt" 2>&1
-matmul_rc=$?
 
 step "done"
 echo
