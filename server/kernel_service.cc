@@ -700,10 +700,9 @@ v1::LocalReply KernelServiceImpl::ServeLocal(const Identity& who, const v1::Loca
     }
     return absl::InternalError(absl::StrCat("no body for ", method));
   }();
-  if (!status.ok() && std::chrono::system_clock::now() > end.deadline) {
-    status = absl::DeadlineExceededError(
-        absl::StrCat(method, " passed its timeout of ", call.timeout_us(), " µs"));
-  }
+  // One rule with gRPC's: a run stopped at its timeout is DEADLINE_EXCEEDED; any other error
+  // (a bad request, a bounds check) keeps its own status, however late it came.
+  status = AtDeadline(std::move(status), end.deadline, std::chrono::system_clock::now(), method);
   scope.Done(ToGrpcStatus(status));
   if (!status.ok()) {
     reply.clear_reply();

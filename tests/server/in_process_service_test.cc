@@ -5,8 +5,10 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "core/cache/kernel_cache.h"
 #include "core/program/caching_program_source.h"
+#include "core/session/identity.h"
 #include "core/session/resource_registry.h"
 #include "core/util/thread_pool.h"
 #include "grpcpp/server.h"
@@ -155,6 +157,24 @@ TEST_F(InProcessServiceTest, AMalformedAstIsInvalidArgumentNamingTheNode) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("node"), std::string::npos) << status.error_message();
   EXPECT_EQ(counters_->compiles.load(), 0);
+}
+
+// A local-socket call that fails for its own reason keeps that reason however late it fails, as
+// over gRPC: only a run stopped at its timeout is DEADLINE_EXCEEDED. Before, any error past the
+// timeout was (an invalid AST with a 1 µs timeout answered DEADLINE_EXCEEDED).
+TEST_F(InProcessServiceTest, ALocalCallFailingPastItsTimeoutKeepsItsOwnError) {
+  const Identity who{"local", "local", kRightRun | kRightCompile, /*anonymous=*/false};
+  v1::LocalCall call;
+  call.set_timeout_us(1);
+  v1::ExecuteRequest* execute = call.mutable_execute();
+  execute->set_device("CPU");
+  v1::KernelInvocation* kernel = execute->add_kernels();
+  *kernel->mutable_ast() = testing::AddKernel(4);
+  kernel->mutable_ast()->mutable_nodes(0)->add_src(1000);  // no such node
+  absl::SleepFor(absl::Milliseconds(1));
+  const v1::LocalReply reply = service_->ServeLocal(who, call, [] { return false; });
+  EXPECT_EQ(reply.code(), static_cast<int32_t>(absl::StatusCode::kInvalidArgument))
+      << reply.message();
 }
 
 }  // namespace
