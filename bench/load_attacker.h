@@ -23,12 +23,13 @@ struct AttackTargets {
   int idle_connections = 500;   // raw TCP connections that send the HTTP/2 preface and wait
   // Which attacks (the names in kAttacks); empty: all of them.
   std::vector<std::string> only;
-  // The nice value the attack threads run at. The attacker's client shares this machine's
-  // cores with the daemon and the honest clients, where a real one would run on its own host;
-  // at 19 (the default) it takes the CPU the others leave, so the figures show what the daemon
-  // lets an attacker take rather than what its client process takes. 0: as the honest ones.
+  // The priority the attack threads run at. The attacker shares this machine's cores with the
+  // daemon and the honest clients, where a real one would run on its own host; at low priority
+  // it takes the CPU the others leave, so the figures show what the daemon lets an attacker take
+  // rather than what its client process takes. 0: as the honest ones; 1-19: a nice value;
   // kIdleClass (the default): the idle scheduling class (SCHED_IDLE), which runs only on CPU
-  // nothing else wants; gRPC's own client threads, shared with the honest clients, stay at 0.
+  // nothing else wants. The load test runs the attacker in a process of its own
+  // (attacker_process.h), so that gRPC's client threads run at this priority too.
   static constexpr int kIdleClass = 20;
   int nice = kIdleClass;
 };

@@ -6,8 +6,9 @@
 // error, so it doubles as a test.
 //
 // With --attacker the honest clients act as one identity and run twice on one daemon: alone,
-// then beside every attack of the security review at once (bench/load_attacker.h); the report
-// puts their latencies side by side and counts what the daemon answered each attack.
+// then beside every attack of the security review at once (bench/load_attacker.h), run from a
+// process of its own at idle priority (bench/attacker_process.h); the report puts their latencies
+// side by side and counts what the daemon answered each attack.
 //
 //   load_test --daemon PATH [--clients 32] [--seconds 20] [--max_ops 1000000] [--label TEXT]
 //             [--daemon_flag --flag=value]... [--attacker [--attacks slow_compiles,...]
@@ -31,6 +32,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/attacker_process.h"
 #include "bench/bench_util.h"
 #include "bench/load_attacker.h"
 #include "client/uopd_client.h"
@@ -262,8 +264,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
 // The honest clients' latencies alone and beside the attacker, what the attacker was answered,
 // and whether the daemon still serves.
 void PrintAttacked(const std::string& label, const RunResult& alone, RunResult& attacked,
-                   uopd::bench::Attacker& attack, double rss_before, const absl::Status& alive,
-                   const std::string& scrape) {
+                   const std::map<std::string, int64_t>& outcomes, double rss_before,
+                   const absl::Status& alive, const std::string& scrape) {
   using uopd::bench::Percentile;
   std::printf("%s with the attacker: %.1f s, %lld operations, %.0f ops/s, %lld unexpected errors\n",
               label.c_str(), attacked.elapsed, static_cast<long long>(attacked.operations()),
@@ -278,7 +280,7 @@ void PrintAttacked(const std::string& label, const RunResult& alone, RunResult& 
                 1e3 * p99_with, p99 > 0 ? p99_with / p99 : 0.0);
   }
   std::printf("attack: what the daemon answered\n");
-  for (const auto& [what, count] : attack.Outcomes()) {
+  for (const auto& [what, count] : outcomes) {
     std::printf("  %-62s x%lld\n", what.c_str(), static_cast<long long>(count));
   }
   std::printf(
@@ -298,6 +300,9 @@ void PrintAttacked(const std::string& label, const RunResult& alone, RunResult& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], uopd::bench::kAttackerProcessFlag) == 0) {
+    return uopd::bench::RunAttackerProcess(argc, argv);
+  }
   // As the daemon does (server/main.cc): Debian's abseil would otherwise keep a global lock-order
   // graph on every absl::Mutex acquisition of the clients.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -356,19 +361,27 @@ int main(int argc, char** argv) {
     return alone.errors() == 0 ? 0 : 1;
   }
 
-  uopd::bench::Attacker attack({daemon.address(), daemon.metrics_address(), attacker_token,
-                                /*idle_connections=*/500, attacks, attacker_nice});
-  attack.Start();
+  auto attack = uopd::bench::AttackerProcess::Start(
+      "/proc/self/exe", {daemon.address(), daemon.metrics_address(), attacker_token,
+                         /*idle_connections=*/500, attacks, attacker_nice});
+  if (!attack.ok()) {
+    std::fprintf(stderr, "%s\n", attack.status().ToString().c_str());
+    return 1;
+  }
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every attack under way
   RunResult attacked;
   RunClients(daemon, honest, clients, seconds, max_ops, 1e7, attacked);
-  attack.Stop();
+  auto outcomes = attack->Stop();
+  if (!outcomes.ok()) {
+    std::fprintf(stderr, "%s\n", outcomes.status().ToString().c_str());
+    return 1;
+  }
   // The daemon still serves after the attacker has gone.
   uopd::Client after(daemon.address(), honest);
   const absl::Status alive = after.Execute(AddRequest(4096)).status();
   const std::string scrape = daemon.ScrapeMetrics();
 
-  PrintAttacked(label, alone, attacked, attack, rss_before, alive, scrape);
+  PrintAttacked(label, alone, attacked, *outcomes, rss_before, alive, scrape);
   PrintErrors(alone);
   PrintErrors(attacked);
   return alone.errors() == 0 && attacked.errors() == 0 && alive.ok() ? 0 : 1;
