@@ -131,7 +131,10 @@ if [ "$TINYGRAD_VERSION" != 0.12.0 ]; then
       test/backend/test_arange.py test/backend/test_softmax_fusion.py test/unit/test_assign.py
       test/unit/test_jit_cases.py test/unit/test_jit_footguns.py test/unit/test_conv.py
       test/unit/test_dtype_weak.py test/unit/test_masked_tensor.py test/unit/test_indexing.py
-      test/unit/test_getitem_ops.py test/unit/test_symbolic_tensor.py"
+      test/unit/test_getitem_ops.py test/unit/test_symbolic_tensor.py test/backend/test_custom_kernel.py
+      test/backend/test_uops.py test/backend/test_jit.py test/backend/test_const_folding.py
+      test/backend/test_subbuffer.py test/unit/test_call.py test/unit/test_function.py
+      test/unit/test_invalid_tensor.py test/unit/test_gradient.py"
   else
     echo "tinygrad $TINYGRAD_VERSION: no test tree (TINYGRAD_TESTS); its sdist has test/test_tiny.py only, so only that runs"
     default_suites="test/test_tiny.py"

@@ -93,6 +93,40 @@ class TestJit(unittest.TestCase):
 
 
 
+class TestCustomKernels(unittest.TestCase):
+    """Kernels a user writes as UOps (Tensor.custom_kernel): their placeholders are shaped (a
+    RESHAPE of a flat PARAM) and sliced (SHRINK), movement ops tinygrad's codegen folds into the
+    INDEX first ("early movement ops"). Before, UOPD refused them: "op RESHAPE is not in the
+    tinygrad 0.14 dialect"."""
+
+    def test_shaped_placeholders(self):
+        from tinygrad.uop.ops import AxisType, KernelInfo, UOp
+
+        def gemm(C: UOp, A: UOp, B: UOp) -> UOp:
+            i, j = UOp.range(C.shape[0], 0), UOp.range(C.shape[1], 1)
+            k = UOp.range(A.shape[1], 2, axis_type=AxisType.REDUCE)
+            C = C[i, j].set(0.0)
+            C = C[i, j].set(C.after(k)[i, j] + A[i, k] * B[k, j], end=k)
+            return C.end(i, j).sink(arg=KernelInfo(name="shaped_gemm", opts_to_apply=()))
+
+        rng = np.random.default_rng(2)
+        a, b = (rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32))
+        c = Tensor.custom_kernel(Tensor.empty(6, 3), Tensor(a), Tensor(b), fxn=gemm)[0]
+        np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+    def test_sliced_placeholder(self):
+        from tinygrad.uop.ops import KernelInfo, UOp
+
+        def middle_columns(dest: UOp, src: UOp) -> UOp:
+            i, j = UOp.range(dest.shape[0], 0), UOp.range(dest.shape[1], 1)
+            return dest[i, j].set(src[:, 1:3][i, j] * 2.0).end(i, j).sink(
+                arg=KernelInfo(name="middle_columns", opts_to_apply=()))
+
+        x = np.arange(20, dtype=np.float32).reshape(4, 5)
+        out = Tensor.custom_kernel(Tensor.empty(4, 2), Tensor(x), fxn=middle_columns)[0]
+        np.testing.assert_equal(out.numpy(), x[:, 1:3] * 2)
+
+
 class TestIntrospection(unittest.TestCase):
     """tinygrad's program of a kernel (to_program), as its tests and DEBUG>=2 use it: uops and
     estimates from its lowering, a source and a binary the device runs (on UOPD: the daemon's

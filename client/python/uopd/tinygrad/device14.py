@@ -94,7 +94,7 @@ class UopdKernel:
     def __init__(self, device: str, ast: UOp):
         info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
         opts = list(info.opts_to_apply) if info.opts_to_apply is not None else None
-        sent = ast.replace(arg=KernelInfo(name=info.name))
+        sent = ir14.lower_movement_ops(ast.replace(arg=KernelInfo(name=info.name)))
         self.name = info.name if info.name != "test" else f"uopd_{ast.key.hex()[:10]}"
         self.graph = json_format.ParseDict(ir14.encode_graph(sent), graph_pb2.Graph())
         self.optimization = optimization_for(opts)

@@ -13,7 +13,9 @@ import math
 from typing import Any
 
 from tinygrad.dtype import AddrSpace, DType, dtypes
-from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo
+from tinygrad.schedule.multi import multi_pm
+from tinygrad.schedule.rangeify import pm_mops
+from tinygrad.uop.ops import GroupOp, UOp, Ops, AxisType, KernelInfo, graph_rewrite
 
 DIALECT = "TINYGRAD_0_14"
 
@@ -161,6 +163,20 @@ def toposort(root: UOp) -> list[UOp]:
             if s not in seen:
                 stack.append((s, False))
     return order
+
+
+def lower_movement_ops(root: UOp) -> UOp:
+    """`root` as tinygrad's codegen first rewrites it (full_rewrite_to_sink's "multi_pm" and
+    "early movement ops"): in-kernel UNSHARDs resolved, and movement ops on a PARAM (a custom
+    kernel's `UOp.placeholder((M, K), ...)` is a RESHAPE of a flat PARAM; `x[i:j]` a SHRINK)
+    folded into its INDEX as index arithmetic, which the dialect carries. The same UOp when
+    there are none."""
+    nodes = root.toposort()
+    if not any(u.op in GroupOp.Movement or u.op is Ops.UNSHARD or (u.op is Ops.PARAM and u.axis is not None)
+               for u in nodes):
+        return root
+    sink = graph_rewrite(root, multi_pm, name="multi_pm")
+    return graph_rewrite(sink, pm_mops, name="early movement ops", bottom_up=True)
 
 
 def encode_graph(root: UOp) -> dict[str, Any]:
