@@ -81,8 +81,8 @@ typedef unsigned long long uint64_t;
 )";
 inline constexpr char kSupportClose[] = "}  // namespace uopd_support\n";
 
-// fp8 values from their bits (CUDA's constructors from float saturate e5m2, where IEEE overflow,
-// as the support library rounds, is infinity).
+// fp8 values from their bits: the support library rounds (uopd_f64_to_fp8*), so every backend
+// rounds alike.
 inline constexpr char kFp8Prelude[] =
     R"(__device__ __forceinline__ __nv_fp8_e4m3 uopd_fp8e4m3(unsigned bits) {
   __nv_fp8_e4m3 r;

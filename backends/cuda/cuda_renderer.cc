@@ -743,7 +743,7 @@ std::string CudaRenderer::Spell(const LoweredKernel& kernel) const {
 }
 
 std::string CudaRenderer::Identity() const {
-  return absl::StrCat("cuda-c/v16;block=", kCudaBlockThreads);
+  return absl::StrCat("cuda-c/v17;block=", kCudaBlockThreads);
 }
 
 }  // namespace uopd

@@ -65,7 +65,7 @@ UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e4m3(double x) {
   return round_to_small(x, 4, 3, 0x7e, 0x7e, 0x7f);
 }
 UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e5m2(double x) {
-  return round_to_small(x, 5, 2, 0x7b, 0x7c, 0x7e);
+  return round_to_small(x, 5, 2, 0x7b, 0x7b, 0x7e);
 }
 
 /* Widens a small format to float bits. `special_exp` marks the all-ones exponent as inf/NaN

@@ -17,7 +17,8 @@ uint32_t uopd_f64_to_f16(double x);
 uint32_t uopd_f64_to_bf16(double x);
 /* fp8 e4m3 (OCP "fn": no infinities, 0x7f is NaN) saturates to +-448, as tinygrad does. */
 uint32_t uopd_f64_to_fp8e4m3(double x);
-/* fp8 e5m2 follows IEEE: overflow becomes infinity. */
+/* fp8 e5m2 saturates to +-57344 too (infinities included), as tinygrad 0.14's float to fp8 and
+ * CUDA's satfinite conversion do; 0x7c (infinity) still loads as infinity. */
 uint32_t uopd_f64_to_fp8e5m2(double x);
 
 /* Exact widening of the format's bits (low bits of `bits`) to float. */

@@ -127,6 +127,20 @@ class TestCustomKernels(unittest.TestCase):
         np.testing.assert_equal(out.numpy(), x[:, 1:3] * 2)
 
 
+class TestFp8(unittest.TestCase):
+    def test_e5m2_saturates_as_tinygrad_converts(self):
+        # tinygrad 0.14 converts to fp8 saturating at the largest finite value (57344 for e5m2,
+        # 0x7b), infinities included; UOPD gave infinity (0x7c), failing tinygrad's
+        # test_dtype_alu::test_fp8e5m2 on 57344 + 57344.
+        from tinygrad import dtypes
+        a = Tensor([57344.0, -57344.0, 1.0], dtype=dtypes.fp8e5m2)
+        self.assertEqual((a + a).bitcast(dtypes.uint8).tolist(), [0x7b, 0xfb, 0x40])
+        big = Tensor([1e6, float("inf"), -float("inf")]).cast(dtypes.fp8e5m2)
+        self.assertEqual(big.bitcast(dtypes.uint8).tolist(), [0x7b, 0x7b, 0xfb])
+        e4 = Tensor([448.0, 1e6], dtype=dtypes.float).cast(dtypes.fp8e4m3) * 2
+        self.assertEqual(e4.bitcast(dtypes.uint8).tolist(), [0x7e, 0x7e])
+
+
 class TestIntrospection(unittest.TestCase):
     """tinygrad's program of a kernel (to_program), as its tests and DEBUG>=2 use it: uops and
     estimates from its lowering, a source and a binary the device runs (on UOPD: the daemon's
