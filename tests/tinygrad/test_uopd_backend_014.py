@@ -127,6 +127,27 @@ class TestCustomKernels(unittest.TestCase):
         np.testing.assert_equal(out.numpy(), x[:, 1:3] * 2)
 
 
+class TestAliasedSlots(unittest.TestCase):
+    def test_one_tensor_read_and_written_in_place(self):
+        # tinygrad passes one buffer to a custom kernel's input and output slots; the daemon
+        # refuses aliased written slots ("overlap in one buffer"), so the plugin merges them.
+        from tinygrad.uop.ops import KernelInfo, UOp
+
+        def add_one(B: UOp, A: UOp) -> UOp:
+            A, B = A.flatten(), B.flatten()
+            i = UOp.range(A.numel(), 0)
+            return B[i].store(A[i] + 1).end(i).sink(arg=KernelInfo(name=f"aliased_add_one_{A.numel()}"))
+
+        x = Tensor.arange(6).clone().realize()
+        x = Tensor.custom_kernel(x, x, fxn=add_one)[0]
+        self.assertEqual(x.tolist(), [1, 2, 3, 4, 5, 6])
+        # The same kernel on two buffers still takes both slots.
+        a, b = Tensor.arange(6).clone().realize(), Tensor.zeros(6, dtype=Tensor.arange(6).dtype).contiguous().realize()
+        b = Tensor.custom_kernel(b, a, fxn=add_one)[0]
+        self.assertEqual(b.tolist(), [1, 2, 3, 4, 5, 6])
+        self.assertEqual(a.tolist(), [0, 1, 2, 3, 4, 5])
+
+
 class TestFp8(unittest.TestCase):
     def test_e5m2_saturates_as_tinygrad_converts(self):
         # tinygrad 0.14 converts to fp8 saturating at the largest finite value (57344 for e5m2,

@@ -117,6 +117,8 @@ class UopdKernel:
                                  key=lambda v: v.arg.name))
         self.key = MAGIC + ast.key
         self._source: Optional[str] = None
+        self._ast = ast
+        self._merged: dict[tuple[int, ...], UopdKernel] = {}
 
     def source(self) -> str:
         """The daemon's rendering of this kernel (asked once; the daemon compiles it then)."""
@@ -134,6 +136,33 @@ class UopdKernel:
 
     def views(self, bufs: tuple[UopdBuf, ...]) -> list[uopd.ViewRef]:
         return [uopd.ViewRef(b.handle, b.offset, s.scalar, s.size) for s, b in zip(self.slots, bufs)]
+
+    def bound(self, device: str, bufs: tuple[UopdBuf, ...]) -> tuple[UopdKernel, list[uopd.ViewRef]]:
+        """The kernel to run on `bufs` and its views. The daemon refuses one buffer in two slots
+        when either is written (its kernels' pointers do not alias); tinygrad passes it (a custom
+        kernel's `B[i] = A[i] + 1` on one tensor). Slots bound to the same window of one buffer
+        then become one slot, in a kernel made once per such binding: one pointer, read and
+        written, means what tinygrad's two aliased pointers mean. Partial overlaps stay refused."""
+        first: dict[tuple[str, int, int], int] = {}
+        same = []  # for each slot, the first slot bound to its window
+        for s, b in zip(self.slots, bufs):
+            same.append(first.setdefault((b.handle, b.offset, s.size), s.index))
+        written = set(self.outs)
+        if all(keep == s.index or (keep not in written and s.index not in written)
+               for s, keep in zip(self.slots, same)):
+            return self, self.views(bufs)
+        key = tuple(same)
+        merged = self._merged.get(key)
+        if merged is None:
+            params = {u.arg.slot: u for u in self._ast.toposort()
+                      if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}
+            kept = sorted(set(same))
+            renumbered = {old: params[old].replace(arg=replace(params[old].arg, slot=new))
+                          for new, old in enumerate(kept)}
+            subs = {params[s.index]: renumbered[keep] for s, keep in zip(self.slots, same)}
+            merged = self._merged[key] = UopdKernel(device, self._ast.substitute(subs))
+        by_slot = {s.index: b for s, b in zip(self.slots, bufs)}
+        return merged, merged.views(tuple(by_slot[old] for old in sorted(set(same))))
 
 
 _kernels: dict[bytes, UopdKernel] = {}
@@ -154,7 +183,8 @@ class UopdProgram(Program["UopdDevice"]):
         st = time.perf_counter()
         variables = {v.arg.name: int(x) for v, x in zip(k.vars, vals) if x is not None}
         # On this device: a kernel is made once per process, for whichever UOPD device lowered it first.
-        result = self.dev.client.execute([uopd.Kernel(k.graph, k.views(bufs), optimization=k.optimization)],
+        k, views = k.bound(self.dev.device, bufs)
+        result = self.dev.client.execute([uopd.Kernel(k.graph, views, optimization=k.optimization)],
                                          vars=variables, device=self.dev.remote)
         if not wait:
             return None
@@ -190,9 +220,8 @@ class UopdGraph(GraphRunner):
     def __call__(self, input_uops: tuple[UOp, ...], var_vals: dict[str, int], wait: bool = False) -> Optional[float]:
         kernels, variables = [], {}
         for j, ((_, program, _, device_vars), runtime) in enumerate(zip(self.calls, self.runtimes)):
-            k: UopdKernel = runtime.kernel
-            kernels.append(uopd.Kernel(k.graph, k.views(tuple(self._buffers(j, input_uops))),
-                                       optimization=k.optimization))
+            k, views = runtime.kernel.bound(runtime.dev.device, tuple(self._buffers(j, input_uops)))
+            kernels.append(uopd.Kernel(k.graph, views, optimization=k.optimization))
             values = {**var_vals, **device_vars}
             variables.update({v.arg.name: int(values[v.arg.name]) for v in k.vars if v.arg.name in values})
         dev: UopdDevice = Device[self.calls[0][2][0].device]
