@@ -110,7 +110,9 @@ ConstValue DecodeConst(const Instr& constant, int index_bits, int lane) {
         value.bits = uopd_f64_to_fp8e4m3(v);
         break;
       default:
-        value.bits = uopd_f64_to_fp8e5m2(v);
+        // A constant infinity stays one (0x7c): conversions saturate (kernel_support.h), but
+        // tinygrad compares with an infinity constant at float precision (Tensor.isinf).
+        value.bits = std::isinf(v) ? (v > 0 ? 0x7cu : 0xfcu) : uopd_f64_to_fp8e5m2(v);
         break;
     }
     return value;

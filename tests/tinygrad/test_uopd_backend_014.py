@@ -147,6 +147,20 @@ class TestAliasedSlots(unittest.TestCase):
         self.assertEqual(b.tolist(), [1, 2, 3, 4, 5, 6])
         self.assertEqual(a.tolist(), [0, 1, 2, 3, 4, 5])
 
+    def test_three_slots_two_aliased(self):
+        # C = A + B called as (x, x, y): the slot renumbered from 2 to 1 must not be taken for
+        # the original slot 1 (also aliased to 0) and merged again.
+        from tinygrad.uop.ops import KernelInfo, UOp
+
+        def add(C: UOp, A: UOp, B: UOp) -> UOp:
+            i = UOp.range(C.shape[0], 0)
+            return C[i].store(A[i] + B[i]).end(i).sink(arg=KernelInfo(name=f"aliased_add_{C.shape[0]}"))
+
+        x = Tensor([1.0, 2.0, 3.0]).contiguous().realize()
+        y = Tensor([10.0, 20.0, 30.0]).contiguous().realize()
+        x = Tensor.custom_kernel(x, x, y, fxn=add)[0]
+        self.assertEqual(x.tolist(), [11.0, 22.0, 33.0])
+
 
 class TestFp8(unittest.TestCase):
     def test_e5m2_saturates_as_tinygrad_converts(self):
@@ -160,6 +174,13 @@ class TestFp8(unittest.TestCase):
         self.assertEqual(big.bitcast(dtypes.uint8).tolist(), [0x7b, 0x7b, 0xfb])
         e4 = Tensor([448.0, 1e6], dtype=dtypes.float).cast(dtypes.fp8e4m3) * 2
         self.assertEqual(e4.bitcast(dtypes.uint8).tolist(), [0x7e, 0x7e])
+
+    def test_e5m2_infinity_is_still_infinity(self):
+        # A stored infinity (0x7c) compares equal to an infinity constant, as on tinygrad's CPU.
+        from tinygrad import dtypes
+        b = Tensor([0x7c, 0x7b, 0xfc, 0x3c], dtype=dtypes.uint8).bitcast(dtypes.fp8e5m2)
+        self.assertEqual(b.isinf().tolist(), [True, False, True, False])
+        self.assertEqual((b == float("inf")).tolist(), [True, False, False, False])
 
 
 class TestIntrospection(unittest.TestCase):

@@ -43,6 +43,14 @@ TEST(ConstValue, FloatsAreTheirFormatsBitsNaNsIncluded) {
   EXPECT_EQ(DecodeConst(Constant(Scalar::kFloat32, Arg::Bool(true)), 64).bits, 0x3f800000u);
 }
 
+TEST(ConstValue, AnFp8E5M2InfinityStaysOneWhereFiniteValuesSaturate) {
+  // tinygrad compares with an infinity constant at float precision (Tensor.isinf on fp8e5m2):
+  // the constant must stay 0x7c though a conversion of infinity saturates to 0x7b.
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2, Arg::F64(INFINITY)), 64).bits, 0x7cu);
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2, Arg::F64(-INFINITY)), 64).bits, 0xfcu);
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2, Arg::F64(1e6)), 64).bits, 0x7bu);
+}
+
 TEST(ConstValue, BoolsAndLanes) {
   EXPECT_EQ(DecodeConst(Constant(Scalar::kBool, Arg::I64(2)), 64).bits, 1u);
   EXPECT_EQ(DecodeConst(Constant(Scalar::kBool, Arg::F64(0.0)), 64).bits, 0u);

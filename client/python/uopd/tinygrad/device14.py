@@ -146,7 +146,7 @@ class UopdKernel:
         first: dict[tuple[str, int, int], int] = {}
         same = []  # for each slot, the first slot bound to its window
         for s, b in zip(self.slots, bufs):
-            same.append(first.setdefault((b.handle, b.offset, s.size), s.index))
+            same.append(first.setdefault((b.handle, b.offset, s.size, s.scalar), s.index))
         written = set(self.outs)
         if all(keep == s.index or (keep not in written and s.index not in written)
                for s, keep in zip(self.slots, same)):
@@ -157,10 +157,15 @@ class UopdKernel:
             params = {u.arg.slot: u for u in self._ast.toposort()
                       if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}
             kept = sorted(set(same))
-            renumbered = {old: params[old].replace(arg=replace(params[old].arg, slot=new))
-                          for new, old in enumerate(kept)}
-            subs = {params[s.index]: renumbered[keep] for s, keep in zip(self.slots, same)}
-            merged = self._merged[key] = UopdKernel(device, self._ast.substitute(subs))
+            # Through slots no kernel uses: substitute() rewrites until nothing changes, and a
+            # renumbered PARAM can be another slot's original (hash-consed), rewritten again.
+            def numbered(old: int, slot: int) -> UOp:
+                return params[old].replace(arg=replace(params[old].arg, slot=slot))
+            parked = 1 + max(params)
+            ast = self._ast.substitute({params[s.index]: numbered(keep, parked + kept.index(keep))
+                                        for s, keep in zip(self.slots, same)})
+            ast = ast.substitute({numbered(old, parked + new): numbered(old, new) for new, old in enumerate(kept)})
+            merged = self._merged[key] = UopdKernel(device, ast)
         by_slot = {s.index: b for s, b in zip(self.slots, bufs)}
         return merged, merged.views(tuple(by_slot[old] for old in sorted(set(same))))
 
