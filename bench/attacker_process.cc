@@ -121,7 +121,9 @@ absl::StatusOr<std::map<std::string, int64_t>> AttackerProcess::Stop() {
   const std::string report = ReadAll(from_child_);
   CloseIfOpen(from_child_);
   int wait_status = 0;
-  (void)waitpid(std::exchange(pid_, -1), &wait_status, 0);
+  const pid_t pid = std::exchange(pid_, -1);
+  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
     return absl::InternalError(absl::StrCat("the attacker process ended with wait status ",
                                             wait_status, "; it wrote: ", report));

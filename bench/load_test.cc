@@ -300,12 +300,12 @@ void PrintAttacked(const std::string& label, const RunResult& alone, RunResult& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As the daemon does (server/main.cc): Debian's abseil would otherwise keep a global lock-order
+  // graph on every absl::Mutex acquisition of the clients, the attacker's included.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (argc > 1 && std::strcmp(argv[1], uopd::bench::kAttackerProcessFlag) == 0) {
     return uopd::bench::RunAttackerProcess(argc, argv);
   }
-  // As the daemon does (server/main.cc): Debian's abseil would otherwise keep a global lock-order
-  // graph on every absl::Mutex acquisition of the clients.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   Options o;
   if (!ParseOptions(argc, argv, &o)) return 2;
   const std::string &daemon_path = o.daemon_path, &label = o.label;
