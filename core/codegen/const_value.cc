@@ -107,10 +107,13 @@ ConstValue DecodeConst(const Instr& constant, int index_bits, int lane) {
         value.bits = uopd_f64_to_bf16(v);
         break;
       case Scalar::kFp8E4M3:
+        // No infinity: +-inf is +-448, which is what a MAX reduction's identity (-inf) needs.
+        // tinygrad makes an infinity constant NaN here (float_to_fp8), so its comparisons with
+        // +-inf differ (Tensor.isinf is true for +-448 on UOPD, false on tinygrad's devices).
         value.bits = uopd_f64_to_fp8e4m3(v);
         break;
       default:
-        // A constant infinity stays one (0x7c): conversions saturate (kernel_support.h), but
+        // A constant infinity stays one (0x7c), though conversions saturate (kernel_support.h):
         // tinygrad compares with an infinity constant at float precision (Tensor.isinf).
         value.bits = std::isinf(v) ? (v > 0 ? 0x7cu : 0xfcu) : uopd_f64_to_fp8e5m2(v);
         break;

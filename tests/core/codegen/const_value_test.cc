@@ -49,6 +49,8 @@ TEST(ConstValue, AnFp8E5M2InfinityStaysOneWhereFiniteValuesSaturate) {
   EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2, Arg::F64(INFINITY)), 64).bits, 0x7cu);
   EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2, Arg::F64(-INFINITY)), 64).bits, 0xfcu);
   EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2, Arg::F64(1e6)), 64).bits, 0x7bu);
+  // e4m3 has no infinity: -inf, a MAX reduction's identity, is its lowest value.
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E4M3, Arg::F64(-INFINITY)), 64).bits, 0xfeu);
 }
 
 TEST(ConstValue, BoolsAndLanes) {
