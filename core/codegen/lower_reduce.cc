@@ -16,20 +16,6 @@ namespace {
 
 bool IsIdentityOf(Op op) { return op == Op::kAdd || op == Op::kMul || op == Op::kMax; }
 
-// The identity of a reduction, as a CONST argument for `dtype`.
-Arg ReduceIdentity(Op op, const DType& dtype) {
-  Scalar s = dtype.scalar;
-  if (op == Op::kAdd)
-    return IsFloat(s) ? Arg::F64(0.0) : (s == Scalar::kBool ? Arg::Bool(false) : Arg::I64(0));
-  if (op == Op::kMul)
-    return IsFloat(s) ? Arg::F64(1.0) : (s == Scalar::kBool ? Arg::Bool(true) : Arg::I64(1));
-  // MAX: the lowest value of the dtype.
-  if (IsFloat(s)) return Arg::F64(-std::numeric_limits<double>::infinity());
-  if (s == Scalar::kBool) return Arg::Bool(false);
-  Interval range = DTypeRange(s);
-  return Arg::I64(static_cast<int64_t>(range.min));
-}
-
 }  // namespace
 
 absl::Status Lowerer::HoistReductions(const UOp* body, const std::vector<const UOp*>& ranges) {
@@ -66,7 +52,7 @@ absl::StatusOr<Lowerer::PendingReduce> Lowerer::BeginReduce(const UOp* node) {
   r.over_lanes = vector_range_ != nullptr &&
                  std::find(closed.begin(), closed.end(), vector_range_) != closed.end();
   const bool vector_acc = r.over_lanes || IsVectorNode(node);
-  int identity = EmitConst(node->dtype(), ReduceIdentity(op, node->dtype()), node);
+  int identity = EmitConst(node->dtype(), ReduceIdentityArg(op, node->dtype().scalar), node);
   if (vector_acc) identity = Broadcast(identity);
   r.acc_type = vector_acc ? VectorOf(node->dtype()) : node->dtype();
   r.acc = Emit(

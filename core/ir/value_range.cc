@@ -24,6 +24,15 @@ Int128 PowerOfTwoCeilMinus1(Int128 v) {
 
 }  // namespace
 
+Arg ReduceIdentityArg(Op op, Scalar scalar) {
+  const bool fl = IsFloat(scalar), b = scalar == Scalar::kBool;
+  if (op == Op::kAdd) return fl ? Arg::F64(0) : b ? Arg::Bool(false) : Arg::I64(0);
+  if (op == Op::kMul) return fl ? Arg::F64(1) : b ? Arg::Bool(true) : Arg::I64(1);
+  if (fl) return Arg::F64(-std::numeric_limits<double>::infinity());
+  if (b) return Arg::Bool(false);
+  return Arg::I64(static_cast<int64_t>(DTypeRange(scalar).min));
+}
+
 Interval DTypeRange(Scalar scalar) {
   if (scalar == Scalar::kBool) return {0, 1};
   if (scalar == Scalar::kIndex) return {kI64Min, kI64Max};

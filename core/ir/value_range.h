@@ -41,6 +41,9 @@ struct Interval {
 
 // The whole range of an integer-like dtype (INDEX as int64, BOOL as [0, 1]).
 Interval DTypeRange(Scalar scalar);
+// The identity of a REDUCE `op` (ADD, MUL, MAX) as a CONST argument of `scalar`: 0, 1, or the
+// lowest value (-inf for floats).
+Arg ReduceIdentityArg(Op op, Scalar scalar);
 // `value` wrapped to the dtype's width, two's complement, as the dtype interprets it.
 Int128 WrapToDType(Int128 value, Scalar scalar);
 // The integer value of an integer or bool CONST, wrapped to its dtype.

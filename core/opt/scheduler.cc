@@ -36,16 +36,6 @@ int64_t RangeMax(const UOp* range) {
   return static_cast<int64_t>(std::max<Int128>(0, size.max - 1));
 }
 
-// The identity of a reduction op as a CONST argument of `dtype`.
-Arg ReduceIdentityOf(Op op, const DType& dtype) {
-  const bool fl = IsFloat(dtype.scalar), b = dtype.scalar == Scalar::kBool;
-  if (op == Op::kAdd) return fl ? Arg::F64(0) : b ? Arg::Bool(false) : Arg::I64(0);
-  if (op == Op::kMul) return fl ? Arg::F64(1) : b ? Arg::Bool(true) : Arg::I64(1);
-  if (fl) return Arg::F64(-std::numeric_limits<double>::infinity());
-  if (b) return Arg::Bool(false);
-  return Arg::I64(static_cast<int64_t>(DTypeRange(dtype.scalar).min));
-}
-
 }  // namespace
 
 std::vector<const UOp*> RangesInOrder(const UOp* expr) {
@@ -349,7 +339,7 @@ absl::Status Scheduler::PadTo(const UOp* range, int64_t multiple) {
     const UOp* value = padded_reduce->src(0);
     const UOp* identity =
         graph_->Make(Op::kConst, value->dtype(), {},
-                     ReduceIdentityOf(padded_reduce->arg().reduce_op, value->dtype()));
+                     ReduceIdentityArg(padded_reduce->arg().reduce_op, value->dtype().scalar));
     std::vector<const UOp*> src(padded_reduce->src().begin(), padded_reduce->src().end());
     src[0] = graph_->Make(Op::kWhere, value->dtype(), {in_bounds, value, identity});
     root_ =
