@@ -1,10 +1,8 @@
 #include "bench/attacker_process.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,16 +27,6 @@ namespace {
 void CloseIfOpen(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;
-}
-
-// The calling thread's priority; threads it starts afterwards inherit it.
-void SetOwnPriority(int nice) {
-  if (nice == AttackTargets::kIdleClass) {
-    const sched_param param{};
-    (void)sched_setscheduler(0, SCHED_IDLE, &param);
-  } else if (nice != 0) {
-    (void)setpriority(PRIO_PROCESS, 0, nice);
-  }
 }
 
 std::string ReadAll(int fd) {
@@ -163,7 +151,7 @@ int RunAttackerProcess(int argc, char** argv) {
     }
   }
   // Before any thread exists, gRPC's included, so that every thread of this process inherits it.
-  SetOwnPriority(targets.nice);
+  SetCallingThreadPriority(targets.nice);
   std::map<std::string, int64_t> outcomes;
   {
     Attacker attack(targets);

@@ -43,6 +43,15 @@ void Pause(Running running, std::chrono::milliseconds total) {
 
 }  // namespace
 
+void SetCallingThreadPriority(int nice) {
+  if (nice == AttackTargets::kIdleClass) {
+    const sched_param param{};
+    (void)sched_setscheduler(gettid(), SCHED_IDLE, &param);
+  } else if (nice != 0) {
+    (void)setpriority(PRIO_PROCESS, gettid(), nice);
+  }
+}
+
 void Attacker::Start() {
   running_ = true;
   auto wanted = [this](const std::string& name) {
@@ -51,13 +60,7 @@ void Attacker::Start() {
   };
   auto launch = [this](auto&& attack) {
     threads_.emplace_back([this, attack] {
-      // Linux keeps a nice value per thread; best effort.
-      if (targets_.nice == AttackTargets::kIdleClass) {
-        const sched_param param{};
-        (void)sched_setscheduler(gettid(), SCHED_IDLE, &param);
-      } else if (targets_.nice != 0) {
-        (void)setpriority(PRIO_PROCESS, gettid(), targets_.nice);
-      }
+      SetCallingThreadPriority(targets_.nice);
       attack();
     });
   };

@@ -34,6 +34,10 @@ struct AttackTargets {
   int nice = kIdleClass;
 };
 
+// Runs the calling thread at `nice` (AttackTargets::nice); threads it starts afterwards inherit
+// it (Linux keeps scheduling class and nice value per thread). Best effort.
+void SetCallingThreadPriority(int nice);
+
 // The attacks by name (AttackTargets::only, load_test's --attacks).
 inline constexpr const char* kAttacks[] = {"slow_compiles", "past_deadline", "silent_streams",
                                            "memory",        "big_plans",     "opt_lists",

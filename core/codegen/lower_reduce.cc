@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <limits>
 #include <map>
 
 #include "absl/container/flat_hash_set.h"

@@ -143,7 +143,7 @@ class UopdKernel:
         kernel's `B[i] = A[i] + 1` on one tensor). Slots bound to the same window of one buffer
         then become one slot, in a kernel made once per such binding: one pointer, read and
         written, means what tinygrad's two aliased pointers mean. Partial overlaps stay refused."""
-        first: dict[tuple[str, int, int], int] = {}
+        first: dict[tuple[str, int, int, str], int] = {}
         same = []  # for each slot, the first slot bound to its window
         for s, b in zip(self.slots, bufs):
             same.append(first.setdefault((b.handle, b.offset, s.size, s.scalar), s.index))
@@ -151,12 +151,11 @@ class UopdKernel:
         if all(keep == s.index or (keep not in written and s.index not in written)
                for s, keep in zip(self.slots, same)):
             return self, self.views(bufs)
-        key = tuple(same)
+        key, kept = tuple(same), sorted(set(same))
         merged = self._merged.get(key)
         if merged is None:
             params = {u.arg.slot: u for u in self._ast.toposort()
                       if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}
-            kept = sorted(set(same))
             # Through slots no kernel uses: substitute() rewrites until nothing changes, and a
             # renumbered PARAM can be another slot's original (hash-consed), rewritten again.
             def numbered(old: int, slot: int) -> UOp:
@@ -167,7 +166,7 @@ class UopdKernel:
             ast = ast.substitute({numbered(old, parked + new): numbered(old, new) for new, old in enumerate(kept)})
             merged = self._merged[key] = UopdKernel(device, ast)
         by_slot = {s.index: b for s, b in zip(self.slots, bufs)}
-        return merged, merged.views(tuple(by_slot[old] for old in sorted(set(same))))
+        return merged, merged.views(tuple(by_slot[old] for old in kept))
 
 
 _kernels: dict[bytes, UopdKernel] = {}
