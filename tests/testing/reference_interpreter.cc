@@ -510,6 +510,9 @@ class Interpreter {
   }
 
   Val Cast(const Val& v, Scalar from, Scalar to) {
+    // To its own type, a value is itself (tinygrad folds such a CAST): no round trip, which for
+    // fp8 e5m2 would turn an infinity into 57344 (conversions saturate).
+    if (from == to) return v;
     if (to == Scalar::kBool)
       return Val{(IsF(from) ? v.f != 0.0 : Signed(v, from) != 0) ? 1u : 0u, 0};
     if (IsF(to)) {
