@@ -13,10 +13,9 @@ std::string DeviceOrDefault(const std::string& name, const std::string& fallback
 }
 
 absl::StatusOr<Scalar> BufferDtype(int wire_dtype) {
-  if (wire_dtype < 1 || wire_dtype > kMaxScalar) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown dtype ", wire_dtype));
-  }
-  auto dtype = static_cast<Scalar>(wire_dtype);
+  const std::optional<Scalar> known = ScalarFromNumber(wire_dtype);
+  if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown dtype ", wire_dtype));
+  const Scalar dtype = *known;
   if (dtype == Scalar::kVoid || dtype == Scalar::kIndex) {
     return absl::InvalidArgumentError(absl::StrCat("a buffer cannot hold ", ScalarName(dtype)));
   }

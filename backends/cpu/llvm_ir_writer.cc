@@ -25,6 +25,10 @@ absl::string_view NarrowFn(Scalar s) {
       return "uopd_f64_to_bf16";
     case Scalar::kFp8E4M3:
       return "uopd_f64_to_fp8e4m3";
+    case Scalar::kFp8E4M3Fnuz:
+      return "uopd_f64_to_fp8e4m3fnuz";
+    case Scalar::kFp8E5M2Fnuz:
+      return "uopd_f64_to_fp8e5m2fnuz";
     default:
       return "uopd_f64_to_fp8e5m2";
   }
@@ -37,10 +41,18 @@ absl::string_view WidenFn(Scalar s) {
       return "uopd_bf16_to_f32";
     case Scalar::kFp8E4M3:
       return "uopd_fp8e4m3_to_f32";
+    case Scalar::kFp8E4M3Fnuz:
+      return "uopd_fp8e4m3fnuz_to_f32";
+    case Scalar::kFp8E5M2Fnuz:
+      return "uopd_fp8e5m2fnuz_to_f32";
     default:
       return "uopd_fp8e5m2_to_f32";
   }
 }
+
+// Assemble declares the other formats' conversions in every module; the fnuz ones only where used,
+// so kernels without them are spelled as before.
+bool IsFnuz(Scalar s) { return s == Scalar::kFp8E4M3Fnuz || s == Scalar::kFp8E5M2Fnuz; }
 
 }  // namespace
 
@@ -61,6 +73,8 @@ std::string LlvmIrWriter::RegType(const DType& d) const {
     case Scalar::kUint8:
     case Scalar::kFp8E4M3:
     case Scalar::kFp8E5M2:
+    case Scalar::kFp8E4M3Fnuz:
+    case Scalar::kFp8E5M2Fnuz:
       return "i8";
     case Scalar::kInt16:
     case Scalar::kUint16:
@@ -130,6 +144,7 @@ std::string LlvmIrWriter::ToCompute(const std::string& value, const DType& d) {
   std::string wide = Fresh("w");
   Line(absl::StrCat(wide, " = zext ", RegType(d), " ", value, " to i32"));
   std::string f = Fresh("f");
+  if (IsFnuz(d.scalar)) Declare("float", std::string(WidenFn(d.scalar)), "i32");
   Line(absl::StrCat(f, " = call float @", WidenFn(d.scalar), "(i32 ", wide, ")"));
   return f;
 }
@@ -143,6 +158,7 @@ std::string LlvmIrWriter::FromCompute(const std::string& value, const std::strin
     Line(absl::StrCat(dbl, " = fpext float ", value, " to double"));
   }
   std::string bits = Fresh("b");
+  if (IsFnuz(d.scalar)) Declare("i32", std::string(NarrowFn(d.scalar)), "double");
   Line(absl::StrCat(bits, " = call i32 @", NarrowFn(d.scalar), "(double ", dbl, ")"));
   std::string out = Fresh("h");
   Line(absl::StrCat(out, " = trunc i32 ", bits, " to ", RegType(d)));

@@ -72,6 +72,9 @@ class CudaWriter {
         return "__nv_fp8_e4m3";
       case Scalar::kFp8E5M2:
         return "__nv_fp8_e5m2";
+      case Scalar::kFp8E4M3Fnuz:  // CUDA has no fnuz types: their bits, converted by the
+      case Scalar::kFp8E5M2Fnuz:  // support library
+        return "unsigned char";
       case Scalar::kFloat32:
         return "float";
       case Scalar::kFloat64:
@@ -121,6 +124,10 @@ class CudaWriter {
         return absl::StrCat("uopd_support::uopd_fp8e4m3_to_f32((", v, ").__x)");
       case Scalar::kFp8E5M2:
         return absl::StrCat("uopd_support::uopd_fp8e5m2_to_f32((", v, ").__x)");
+      case Scalar::kFp8E4M3Fnuz:
+        return absl::StrCat("uopd_support::uopd_fp8e4m3fnuz_to_f32(", v, ")");
+      case Scalar::kFp8E5M2Fnuz:
+        return absl::StrCat("uopd_support::uopd_fp8e5m2fnuz_to_f32(", v, ")");
       default:
         return v;
     }
@@ -136,6 +143,10 @@ class CudaWriter {
         return absl::StrCat("uopd_fp8e4m3(uopd_support::uopd_f64_to_fp8e4m3(", v, "))");
       case Scalar::kFp8E5M2:
         return absl::StrCat("uopd_fp8e5m2(uopd_support::uopd_f64_to_fp8e5m2(", v, "))");
+      case Scalar::kFp8E4M3Fnuz:
+        return absl::StrCat("(unsigned char)uopd_support::uopd_f64_to_fp8e4m3fnuz(", v, ")");
+      case Scalar::kFp8E5M2Fnuz:
+        return absl::StrCat("(unsigned char)uopd_support::uopd_f64_to_fp8e5m2fnuz(", v, ")");
       default:
         return v;
     }
@@ -196,6 +207,9 @@ class CudaWriter {
         return absl::StrFormat("uopd_fp8e4m3(0x%02x)", c.bits);
       case Scalar::kFp8E5M2:
         return absl::StrFormat("uopd_fp8e5m2(0x%02x)", c.bits);
+      case Scalar::kFp8E4M3Fnuz:
+      case Scalar::kFp8E5M2Fnuz:
+        return absl::StrFormat("(unsigned char)0x%02x", c.bits);
       case Scalar::kFloat32:
       case Scalar::kFloat64:
         return FloatLiteral(c.bits, d.scalar == Scalar::kFloat64);

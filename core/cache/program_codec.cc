@@ -83,8 +83,7 @@ absl::StatusOr<ProgramSpec> DecodeProgramMetadata(const v1::ProgramMetadata& m) 
   }
   spec.var_names.assign(m.var_names().begin(), m.var_names().end());
   for (const v1::BufferSlot& slot : m.globals()) {
-    if (slot.dtype() < 1 || slot.dtype() > kMaxScalar || slot.slot() < 0 ||
-        slot.slot() >= m.buf_count()) {
+    if (!ScalarFromNumber(slot.dtype()) || slot.slot() < 0 || slot.slot() >= m.buf_count()) {
       return absl::InternalError("malformed buffer slot");
     }
     spec.globals.push_back(

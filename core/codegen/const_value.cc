@@ -112,6 +112,12 @@ ConstValue DecodeConst(const Instr& constant, int index_bits, int lane) {
         // +-inf differ (Tensor.isinf is true for +-448 on UOPD, false on tinygrad's devices).
         value.bits = uopd_f64_to_fp8e4m3(v);
         break;
+      case Scalar::kFp8E4M3Fnuz:  // no infinity either: saturates as e4m3 does
+        value.bits = uopd_f64_to_fp8e4m3fnuz(v);
+        break;
+      case Scalar::kFp8E5M2Fnuz:
+        value.bits = uopd_f64_to_fp8e5m2fnuz(v);
+        break;
       default:
         // A constant infinity stays one (0x7c), though conversions saturate (kernel_support.h):
         // tinygrad compares with an infinity constant at float precision (Tensor.isinf).

@@ -59,6 +59,10 @@ double ElementAsDouble(Scalar scalar, const char* bytes) {
       return uopd_fp8e4m3_to_f32(Read<uint8_t>(bytes));
     case Scalar::kFp8E5M2:
       return uopd_fp8e5m2_to_f32(Read<uint8_t>(bytes));
+    case Scalar::kFp8E4M3Fnuz:
+      return uopd_fp8e4m3fnuz_to_f32(Read<uint8_t>(bytes));
+    case Scalar::kFp8E5M2Fnuz:
+      return uopd_fp8e5m2fnuz_to_f32(Read<uint8_t>(bytes));
     case Scalar::kFloat32:
       return Read<float>(bytes);
     case Scalar::kFloat64:

@@ -33,6 +33,10 @@ constexpr std::array<ScalarInfo, kMaxScalar + 1> kScalars = {{
     {"BFLOAT16", "bfloat16", 2},
     {"FLOAT32", "float", 4},
     {"FLOAT64", "double", 8},
+    {"?", "?", 0},
+    {"?", "?", 0},
+    {"FP8E4M3FNUZ", "fp8e4m3fnuz", 1},
+    {"FP8E5M2FNUZ", "fp8e5m2fnuz", 1},
 }};
 
 const ScalarInfo& Info(Scalar scalar) {
@@ -48,28 +52,35 @@ int ScalarItemSize(Scalar scalar) { return Info(scalar).item_size; }
 
 std::optional<Scalar> ScalarFromName(absl::string_view name) {
   for (int i = 1; i <= kMaxScalar; ++i) {
-    if (kScalars[i].name == name) return static_cast<Scalar>(i);
+    if (kScalars[i].name == name && name != "?") return static_cast<Scalar>(i);
   }
   return std::nullopt;
 }
 
+std::optional<Scalar> ScalarFromNumber(int number) {
+  if (number < 1 || number > kMaxScalar || kScalars[number].name == "?") return std::nullopt;
+  return static_cast<Scalar>(number);
+}
+
 bool IsFloat(Scalar scalar) {
   switch (scalar) {
-    case Scalar::kFp8E4M3:
-    case Scalar::kFp8E5M2:
     case Scalar::kFloat16:
     case Scalar::kBfloat16:
     case Scalar::kFloat32:
     case Scalar::kFloat64:
       return true;
     default:
-      return false;
+      return IsFp8(scalar);
   }
 }
 
 bool IsNarrowFloat(Scalar scalar) {
-  return scalar == Scalar::kFloat16 || scalar == Scalar::kBfloat16 || scalar == Scalar::kFp8E4M3 ||
-         scalar == Scalar::kFp8E5M2;
+  return scalar == Scalar::kFloat16 || scalar == Scalar::kBfloat16 || IsFp8(scalar);
+}
+
+bool IsFp8(Scalar scalar) {
+  return scalar == Scalar::kFp8E4M3 || scalar == Scalar::kFp8E5M2 ||
+         scalar == Scalar::kFp8E4M3Fnuz || scalar == Scalar::kFp8E5M2Fnuz;
 }
 
 bool IsInt(Scalar scalar) {

@@ -29,8 +29,11 @@ enum class Scalar : uint8_t {
   kBfloat16 = 15,
   kFloat32 = 16,
   kFloat64 = 17,
+  // 18 and 19 are the wire's WEAKINT and WEAKFLOAT, which the 0.14 translation resolves.
+  kFp8E4M3Fnuz = 20,
+  kFp8E5M2Fnuz = 21,
 };
-inline constexpr int kMaxScalar = 17;
+inline constexpr int kMaxScalar = 21;
 
 enum class AddrSpace : uint8_t { kGlobal = 0, kLocal = 1, kReg = 2 };
 
@@ -38,6 +41,8 @@ enum class AddrSpace : uint8_t { kGlobal = 0, kLocal = 1, kReg = 2 };
 absl::string_view ScalarName(Scalar scalar);
 // The inverse of ScalarName; nullopt for an unknown name.
 std::optional<Scalar> ScalarFromName(absl::string_view name);
+// The scalar a wire number names; nullopt for a number that names none (0, gaps, too large).
+std::optional<Scalar> ScalarFromNumber(int number);
 // tinygrad's short name ("float", "int", "uchar"), for printing.
 absl::string_view ScalarShortName(Scalar scalar);
 
@@ -50,6 +55,8 @@ bool IsUnsigned(Scalar scalar);
 // float16, bfloat16 and the fp8 formats: few CPUs compute in them, so backends compute in
 // float32 and round after every operation.
 bool IsNarrowFloat(Scalar scalar);
+// The four fp8 formats (OCP e4m3 and e5m2, and their fnuz variants).
+bool IsFp8(Scalar scalar);
 // INT and BOOL types and INDEX: everything whose values are integers.
 inline bool IsIntLike(Scalar scalar) { return IsInt(scalar) || scalar == Scalar::kBool; }
 // The width of an integer type in bits (INDEX: 64, BOOL: 1).

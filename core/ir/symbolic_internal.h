@@ -163,7 +163,8 @@ inline int TinyOpOrder(Op op) {
   return 1000;
 }
 
-// tinygrad's DType.priority (and bitsize, which separates void from index).
+// tinygrad's DType.priority (and bitsize, which separates void from index); an fnuz fp8 type
+// shares its OCP twin's priority and sorts after it by name, so each takes a place of its own.
 inline std::pair<int, int> DTypeOrder(Scalar s) {
   switch (s) {
     case Scalar::kVoid:
@@ -190,16 +191,20 @@ inline std::pair<int, int> DTypeOrder(Scalar s) {
       return {8, 64};
     case Scalar::kFp8E4M3:
       return {9, 8};
-    case Scalar::kFp8E5M2:
+    case Scalar::kFp8E4M3Fnuz:
       return {10, 8};
+    case Scalar::kFp8E5M2:
+      return {11, 8};
+    case Scalar::kFp8E5M2Fnuz:
+      return {12, 8};
     case Scalar::kFloat16:
-      return {11, 16};
+      return {13, 16};
     case Scalar::kBfloat16:
-      return {12, 16};
+      return {14, 16};
     case Scalar::kFloat32:
-      return {13, 32};
+      return {15, 32};
     case Scalar::kFloat64:
-      return {14, 64};
+      return {16, 64};
   }
   return {100, 0};
 }
@@ -424,12 +429,12 @@ inline bool CanLosslessCast(Scalar dt0, Scalar dt1) {
     case kIndex:
       return IsInt(dt0) && dt0 != kIndex;
     case kFloat64:
-      return in({kFloat32, kFloat16, kBfloat16, kFp8E4M3, kFp8E5M2, kUint32, kUint16, kUint8,
-                 kInt32, kInt16, kInt8});
+      return IsFp8(dt0) ||
+             in({kFloat32, kFloat16, kBfloat16, kUint32, kUint16, kUint8, kInt32, kInt16, kInt8});
     case kFloat32:
-      return in({kFloat16, kBfloat16, kFp8E4M3, kFp8E5M2, kUint16, kUint8, kInt16, kInt8});
+      return IsFp8(dt0) || in({kFloat16, kBfloat16, kUint16, kUint8, kInt16, kInt8});
     case kFloat16:
-      return in({kFp8E4M3, kFp8E5M2, kUint8, kInt8});
+      return IsFp8(dt0) || in({kUint8, kInt8});
     case kUint64:
       return in({kUint32, kUint16, kUint8});
     case kUint32:

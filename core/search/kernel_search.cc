@@ -36,6 +36,8 @@ Tolerance ToleranceFor(Scalar scalar) {
       return {2e-2, 2e-2};
     case Scalar::kFp8E4M3:
     case Scalar::kFp8E5M2:
+    case Scalar::kFp8E4M3Fnuz:
+    case Scalar::kFp8E5M2Fnuz:
       return {0.25, 0.25};
     default:
       return {0, 0};

@@ -28,6 +28,12 @@ void FillMadeUpElement(Scalar scalar, std::mt19937_64& rng, char* out) {
     case Scalar::kFp8E5M2:  // exponent 13..15 of bias 15, no mantissa bits
       store(static_cast<uint8_t>(sign << 7 | (13 + bits % 3) << 2));
       return;
+    case Scalar::kFp8E4M3Fnuz:  // exponent 6..8 of bias 8, 1 of 3 mantissa bits
+      store(static_cast<uint8_t>(sign << 7 | (6 + bits % 3) << 3 | ((bits >> 8) % 2) << 2));
+      return;
+    case Scalar::kFp8E5M2Fnuz:  // exponent 14..16 of bias 16, no mantissa bits
+      store(static_cast<uint8_t>(sign << 7 | (14 + bits % 3) << 2));
+      return;
     case Scalar::kBool:
       store(static_cast<uint8_t>(sign));
       return;

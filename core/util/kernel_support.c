@@ -25,19 +25,19 @@ static UOPD_KERNEL_FN float float_from_bits(uint32_t u) {
   return v.f;
 }
 
-/* Rounds a double to a binary format with `ebits` exponent and `mbits` mantissa bits.
- * `max_field` is the largest finite encoding of the magnitude (exponent and mantissa fields),
- * `inf_field` what overflow becomes (an infinity, or max_field to saturate), `nan_field` the
- * encoding of NaN's magnitude. */
-static UOPD_KERNEL_FN uint32_t round_to_small(double x, int ebits, int mbits, uint32_t max_field,
-                                              uint32_t inf_field, uint32_t nan_field) {
+/* Rounds a double to a binary format with `ebits` exponent and `mbits` mantissa bits, its
+ * exponent biased by `bias`. `max_field` is the largest finite encoding of the magnitude
+ * (exponent and mantissa fields), `inf_field` what overflow becomes (an infinity, or max_field to
+ * saturate), `nan_field` the encoding of NaN's magnitude. */
+static UOPD_KERNEL_FN uint32_t round_to_small(double x, int ebits, int mbits, int bias,
+                                              uint32_t max_field, uint32_t inf_field,
+                                              uint32_t nan_field) {
   uint64_t bits = double_bits(x);
   uint32_t sign = (uint32_t)(bits >> 63) << (ebits + mbits);
   uint64_t exp = (bits >> 52) & 0x7ff;
   uint64_t man = bits & ((1ull << 52) - 1);
   if (exp == 0x7ff) return sign | (man != 0 ? nan_field : inf_field);
-  if (exp == 0) return sign; /* zero or a double subnormal: far below every small format */
-  int bias = (1 << (ebits - 1)) - 1;
+  if (exp == 0) return sign;          /* zero or a double subnormal: far below every small format */
   int e = (int)exp - 1023 + bias;     /* the target's biased exponent, if normal */
   uint64_t full = (1ull << 52) | man; /* 53 significant bits */
   int shift = 52 - mbits;
@@ -56,31 +56,49 @@ static UOPD_KERNEL_FN uint32_t round_to_small(double x, int ebits, int mbits, ui
 }
 
 UOPD_KERNEL_FN uint32_t uopd_f64_to_f16(double x) {
-  return round_to_small(x, 5, 10, 0x7bff, 0x7c00, 0x7e00);
+  return round_to_small(x, 5, 10, 15, 0x7bff, 0x7c00, 0x7e00);
 }
 UOPD_KERNEL_FN uint32_t uopd_f64_to_bf16(double x) {
-  return round_to_small(x, 8, 7, 0x7f7f, 0x7f80, 0x7fc0);
+  return round_to_small(x, 8, 7, 127, 0x7f7f, 0x7f80, 0x7fc0);
 }
 UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e4m3(double x) {
-  return round_to_small(x, 4, 3, 0x7e, 0x7e, 0x7f);
+  return round_to_small(x, 4, 3, 7, 0x7e, 0x7e, 0x7f);
 }
 UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e5m2(double x) {
-  return round_to_small(x, 5, 2, 0x7b, 0x7b, 0x7e);
+  return round_to_small(x, 5, 2, 15, 0x7b, 0x7b, 0x7e);
 }
 
-/* Widens a small format to float bits. `special_exp` marks the all-ones exponent as inf/NaN
- * (IEEE formats); fp8 e4m3 has only NaN there, at mantissa 7. */
-static UOPD_KERNEL_FN float widen_small(uint32_t bits, int ebits, int mbits, int ieee) {
+/* The fnuz formats: one more bias than OCP's, every exponent finite, no negative zero (0x80 is
+ * their one NaN). Overflow and infinities saturate, as tinygrad's clamp before the conversion. */
+static UOPD_KERNEL_FN uint32_t round_to_fnuz(double x, int ebits, int mbits) {
+  if (x != x) return 0x80;
+  uint32_t bits = round_to_small(x, ebits, mbits, 1 << (ebits - 1), 0x7f, 0x7f, 0);
+  return (bits & 0x7f) == 0 ? 0 : bits;
+}
+UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e4m3fnuz(double x) { return round_to_fnuz(x, 4, 3); }
+UOPD_KERNEL_FN uint32_t uopd_f64_to_fp8e5m2fnuz(double x) { return round_to_fnuz(x, 5, 2); }
+
+/* What a small format's all-ones exponent means. */
+enum small_specials {
+  kSmallIeee, /* infinities and NaNs (float16, fp8 e5m2) */
+  kSmallFn,   /* only NaN, at the largest mantissa (fp8 e4m3) */
+  kSmallFnuz  /* nothing: the sign bit alone is NaN (the fnuz fp8 formats) */
+};
+
+/* Widens a small format, its exponent biased by `bias`, to float bits. */
+static UOPD_KERNEL_FN float widen_small(uint32_t bits, int ebits, int mbits, int bias,
+                                        enum small_specials specials) {
   uint32_t sign = ((bits >> (ebits + mbits)) & 1) << 31;
   uint32_t exp = (bits >> mbits) & ((1u << ebits) - 1);
   uint32_t man = bits & ((1u << mbits) - 1);
-  int bias = (1 << (ebits - 1)) - 1;
-  if (ieee && exp == (1u << ebits) - 1) {
+  int all_ones = exp == (1u << ebits) - 1;
+  if (specials == kSmallIeee && all_ones) {
     return float_from_bits(sign | 0x7f800000u | (man << (23 - mbits)) | (man ? 0x400000u : 0));
   }
-  if (!ieee && exp == (1u << ebits) - 1 && man == (1u << mbits) - 1) {
+  if (specials == kSmallFn && all_ones && man == (1u << mbits) - 1) {
     return float_from_bits(sign | 0x7fc00000u);
   }
+  if (specials == kSmallFnuz && bits == 1u << (ebits + mbits)) return float_from_bits(0x7fc00000u);
   if (exp == 0) {
     if (man == 0) return float_from_bits(sign);
     /* Subnormal: normalize the mantissa. */
@@ -95,15 +113,23 @@ static UOPD_KERNEL_FN float widen_small(uint32_t bits, int ebits, int mbits, int
   return float_from_bits(sign | ((exp - bias + 127) << 23) | (man << (23 - mbits)));
 }
 
-UOPD_KERNEL_FN float uopd_f16_to_f32(uint32_t bits) { return widen_small(bits & 0xffff, 5, 10, 1); }
+UOPD_KERNEL_FN float uopd_f16_to_f32(uint32_t bits) {
+  return widen_small(bits & 0xffff, 5, 10, 15, kSmallIeee);
+}
 UOPD_KERNEL_FN float uopd_bf16_to_f32(uint32_t bits) {
   return float_from_bits((bits & 0xffff) << 16);
 }
 UOPD_KERNEL_FN float uopd_fp8e4m3_to_f32(uint32_t bits) {
-  return widen_small(bits & 0xff, 4, 3, 0);
+  return widen_small(bits & 0xff, 4, 3, 7, kSmallFn);
 }
 UOPD_KERNEL_FN float uopd_fp8e5m2_to_f32(uint32_t bits) {
-  return widen_small(bits & 0xff, 5, 2, 1);
+  return widen_small(bits & 0xff, 5, 2, 15, kSmallIeee);
+}
+UOPD_KERNEL_FN float uopd_fp8e4m3fnuz_to_f32(uint32_t bits) {
+  return widen_small(bits & 0xff, 4, 3, 8, kSmallFnuz);
+}
+UOPD_KERNEL_FN float uopd_fp8e5m2fnuz_to_f32(uint32_t bits) {
+  return widen_small(bits & 0xff, 5, 2, 16, kSmallFnuz);
 }
 
 static UOPD_KERNEL_FN uint32_t rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }

@@ -20,12 +20,18 @@ uint32_t uopd_f64_to_fp8e4m3(double x);
 /* fp8 e5m2 saturates to +-57344 too (infinities included), as tinygrad 0.14's float to fp8 and
  * CUDA's satfinite conversion do; 0x7c (infinity) still loads as infinity. */
 uint32_t uopd_f64_to_fp8e5m2(double x);
+/* The fnuz fp8 formats (bias 8 and 16, no infinities, no negative zero, 0x80 is NaN) saturate
+ * to +-240 and +-57344, infinities included, as tinygrad's conversion clamps first. */
+uint32_t uopd_f64_to_fp8e4m3fnuz(double x);
+uint32_t uopd_f64_to_fp8e5m2fnuz(double x);
 
 /* Exact widening of the format's bits (low bits of `bits`) to float. */
 float uopd_f16_to_f32(uint32_t bits);
 float uopd_bf16_to_f32(uint32_t bits);
 float uopd_fp8e4m3_to_f32(uint32_t bits);
 float uopd_fp8e5m2_to_f32(uint32_t bits);
+float uopd_fp8e4m3fnuz_to_f32(uint32_t bits);
+float uopd_fp8e5m2fnuz_to_f32(uint32_t bits);
 
 /* Threefry-2x32-20 of the 64-bit counter `x` under `key` (corpus README, "THREEFRY semantics"). */
 uint64_t uopd_threefry(uint64_t x, uint64_t key);

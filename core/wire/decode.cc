@@ -18,9 +18,8 @@ namespace {
 std::string DescribeWire(int index, const v1::Node& node) {
   auto op_name = OpNameIfKnown(node.op());
   std::string out = absl::StrCat("node ", index, " ", op_name ? *op_name : "?");
-  auto scalar = static_cast<Scalar>(node.dtype().scalar());
-  if (node.dtype().scalar() >= 1 && node.dtype().scalar() <= kMaxScalar) {
-    DType dtype{scalar, node.dtype().count() == 0 ? 1 : node.dtype().count(), node.dtype().ptr(),
+  if (const std::optional<Scalar> scalar = ScalarFromNumber(node.dtype().scalar())) {
+    DType dtype{*scalar, node.dtype().count() == 0 ? 1 : node.dtype().count(), node.dtype().ptr(),
                 node.dtype().size(), static_cast<AddrSpace>(node.dtype().addrspace())};
     absl::StrAppend(&out, " ", DTypeToString(dtype));
   }
@@ -34,10 +33,11 @@ absl::Status NodeError(absl::StatusCode code, int index, const v1::Node& node,
 }
 
 absl::StatusOr<DType> DecodeDType(const v1::DType& wire) {
-  int scalar = wire.scalar();
-  if (scalar < 1 || scalar > kMaxScalar) {
-    return absl::InvalidArgumentError(scalar == 0 ? "dtype has no scalar type"
-                                                  : absl::StrCat("unknown dtype scalar ", scalar));
+  const int number = wire.scalar();
+  const std::optional<Scalar> scalar = ScalarFromNumber(number);
+  if (!scalar) {
+    return absl::InvalidArgumentError(number == 0 ? "dtype has no scalar type"
+                                                  : absl::StrCat("unknown dtype scalar ", number));
   }
   if (wire.addrspace() < 0 || wire.addrspace() > 2) {
     return absl::InvalidArgumentError(absl::StrCat("unknown address space ", wire.addrspace()));
@@ -47,7 +47,7 @@ absl::StatusOr<DType> DecodeDType(const v1::DType& wire) {
   }
   if (wire.count() < 0) return absl::InvalidArgumentError("negative vector count");
   DType dtype;
-  dtype.scalar = static_cast<Scalar>(scalar);
+  dtype.scalar = *scalar;
   dtype.count = wire.count() == 0 ? 1 : wire.count();
   dtype.ptr = wire.ptr();
   dtype.size = wire.ptr() ? wire.size() : -1;

@@ -26,6 +26,8 @@ bool IsFloat(Scalar s) {
     case v1::DType::FLOAT64:
     case v1::DType::FP8E4M3:
     case v1::DType::FP8E5M2:
+    case v1::DType::FP8E4M3FNUZ:
+    case v1::DType::FP8E5M2FNUZ:
     case v1::DType::WEAKFLOAT:
       return true;
     default:
@@ -109,10 +111,6 @@ class Translator {
         return Error(i, "is 0.12's spelling: 0.14 writes STACK");
       default:
         break;
-    }
-    if (n.dtype().scalar() == v1::DType::FP8E4M3FNUZ ||
-        n.dtype().scalar() == v1::DType::FP8E5M2FNUZ) {
-      return Error(i, "the fnuz fp8 types are not supported yet");
     }
     if (n.op() == v1::Node::RANGE && n.arg().range().type() == v1::RangeArg::DEVICE) {
       return Error(i, "multi-device (DEVICE) ranges are not supported");

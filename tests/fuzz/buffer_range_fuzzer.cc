@@ -3,6 +3,7 @@
 // is then written, so ASan catches any range they let past a buffer's end.
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "backends/cpu/cpu_device.h"
 #include "core/plan/device_buffer.h"
@@ -41,10 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memset(static_cast<char*>(whole->data()) + offset, 0xab, static_cast<size_t>(length));
   }
   // A view of an Execute or Prepare request (offsets below zero are refused before this).
-  if (dtype >= 1 && dtype <= uopd::kMaxScalar && view_offset >= 0) {
-    auto scalar = static_cast<uopd::Scalar>(dtype);
-    if (uopd::ScalarItemSize(scalar) > 0) {
-      auto view = uopd::BufferView::Of(*whole, static_cast<size_t>(view_offset), scalar, view_size);
+  const std::optional<uopd::Scalar> scalar = uopd::ScalarFromNumber(dtype);
+  if (scalar && view_offset >= 0) {
+    if (uopd::ScalarItemSize(*scalar) > 0) {
+      auto view =
+          uopd::BufferView::Of(*whole, static_cast<size_t>(view_offset), *scalar, view_size);
       if (view.ok()) std::memset(view->data(), 0xcd, view->bytes());
     }
   }

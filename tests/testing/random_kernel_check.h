@@ -81,7 +81,8 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
   // of transcendentals, 2 ulp either way, reduction order: reversed, split among a warp's 32
   // lanes, among 8 vector lanes, shuffled): outputs that differ between them are not held
   // against the backend.
-  // Vector partial sums of an unrolled reduction split it among 2 to 16 lanes as well.
+  // Vector partial sums of an unrolled reduction split it among 2 to 16 lanes as well, and a
+  // PADTO of a reduce axis combines the identity after the last value.
   const Unspecified variations[] = {{},
                                     {false, 0, true, 0, 0},
                                     {true, 2, false, 32, 0},
@@ -90,7 +91,8 @@ inline void CheckRandomKernel(Device& device, uint32_t seed, std::mt19937& data_
                                     {true, 0, false, 0, 2},
                                     {false, 0, false, 2, 0},
                                     {false, 0, false, 4, 0},
-                                    {false, 0, false, 16, 0}};
+                                    {false, 0, false, 16, 0},
+                                    {false, 0, false, 0, 0, true}};
   std::vector<std::vector<std::string>> references;
   absl::Status expected;
   for (const Unspecified& variation : variations) {

@@ -47,6 +47,10 @@ double Round(double x, Scalar s) {
       return uopd_fp8e4m3_to_f32(uopd_f64_to_fp8e4m3(x));
     case Scalar::kFp8E5M2:
       return uopd_fp8e5m2_to_f32(uopd_f64_to_fp8e5m2(x));
+    case Scalar::kFp8E4M3Fnuz:
+      return uopd_fp8e4m3fnuz_to_f32(uopd_f64_to_fp8e4m3fnuz(x));
+    case Scalar::kFp8E5M2Fnuz:
+      return uopd_fp8e5m2fnuz_to_f32(uopd_f64_to_fp8e5m2fnuz(x));
     default:
       return x;
   }
@@ -83,6 +87,10 @@ Val Load(const std::string& bytes, int64_t i, Scalar s) {
       return Val{raw, uopd_fp8e4m3_to_f32(static_cast<uint32_t>(raw))};
     case Scalar::kFp8E5M2:
       return Val{raw, uopd_fp8e5m2_to_f32(static_cast<uint32_t>(raw))};
+    case Scalar::kFp8E4M3Fnuz:
+      return Val{raw, uopd_fp8e4m3fnuz_to_f32(static_cast<uint32_t>(raw))};
+    case Scalar::kFp8E5M2Fnuz:
+      return Val{raw, uopd_fp8e5m2fnuz_to_f32(static_cast<uint32_t>(raw))};
     case Scalar::kBool:
       return Val{raw != 0 ? 1u : 0u, 0};
     default:
@@ -115,6 +123,10 @@ uint64_t FloatBits(double x, Scalar s) {
       return uopd_f64_to_bf16(x);
     case Scalar::kFp8E4M3:
       return uopd_f64_to_fp8e4m3(x);
+    case Scalar::kFp8E4M3Fnuz:
+      return uopd_f64_to_fp8e4m3fnuz(x);
+    case Scalar::kFp8E5M2Fnuz:
+      return uopd_f64_to_fp8e5m2fnuz(x);
     default:
       return uopd_f64_to_fp8e5m2(x);
   }
@@ -282,6 +294,9 @@ class Interpreter {
       std::mt19937 order(unspecified_.reduction_shuffle + static_cast<uint32_t>(n->id()));
       std::shuffle(values.begin(), values.end(), order);
       for (const Val& v : values) partial[0] = Binary(op, partial[0], v, s);
+    }
+    if (unspecified_.pad_reductions) {
+      for (Val& p : partial) p = Binary(op, p, identity, s);
     }
     for (int half = lanes / 2; half > 0; half /= 2) {
       for (int lane = 0; lane < half; ++lane) {

@@ -31,6 +31,9 @@ struct Unspecified {
   // Nonzero: reductions combine their values, one after another, in a random order drawn from
   // this seed (vectorizing compilers pick orders no fixed variation predicts).
   uint32_t reduction_shuffle = 0;
+  // Reductions combine their identity once more at the end, as PADTO's padded iterations do: a
+  // MAX over NaNs then gives the identity (-inf) instead of NaN (MAX with NaN is open).
+  bool pad_reductions = false;
 };
 
 // Runs `ast` over `buffers` (raw bytes by slot) with `vars`, with tinygrad's algebraic rewrites

@@ -147,7 +147,8 @@ def bytes_of(data: Any, scalar: Optional[Scalar] = None) -> bytes:
             want = numpy_dtype(scalar)
             if array.dtype != want and not (
                     array.dtype.itemsize == want.itemsize and array.dtype.kind in "uV"
-                    and scalar_name(scalar) in ("BFLOAT16", "FP8E4M3", "FP8E5M2")):
+                    and scalar_name(scalar) in ("BFLOAT16", "FP8E4M3", "FP8E5M2", "FP8E4M3FNUZ",
+                                                "FP8E5M2FNUZ")):
                 raise ValueError(f"an array of {array.dtype} for a {scalar_name(scalar)} buffer: "
                                  f"convert it (.astype({str(want)!r})) or pass its bytes")
         return array.tobytes()

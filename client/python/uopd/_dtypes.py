@@ -28,7 +28,7 @@ Scalar = graph_pb2.DType.Scalar
 SCALARS: dict[str, int] = {
     "BOOL": 1, "INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2, "INT32": 4, "UINT32": 4,
     "INT64": 8, "UINT64": 8, "FP8E4M3": 1, "FP8E5M2": 1, "FLOAT16": 2, "BFLOAT16": 2,
-    "FLOAT32": 4, "FLOAT64": 8,
+    "FLOAT32": 4, "FLOAT64": 8, "FP8E4M3FNUZ": 1, "FP8E5M2FNUZ": 1,
 }
 
 # Other spellings: numpy's, tinygrad's (DType.name), C's, ml_dtypes'.
@@ -37,6 +37,8 @@ _ALIASES: dict[str, str] = {
     "int": "INT32", "uint": "UINT32", "long": "INT64", "ulong": "UINT64", "half": "FLOAT16",
     "float": "FLOAT32", "double": "FLOAT64", "float8_e4m3fn": "FP8E4M3",
     "float8_e5m2": "FP8E5M2", "fp8e4m3": "FP8E4M3", "fp8e5m2": "FP8E5M2",
+    "float8_e4m3fnuz": "FP8E4M3FNUZ", "float8_e5m2fnuz": "FP8E5M2FNUZ",
+    "fp8e4m3fnuz": "FP8E4M3FNUZ", "fp8e5m2fnuz": "FP8E5M2FNUZ",
 }
 
 _NUMPY: dict[str, str] = {
@@ -49,6 +51,8 @@ _EXTENDED: dict[str, tuple[str, str]] = {
     "BFLOAT16": ("bfloat16", "<u2"),
     "FP8E4M3": ("float8_e4m3fn", "u1"),
     "FP8E5M2": ("float8_e5m2", "u1"),
+    "FP8E4M3FNUZ": ("float8_e4m3fnuz", "u1"),
+    "FP8E5M2FNUZ": ("float8_e5m2fnuz", "u1"),
 }
 
 

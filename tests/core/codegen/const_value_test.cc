@@ -53,6 +53,15 @@ TEST(ConstValue, AnFp8E5M2InfinityStaysOneWhereFiniteValuesSaturate) {
   EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E4M3, Arg::F64(-INFINITY)), 64).bits, 0xfeu);
 }
 
+TEST(ConstValue, FnuzFp8ConstantsSaturateAndNanIsTheSignBit) {
+  // No infinity in either fnuz type: -inf, a MAX reduction's identity, is the lowest value.
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E4M3Fnuz, Arg::F64(-INFINITY)), 64).bits, 0xffu);
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2Fnuz, Arg::F64(INFINITY)), 64).bits, 0x7fu);
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E5M2Fnuz, Arg::F64(NAN)), 64).bits, 0x80u);
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E4M3Fnuz, Arg::F64(-0.0)), 64).bits, 0x00u);
+  EXPECT_EQ(DecodeConst(Constant(Scalar::kFp8E4M3Fnuz, Arg::F64(1.0)), 64).bits, 0x40u);
+}
+
 TEST(ConstValue, BoolsAndLanes) {
   EXPECT_EQ(DecodeConst(Constant(Scalar::kBool, Arg::I64(2)), 64).bits, 1u);
   EXPECT_EQ(DecodeConst(Constant(Scalar::kBool, Arg::F64(0.0)), 64).bits, 0u);

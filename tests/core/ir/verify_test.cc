@@ -68,6 +68,16 @@ TEST(Validate, RejectsUnknownDtype) {
       StatusIs(status, Code::kInvalidArgument, {"node 3 CONST", "unknown dtype scalar 77"}));
 }
 
+// 18 and 19 (WEAKINT, WEAKFLOAT) lie between FLOAT64 and the fnuz fp8 types: only the 0.14
+// dialect's translation resolves them; the IR has no such scalars.
+TEST(Validate, RejectsTheWeakTypesOutsideThe014Dialect) {
+  auto status = Decode(StoreOf({R"({"op": "CONST", "dtype": {"scalar": 18}, "arg": {"f64": 1}})"}));
+  EXPECT_TRUE(
+      StatusIs(status, Code::kInvalidArgument, {"node 3 CONST", "unknown dtype scalar 18"}));
+  UOPD_EXPECT_OK(Decode(StoreOf(
+      {Node("CONST", "FP8E5M2FNUZ", "", R"({"f64": 1.0})"), Node("CAST", "FLOAT32", "3")})));
+}
+
 TEST(Validate, RejectsSourceThatIsNotEarlier) {
   auto status = Decode({kBuf0, kIdx0, Node("ADD", "INDEX", "1, 2"), Sink(2)});
   EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument,

@@ -273,10 +273,13 @@ TEST(MadeUpInputs, ProductsOfNarrowFloatsAreExactInTheirType) {
     float (*widen)(uint32_t);
     uint32_t (*narrow)(double);
   };
-  for (const Format& f : {Format{Scalar::kFloat16, uopd_f16_to_f32, uopd_f64_to_f16},
-                          Format{Scalar::kBfloat16, uopd_bf16_to_f32, uopd_f64_to_bf16},
-                          Format{Scalar::kFp8E4M3, uopd_fp8e4m3_to_f32, uopd_f64_to_fp8e4m3},
-                          Format{Scalar::kFp8E5M2, uopd_fp8e5m2_to_f32, uopd_f64_to_fp8e5m2}}) {
+  for (const Format& f :
+       {Format{Scalar::kFloat16, uopd_f16_to_f32, uopd_f64_to_f16},
+        Format{Scalar::kBfloat16, uopd_bf16_to_f32, uopd_f64_to_bf16},
+        Format{Scalar::kFp8E4M3, uopd_fp8e4m3_to_f32, uopd_f64_to_fp8e4m3},
+        Format{Scalar::kFp8E5M2, uopd_fp8e5m2_to_f32, uopd_f64_to_fp8e5m2},
+        Format{Scalar::kFp8E4M3Fnuz, uopd_fp8e4m3fnuz_to_f32, uopd_f64_to_fp8e4m3fnuz},
+        Format{Scalar::kFp8E5M2Fnuz, uopd_fp8e5m2fnuz_to_f32, uopd_f64_to_fp8e5m2fnuz}}) {
     std::mt19937_64 rng(7);
     std::vector<double> values;
     for (int i = 0; i < 64; ++i) {

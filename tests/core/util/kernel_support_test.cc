@@ -76,5 +76,31 @@ TEST(Fp8, RoundTripsAndSaturates) {
   EXPECT_TRUE(std::isnan(uopd_fp8e5m2_to_f32(uopd_f64_to_fp8e5m2(NAN))));
 }
 
+// tinygrad 0.14's fp8e4m3fnuz and fp8e5m2fnuz (dtype.py's float_to_fp8 and fp8_to_float):
+// bias 8 and 16, every exponent finite, 0x80 the one NaN, no negative zero.
+TEST(Fp8Fnuz, RoundTripsSaturatesAndHasNoNegativeZero) {
+  for (uint32_t bits = 0; bits < 0x100; ++bits) {
+    if (bits == 0x80) continue;
+    EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(uopd_fp8e4m3fnuz_to_f32(bits)), bits) << bits;
+    EXPECT_EQ(uopd_f64_to_fp8e5m2fnuz(uopd_fp8e5m2fnuz_to_f32(bits)), bits) << bits;
+  }
+  EXPECT_EQ(uopd_fp8e4m3fnuz_to_f32(0x40), 1.0f);
+  EXPECT_EQ(uopd_fp8e5m2fnuz_to_f32(0x40), 1.0f);
+  EXPECT_EQ(uopd_fp8e4m3fnuz_to_f32(0x7f), 240.0f);
+  EXPECT_EQ(uopd_fp8e5m2fnuz_to_f32(0xff), -57344.0f);
+  EXPECT_EQ(uopd_fp8e4m3fnuz_to_f32(0x01), std::ldexp(1.0f, -10)) << "the smallest subnormal";
+  EXPECT_TRUE(std::isnan(uopd_fp8e4m3fnuz_to_f32(0x80)));
+  EXPECT_TRUE(std::isnan(uopd_fp8e5m2fnuz_to_f32(0x80)));
+  EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(NAN), 0x80u);
+  EXPECT_EQ(uopd_f64_to_fp8e5m2fnuz(-NAN), 0x80u);
+  EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(INFINITY), 0x7fu) << "infinities saturate";
+  EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(1e6), 0x7fu);
+  EXPECT_EQ(uopd_f64_to_fp8e5m2fnuz(-INFINITY), 0xffu);
+  EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(-0.0), 0x00u) << "no negative zero";
+  EXPECT_EQ(uopd_f64_to_fp8e5m2fnuz(-1e-30), 0x00u) << "an underflow is +0";
+  EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(248.0), 0x7fu) << "the midpoint past 240 saturates";
+  EXPECT_EQ(uopd_f64_to_fp8e4m3fnuz(1.0 + 1.0 / 16), 0x40u) << "ties to even";
+}
+
 }  // namespace
 }  // namespace uopd
