@@ -237,17 +237,18 @@ void LlvmIrWriter::EmitInstr(int i) {
       EmitVector(i, self);  // vector kinds, whatever their width
       return;
     case InstrKind::kSharedDefine:  // a block's array: the CPU runs one block at a time
+    case InstrKind::kRegDefine:     // a thread's: each CPU thread calls the kernel on its own
       absl::StrAppend(&allocas_, "  %sh", i, " = alloca [", in.size, " x ", RegType(in.dtype),
                       "]\n");
       operand_[i] = absl::StrCat("%sh", i);
       return;
-    case InstrKind::kSharedLoad:
-    case InstrKind::kSharedStore: {
+    case InstrKind::kArrayLoad:
+    case InstrKind::kArrayStore: {
       const std::string type = RegType(in.dtype);
       const std::string at = Fresh("sp");
       Line(absl::StrCat(at, " = getelementptr ", type, ", ptr ", Op(in.src[0]), ", ", IndexType(),
                         " ", Op(in.src[1])));
-      if (in.kind == InstrKind::kSharedLoad) {
+      if (in.kind == InstrKind::kArrayLoad) {
         Line(absl::StrCat(self, " = load ", type, ", ptr ", at));
         operand_[i] = self;
       } else {

@@ -540,10 +540,14 @@ class CudaWriter {
         Line(absl::StrCat("__shared__ ", Type(in.dtype), " sh", i, "[", in.size, "];"));
         operand_[i] = absl::StrCat("sh", i);
         return;
-      case InstrKind::kSharedLoad:
+      case InstrKind::kRegDefine:
+        Line(absl::StrCat(Type(in.dtype), " r", i, "[", in.size, "];"));
+        operand_[i] = absl::StrCat("r", i);
+        return;
+      case InstrKind::kArrayLoad:
         operand_[i] = Define(i, in.dtype, absl::StrCat(src(0), "[", src(1), "]"));
         return;
-      case InstrKind::kSharedStore:
+      case InstrKind::kArrayStore:
         Line(absl::StrCat(src(0), "[", src(1), "] = ", src(2), ";"));
         return;
       case InstrKind::kBarrier:

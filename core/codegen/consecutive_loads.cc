@@ -39,7 +39,7 @@ bool LoadMayCross(const Instr& in) {
     case InstrKind::kLoopEnd:
     case InstrKind::kGlobalIndex:
     case InstrKind::kThreadIndex:
-    case InstrKind::kSharedStore:
+    case InstrKind::kArrayStore:
     case InstrKind::kBarrier:
       return false;
     default:

@@ -47,16 +47,18 @@ absl::string_view InstrKindName(InstrKind kind) {
       return "thread_index";
     case InstrKind::kSharedDefine:
       return "shared";
-    case InstrKind::kSharedLoad:
-      return "shared_load";
-    case InstrKind::kSharedStore:
-      return "shared_store";
+    case InstrKind::kArrayLoad:
+      return "array_load";
+    case InstrKind::kArrayStore:
+      return "array_store";
     case InstrKind::kBarrier:
       return "barrier";
     case InstrKind::kWmma:
       return "wmma";
     case InstrKind::kWmmaInto:
       return "wmma_into";
+    case InstrKind::kRegDefine:
+      return "registers";
   }
   return "?";
 }

@@ -45,14 +45,17 @@ enum class InstrKind : uint8_t {
   kThreadIndex,   // GPU: this thread's flattened index over the grid; every thread runs to the
                   // end (the barriers need the whole block), src[0] is the threads needed
   kSharedDefine,  // an array of `size` elements of dtype, one per block (GPU shared memory)
-  kSharedLoad,    // element src[1] of shared array src[0]
-  kSharedStore,   // shared array src[0][src[1]] = src[2]
+  kArrayLoad,     // element src[1] of array src[0] (kSharedDefine or kRegDefine)
+  kArrayStore,    // array src[0][src[1]] = src[2]
   kBarrier,       // every thread of the block has done all before it (__syncthreads)
   // Tensor cores (targets with CodegenTarget::spells_wmma):
   kWmma,      // D = A x B + C over the warp: src = this thread's fragments of A, B and C (vectors,
               // kBuild), dtype D's fragment; `arg` is the WMMA node's (name, WmmaShape numbers)
   kWmmaInto,  // the same with C the accumulators src[2..] (kAccDefine), D written back into
               // them; no value (dtype: their vector, for the spelling; FoldWmmaAccumulators)
+  // Register arrays (DEFINE_REG: a custom kernel's per-thread array), read and written through
+  // kArrayLoad and kArrayStore with indices proven in bounds:
+  kRegDefine,  // an array of `size` elements of dtype, one per thread, defined before any use
 };
 
 // "const", "alu", "cast", ...: how dumps and tests name a kind.

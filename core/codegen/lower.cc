@@ -57,6 +57,7 @@ absl::StatusOr<LinearProgram> Lowerer::Run(const std::string& name) {
   }
   scopes_.emplace_back();
   UOPD_RETURN_IF_ERROR(EmitGridIndex());
+  UOPD_RETURN_IF_ERROR(DefineRegisters());
   for (const UOp* stmt : ast_.root->src()) {
     UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({stmt})));
     UOPD_RETURN_IF_ERROR(Statement(stmt));
@@ -80,7 +81,8 @@ absl::Status Lowerer::CollectSignature() {
         return NodeError(*node, absl::StrCat("variable '", node->arg().str,
                                              "' is declared again with other bounds"));
       }
-    } else if (node->op() == Op::kStore) {
+    } else if (node->op() == Op::kStore &&
+               BaseBuffer(node->src(0)->src(0))->op() == Op::kDefineGlobal) {
       stored.insert(SlotOf(node->src(0)->src(0)));
     }
   }
@@ -98,7 +100,7 @@ absl::Status Lowerer::CollectSignature() {
                    node->op() == Op::kLoad;
     if (!is_load) continue;
     const UOp* index = node->op() == Op::kLoad ? node->src(0) : node;
-    loaded.insert(SlotOf(index->src(0)));
+    if (BaseBuffer(index->src(0))->op() == Op::kDefineGlobal) loaded.insert(SlotOf(index->src(0)));
   }
   for (const auto& [slot, param] : buffers) {
     program_.globals.push_back(param);
@@ -124,9 +126,27 @@ absl::Status Lowerer::CollectSignature() {
   return absl::OkStatus();
 }
 
-int Lowerer::SlotOf(const UOp* buffer) {
+int Lowerer::SlotOf(const UOp* buffer) { return static_cast<int>(BaseBuffer(buffer)->arg().i); }
+
+const UOp* Lowerer::BaseBuffer(const UOp* buffer) {
   while (buffer->op() == Op::kAfter) buffer = buffer->src(0);
-  return static_cast<int>(buffer->arg().i);
+  return buffer;
+}
+
+absl::Status Lowerer::DefineRegisters() {
+  for (const UOp* node : topo_) {
+    if (node->op() != Op::kDefineReg || registers_.contains(node)) continue;
+    if (program_.group_threads > 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("lower: ", DescribeNode(*node),
+                       ": register arrays in a kernel whose threads share a GROUP reduction"));
+    }
+    registers_[node] = Emit(Instr{.kind = InstrKind::kRegDefine,
+                                  .dtype = node->dtype().Base(),
+                                  .size = node->dtype().size,
+                                  .origin = node});
+  }
+  return absl::OkStatus();
 }
 
 bool Lowerer::IsGridRange(const UOp* range) const {
@@ -201,8 +221,8 @@ absl::Status Lowerer::Statement(const UOp* node) {
       for (const UOp* src : node->src()) UOPD_RETURN_IF_ERROR(Statement(src));
       break;
     case Op::kAfter: {
-      UOPD_ASSIGN_OR_RETURN(int slot, Buffer(node));
-      (void)slot;  // as a statement, an AFTER only orders what it depends on
+      UOPD_ASSIGN_OR_RETURN(const UOp* buffer, Buffer(node));
+      (void)buffer;  // as a statement, an AFTER only orders what it depends on
       break;
     }
     default:

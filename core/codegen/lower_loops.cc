@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -255,16 +256,20 @@ absl::Status Lowerer::AfterDeps(const UOp* after) {
       }
       continue;
     }
-    if (!done_statements_.contains(dep)) {
-      // The dependency runs here, once per iteration of every open loop: only correct when
-      // it depends on each of those loops itself.
-      const auto& free = FreeRanges(dep);
+    if (!done_statements_.contains(dep) && !open_ranges_.empty()) {
+      // The dependency runs here, once per iteration of every open loop, as tinygrad places a
+      // statement inside the loop of the innermost range it depends on (a register reset
+      // inside a reduction nested in an output loop runs for every output). One that depends
+      // only on outer loops belongs before the inner ones opened: not placed there yet.
+      const UOp* innermost = nullptr;
+      int innermost_loop = -1;
       for (const auto& [range, loop] : open_ranges_) {
-        if (!free.contains(range)) {
-          return absl::UnimplementedError(absl::StrCat(
-              "lower: ", DescribeNode(*dep), " is ordered by ", DescribeNode(*after),
-              " inside the loop of RANGE %", range->id(), ", which it does not depend on"));
-        }
+        if (loop > innermost_loop) std::tie(innermost, innermost_loop) = std::tie(range, loop);
+      }
+      if (!FreeRanges(dep).contains(innermost)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "lower: ", DescribeNode(*dep), " is ordered by ", DescribeNode(*after),
+            " inside the loop of RANGE %", innermost->id(), ", which it does not depend on"));
       }
     }
     UOPD_RETURN_IF_ERROR(Statement(dep));

@@ -13,20 +13,46 @@
 
 namespace uopd::lowering {
 
-absl::StatusOr<int> Lowerer::Buffer(const UOp* buffer) {
+absl::StatusOr<const UOp*> Lowerer::Buffer(const UOp* buffer) {
   std::vector<const UOp*> chain;
   while (buffer->op() == Op::kAfter) {
     chain.push_back(buffer);
     buffer = buffer->src(0);
   }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) UOPD_RETURN_IF_ERROR(AfterDeps(*it));
-  if (buffer->op() != Op::kDefineGlobal) return NodeError(*buffer, "is not a buffer");
-  return static_cast<int>(buffer->arg().i);
+  if (buffer->op() != Op::kDefineGlobal && buffer->op() != Op::kDefineReg) {
+    return NodeError(*buffer, "is not a buffer");
+  }
+  return buffer;
+}
+
+absl::StatusOr<Lowerer::Access> Lowerer::LowerRegisterAccess(const UOp* index_node,
+                                                             const UOp* array, const UOp* idx) {
+  if (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) {
+    return absl::UnimplementedError(absl::StrCat("lower: ", DescribeNode(*index_node),
+                                                 ": a masked access of a register array"));
+  }
+  const int64_t size = array->dtype().size;
+  if (!ProveInBounds(idx, {}, size, ranges_)) {
+    return NodeError(*index_node, absl::StrCat("a register array's index must be provably within "
+                                               "its ",
+                                               size, " elements"));
+  }
+  Access access{-1, 0};
+  UOPD_ASSIGN_OR_RETURN(access.index, IndexValue(idx));
+  if (IsVector(access.index)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "lower: ", DescribeNode(*index_node), ": a register array indexed by a vectorized range"));
+  }
+  access.array = registers_.at(array);
+  return access;
 }
 
 absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
-  UOPD_ASSIGN_OR_RETURN(int slot, Buffer(index_node->src(0)));
+  UOPD_ASSIGN_OR_RETURN(const UOp* buffer, Buffer(index_node->src(0)));
   const UOp* idx = index_node->src(1);
+  if (buffer->op() == Op::kDefineReg) return LowerRegisterAccess(index_node, buffer, idx);
+  const int slot = static_cast<int>(buffer->arg().i);
   std::vector<const UOp*> conditions;
   while (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) {
     conditions.push_back(idx->src(0));
@@ -76,6 +102,18 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
 
 absl::Status Lowerer::Store(const UOp* store) {
   UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(store->src(0)));
+  if (access.array >= 0) {
+    UOPD_ASSIGN_OR_RETURN(int value, Value(store->src(1)));
+    if (IsVector(value)) {
+      return absl::UnimplementedError(
+          absl::StrCat("lower: ", DescribeNode(*store), ": a vector stored into a register array"));
+    }
+    Emit(Instr{.kind = InstrKind::kArrayStore,
+               .dtype = store->src(1)->dtype(),
+               .src = {access.array, access.index, value},
+               .origin = store});
+    return absl::OkStatus();
+  }
   if (group_store_mask_ >= 0) {  // of a group, its first thread stores; past the grid, none
     access.valid = access.valid < 0
                        ? group_store_mask_
@@ -110,6 +148,12 @@ absl::Status Lowerer::Store(const UOp* store) {
 
 absl::StatusOr<int> Lowerer::Load(const UOp* node, const UOp* index_node, const UOp* alt) {
   UOPD_ASSIGN_OR_RETURN(Access access, LowerAccess(index_node));
+  if (access.array >= 0) {
+    return Emit(Instr{.kind = InstrKind::kArrayLoad,
+                      .dtype = node->dtype(),
+                      .src = {access.array, access.index},
+                      .origin = node});
+  }
   const bool vector = IsVector(access.index) || (access.valid >= 0 && IsVector(access.valid));
   int loaded;
   if (!vector) {

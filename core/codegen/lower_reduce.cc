@@ -105,7 +105,7 @@ int Lowerer::CombineGroup(const PendingReduce& r, int partial) {
                                 .dtype = d,
                                 .size = options_.group_threads,
                                 .origin = r.node});
-  Emit(Instr{.kind = InstrKind::kSharedStore,
+  Emit(Instr{.kind = InstrKind::kArrayStore,
              .dtype = d,
              .src = {shared, block_position_, partial},
              .origin = r.node});
@@ -118,7 +118,7 @@ int Lowerer::CombineGroup(const PendingReduce& r, int partial) {
     const int at =
         k == 0 ? group_first_ : Alu(Op::kAdd, index, {group_first_, IndexConst(k * group_stride_)});
     const int value = Emit(
-        Instr{.kind = InstrKind::kSharedLoad, .dtype = d, .src = {shared, at}, .origin = r.node});
+        Instr{.kind = InstrKind::kArrayLoad, .dtype = d, .src = {shared, at}, .origin = r.node});
     result = k == 0 ? value : Alu(op, d, {result, value}, r.node);
   }
   return result;

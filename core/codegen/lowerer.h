@@ -39,6 +39,13 @@ class Lowerer {
 
   static int SlotOf(const UOp* buffer);
 
+  // The DEFINE_GLOBAL or DEFINE_REG an INDEX's buffer operand names (through AFTERs).
+  static const UOp* BaseBuffer(const UOp* buffer);
+
+  // One kRegDefine per DEFINE_REG, before the statements; not in programs that work in groups
+  // (their threads' parts run one after another on the CPU oracle, sharing one array).
+  absl::Status DefineRegisters();
+
   // int32 for INDEX when every index value, and every loop counter's increment, fits.
   void ChooseIndexWidth();
 
@@ -99,16 +106,21 @@ class Lowerer {
   // The RANGEs `node` depends on that are not closed within it (by an END or REDUCE).
   const absl::flat_hash_set<const UOp*>& FreeRanges(const UOp* node);
 
-  // Follows an AFTER chain to its DEFINE_GLOBAL, emitting what each AFTER orders the buffer
-  // after, innermost first: AFTER(AFTER(buf, a), b) means a, then b, then the access.
-  absl::StatusOr<int> Buffer(const UOp* buffer);
+  // Follows an AFTER chain to its DEFINE_GLOBAL or DEFINE_REG, emitting what each AFTER orders
+  // the buffer after, innermost first: AFTER(AFTER(buf, a), b) means a, then b, then the access.
+  absl::StatusOr<const UOp*> Buffer(const UOp* buffer);
 
   struct Access {
     int slot;
     int index;
     int valid = -1;           // -1: unconditional
     bool contiguous = false;  // lanes of the vectorized range are consecutive elements
+    int array = -1;           // a register array's kRegDefine (slot is then -1)
   };
+
+  // An access of a register array: a scalar index, unmasked and proven within the array.
+  absl::StatusOr<Access> LowerRegisterAccess(const UOp* index_node, const UOp* array,
+                                             const UOp* idx);
 
   // Splits WHERE(valid, idx, Invalid) (possibly nested) into the conditions and the index.
   absl::StatusOr<Access> LowerAccess(const UOp* index_node);
@@ -173,6 +185,7 @@ class Lowerer {
   std::vector<const UOp*> topo_;
   ValueRanges ranges_;
   absl::flat_hash_map<const UOp*, int> var_index_;
+  absl::flat_hash_map<const UOp*, int> registers_;  // DEFINE_REG -> its kRegDefine
   int core_id_var_ = 0;
   const UOp* parallel_range_ = nullptr;
   const UOp* vector_range_ = nullptr;  // its lanes are vector lanes; null: scalar code

@@ -114,7 +114,7 @@ class WorkGroupWriter {
     // What earlier parts computed, at the top of this one (it may be used in and after loops).
     for (int s : used_later_[part]) {
       local[s] = Rematerialized(in_.instrs[s]) ? Copy(s, [](int x) { return x; })
-                                               : Emit(Instr{.kind = InstrKind::kSharedLoad,
+                                               : Emit(Instr{.kind = InstrKind::kArrayLoad,
                                                             .dtype = in_.instrs[s].dtype,
                                                             .src = {kept_[s], lane},
                                                             .origin = in_.instrs[s].origin});
@@ -129,7 +129,7 @@ class WorkGroupWriter {
     }
     for (size_t i = ti_ + 1; i < n_; ++i) {
       if (part_[i] == part && kept_[i] >= 0) {
-        Emit(Instr{.kind = InstrKind::kSharedStore,
+        Emit(Instr{.kind = InstrKind::kArrayStore,
                    .dtype = in_.instrs[i].dtype,
                    .src = {kept_[i], lane, local[i]}});
       }

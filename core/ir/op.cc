@@ -106,7 +106,10 @@ bool IsTernaryAlu(Op op) { return op == Op::kWhere || op == Op::kMulacc; }
 
 bool IsComparison(Op op) { return op == Op::kCmplt || op == Op::kCmpne || op == Op::kCmpeq; }
 
-bool IsPostLoweringOp(Op op) { return static_cast<int>(op) >= static_cast<int>(Op::kSpecial); }
+bool IsPostLoweringOp(Op op) {
+  // A custom kernel's register array (tinygrad 0.14's REG placeholder) is written by clients.
+  return static_cast<int>(op) >= static_cast<int>(Op::kSpecial) && op != Op::kDefineReg;
+}
 
 bool IsTranscendental(Op op) {
   switch (op) {

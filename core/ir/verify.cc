@@ -33,8 +33,8 @@ bool IsIndexLike(const DType& dtype) { return !dtype.ptr && IsInt(dtype.scalar);
 
 // A pointer-producing node: the buffer operand of INDEX and AFTER chains.
 bool IsBufferPointer(const UOp& node) {
-  return node.dtype().ptr &&
-         (node.op() == Op::kDefineGlobal || node.op() == Op::kAfter || node.op() == Op::kReshape);
+  return node.dtype().ptr && (node.op() == Op::kDefineGlobal || node.op() == Op::kDefineReg ||
+                              node.op() == Op::kAfter || node.op() == Op::kReshape);
 }
 
 absl::Status VerifyReshape(const UOp& node) {
@@ -90,9 +90,9 @@ absl::Status VerifyConst(const UOp& node) {
 absl::Status VerifyIndex(const UOp& node) {
   const UOp& buf = *node.src(0);
   if (!IsBufferPointer(buf)) {
-    return Invalid(
-        absl::StrCat("source 0 must be a buffer pointer (DEFINE_GLOBAL, AFTER or RESHAPE), got ",
-                     OpName(buf.op()), " ", D(buf.dtype())));
+    return Invalid(absl::StrCat(
+        "source 0 must be a buffer pointer (DEFINE_GLOBAL, DEFINE_REG, AFTER or RESHAPE), got ",
+        OpName(buf.op()), " ", D(buf.dtype())));
   }
   const std::vector<int64_t>* shape = ReshapedShape(&buf);
   const size_t dims = shape == nullptr ? 1 : shape->size();
@@ -234,6 +234,24 @@ absl::Status VerifyDefineGlobal(const UOp& node, const IrLimits& limits) {
   if (dtype.size > limits.max_buffer_elements) {
     return Invalid(absl::StrCat("buffer of ", dtype.size, " elements exceeds the limit of ",
                                 limits.max_buffer_elements));
+  }
+  if (dtype.addrspace != AddrSpace::kGlobal) return Invalid("a buffer parameter is GLOBAL memory");
+  return absl::OkStatus();
+}
+
+// A register array: each thread's own, as tinygrad's REG placeholder (a custom kernel's
+// accumulator). Small: it lives in registers or on the stack of every thread.
+absl::Status VerifyDefineReg(const UOp& node) {
+  const DType& dtype = node.dtype();
+  UOPD_RETURN_IF_ERROR(ExpectSources(node, 0, 0));
+  UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kI64, "id (i64)"));
+  if (!dtype.ptr || dtype.addrspace != AddrSpace::kReg) {
+    return Invalid(absl::StrCat("needs a REG pointer dtype, got ", D(dtype)));
+  }
+  if (dtype.count != 1) return Invalid("a register array holds scalars");
+  if (dtype.size < 1 || dtype.size > kMaxRegisterElements) {
+    return Invalid(absl::StrCat("a register array holds 1 to ", kMaxRegisterElements,
+                                " elements, not ", dtype.size));
   }
   return absl::OkStatus();
 }
@@ -381,7 +399,8 @@ absl::Status VerifyConversion(const UOp& node) {
   return absl::OkStatus();
 }
 
-// The checks every node passes whatever its op: scalar dtypes, GLOBAL buffers of real types.
+// The checks every node passes whatever its op: scalar dtypes, GLOBAL buffers (and register
+// arrays) of real types.
 absl::Status VerifyNodeDType(const UOp& node) {
   const DType& dtype = node.dtype();
   const Op op = node.op();
@@ -393,9 +412,9 @@ absl::Status VerifyNodeDType(const UOp& node) {
     return absl::UnimplementedError(
         absl::StrCat("vector dtype ", D(dtype), ": IR v1 kernels use scalar dtypes only"));
   }
-  if (dtype.ptr && dtype.addrspace != AddrSpace::kGlobal) {
-    return absl::UnimplementedError(
-        absl::StrCat("pointer dtype ", D(dtype), ": only GLOBAL buffers are supported"));
+  if (dtype.ptr && dtype.addrspace == AddrSpace::kLocal) {
+    return absl::UnimplementedError(absl::StrCat(
+        "pointer dtype ", D(dtype), ": only GLOBAL buffers and REG arrays are supported"));
   }
   if (dtype.ptr && (dtype.scalar == Scalar::kVoid || dtype.scalar == Scalar::kIndex)) {
     return Invalid(absl::StrCat("a buffer of ", D(dtype.Base()), " is not allowed"));
@@ -411,6 +430,8 @@ absl::Status VerifyNode(const UOp& node, const IrLimits& limits) {
       return VerifySink(node);
     case Op::kDefineGlobal:
       return VerifyDefineGlobal(node, limits);
+    case Op::kDefineReg:
+      return VerifyDefineReg(node);
     case Op::kDefineVar:
       return VerifyDefineVar(node);
     case Op::kConst:

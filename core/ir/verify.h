@@ -8,6 +8,9 @@
 
 namespace uopd {
 
+// The most elements a DEFINE_REG (a per-thread register array) may hold.
+inline constexpr int64_t kMaxRegisterElements = 1024;
+
 // Checks that `node` is a well-formed IR v1 node given its (already verified) sources.
 // Returns INVALID_ARGUMENT with the broken rule ("expects 2 sources, got 3"), or UNIMPLEMENTED for
 // constructs IR v1 allows but this server does not handle. The message does not name the node:

@@ -120,11 +120,12 @@ double InstrCost(const LinearProgram& p, const Instr& in, const OptTarget& targe
     case InstrKind::kGlobalIndex:
     case InstrKind::kThreadIndex:
     case InstrKind::kSharedDefine:
+    case InstrKind::kRegDefine:
     case InstrKind::kBarrier:
       return 0;
-    case InstrKind::kSharedLoad:
+    case InstrKind::kArrayLoad:
       return kLoad;
-    case InstrKind::kSharedStore:
+    case InstrKind::kArrayStore:
       return kStore;
     case InstrKind::kWmma:  // one instruction for the warp's K products
     case InstrKind::kWmmaInto:
@@ -208,8 +209,9 @@ class ValueNumbers {
         case InstrKind::kGlobalIndex:
         case InstrKind::kThreadIndex:
         case InstrKind::kSharedDefine:
-        case InstrKind::kSharedLoad:
-        case InstrKind::kSharedStore:
+        case InstrKind::kRegDefine:
+        case InstrKind::kArrayLoad:
+        case InstrKind::kArrayStore:
         case InstrKind::kBarrier:
         case InstrKind::kWmma:
         case InstrKind::kWmmaInto:

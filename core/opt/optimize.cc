@@ -37,10 +37,29 @@ bool IsAlreadyOptimized(const KernelAst& ast) {
   return false;
 }
 
+// A custom kernel's register arrays (DEFINE_REG) are one per thread: an upcast, unroll or split
+// of a range they are used in would share one array among what were separate iterations. Such
+// kernels run as written (tinygrad's custom kernels ask for no opts either).
+namespace {
+bool HasRegisterArrays(const KernelAst& ast) {
+  for (const UOp* node : Toposort(ast.root)) {
+    if (node->op() == Op::kDefineReg) return true;
+  }
+  return false;
+}
+}  // namespace
+
 absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> ast,
                                                const OptTarget& target,
                                                const OptimizeRequest& request) {
   if (request.mode == OptMode::kNone) return OptimizedKernel{std::move(ast), {}};
+  if (HasRegisterArrays(*ast)) {
+    if (request.mode == OptMode::kOpts && !request.opts.empty()) {
+      return absl::InvalidArgumentError(
+          "opts_to_apply: a kernel with register arrays (DEFINE_REG) runs as written");
+    }
+    return OptimizedKernel{std::move(ast), {}};
+  }
   // Opt axes are numbered on the graph tinygrad's pre-optimization passes make (merged, split
   // and cut ranges), so opts and heuristics start from it. An already optimized AST went
   // through them before its opts were applied.
@@ -70,7 +89,10 @@ std::vector<std::vector<Opt>> HeuristicContendersFor(const std::shared_ptr<const
                                                      const OptTarget& target) {
   // Nothing is timed for kernels too large to rank (before the pre-optimization passes, which
   // cost as much as the rest of a large kernel's optimization).
-  if (IsAlreadyOptimized(*ast) || Toposort(ast->root).size() > kMaxRankedNodes) return {};
+  if (IsAlreadyOptimized(*ast) || HasRegisterArrays(*ast) ||
+      Toposort(ast->root).size() > kMaxRankedNodes) {
+    return {};
+  }
   Scheduler scheduler(*RunPreOptPasses(ast, target), target);
   return HeuristicContenders(scheduler, ast);
 }

@@ -406,7 +406,8 @@ class Translator {
                     {target_at, Emitted(g.value, VariantOfSource(g.where, 1))}));
   }
 
-  // A PARAM: a variable (DEFINE_VAR) or a buffer (DEFINE_GLOBAL).
+  // A PARAM: a variable (DEFINE_VAR), a buffer (DEFINE_GLOBAL) or a register placeholder
+  // (DEFINE_REG: tinygrad's BUFFER of AddrSpace.REG, a per-thread array).
   absl::StatusOr<int> EmitParam(int i) {
     const v1::ParamArg& p = node(i).arg().param();
     if (IsVariable(i)) {
@@ -419,9 +420,14 @@ class Translator {
       if (p.multiple_of() > 1) arg->set_multiple_of(p.multiple_of());
       return Add(std::move(var));
     }
+    if (p.addrspace() == v1::DType::LOCAL) {
+      return Error(i, "local (shared-memory) placeholders are not supported yet");
+    }
     absl::StatusOr<v1::DType> dtype = BufferDType(i);
     if (!dtype.ok()) return dtype.status();
-    v1::Node buffer = Make(v1::Node::DEFINE_GLOBAL, v1::DType::VOID, {});
+    v1::Node buffer =
+        Make(p.addrspace() == v1::DType::REG ? v1::Node::DEFINE_REG : v1::Node::DEFINE_GLOBAL,
+             v1::DType::VOID, {});
     *buffer.mutable_dtype() = *dtype;
     buffer.mutable_arg()->set_i64(p.slot());
     return Add(std::move(buffer));

@@ -27,6 +27,23 @@ class GraphBuilder {
     Mut(n)->mutable_arg()->set_i64(slot);
     return n;
   }
+  // A register array (DEFINE_REG): `size` elements of `scalar`, one array per thread.
+  int Registers(int id, S scalar, int64_t size) {
+    int n = Node(v1::Node::DEFINE_REG, scalar);
+    Mut(n)->mutable_dtype()->set_ptr(true);
+    Mut(n)->mutable_dtype()->set_size(size);
+    Mut(n)->mutable_dtype()->set_addrspace(v1::DType::REG);
+    Mut(n)->mutable_arg()->set_i64(id);
+    return n;
+  }
+  // Buffer node `buf` (DEFINE_GLOBAL, DEFINE_REG or an AFTER of one) ordered after `deps`
+  // (statements, or ranges: inside their loops).
+  int After(int buf, std::vector<int> deps) {
+    deps.insert(deps.begin(), buf);
+    int n = Node(v1::Node::AFTER, v1::DType::VOID, deps);
+    *Mut(n)->mutable_dtype() = graph_.nodes(buf).dtype();
+    return n;
+  }
   int Index(int64_t v) { return Int(v1::DType::INDEX, v); }
   int Int(S scalar, int64_t v) {
     int n = Node(v1::Node::CONST, scalar);

@@ -169,7 +169,7 @@ class Interpreter {
         if (!valid) return absl::OkStatus();
         Val v;
         if (absl::Status st = Eval(stmt->src(1), &v); !st.ok()) return st;
-        Store(buffers_[Slot(target->src(0))], index, target->dtype().scalar, v);
+        Store(Memory(target->src(0)), index, target->dtype().scalar, v);
         return absl::OkStatus();
       }
       default:
@@ -193,9 +193,10 @@ class Interpreter {
     return absl::OkStatus();
   }
 
-  // Statements an AFTER chain orders a buffer after. Each runs once per combination of the
-  // loop variables it depends on, however often it is referenced (a statement is one program
-  // point, as in the structured code the backends generate).
+  // Statements an AFTER chain orders a buffer after. Each is one program point, placed where it
+  // is first referenced, as in the structured code tinygrad and the backends generate: it runs
+  // once per iteration of the loops open there, however often it is referenced, and a reference
+  // from deeper loops does not run it again.
   absl::Status Deps(const UOp* buffer) {
     std::vector<const UOp*> chain;
     for (; buffer->op() == Op::kAfter; buffer = buffer->src(0)) chain.push_back(buffer);
@@ -203,8 +204,20 @@ class Interpreter {
       for (size_t i = 1; i < (*it)->num_src(); ++i) {
         const UOp* dep = (*it)->src(i);
         if (dep->op() == Op::kRange) continue;
+        auto [placed, first] = placement_.try_emplace(dep);
+        if (first) {
+          for (const auto& [range, value] : env_) placed->second.push_back(range);
+          std::sort(placed->second.begin(), placed->second.end(),
+                    [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
+        }
         std::vector<int64_t> key = {static_cast<int64_t>(dep->id())};
-        for (const UOp* r : Free(dep)) key.push_back(env_.at(r));
+        bool outside = false;  // referenced where its loops are closed: it ran in them
+        for (const UOp* range : placed->second) {
+          auto it = env_.find(range);
+          outside |= it == env_.end();
+          if (!outside) key.push_back(it->second);
+        }
+        if (outside) continue;
         if (!ran_.insert(key).second) continue;
         if (absl::Status st = Exec(dep); !st.ok()) return st;
       }
@@ -212,21 +225,14 @@ class Interpreter {
     return absl::OkStatus();
   }
 
-  // The loop variables `node` depends on that no END or REDUCE inside it closes.
-  const std::vector<const UOp*>& Free(const UOp* node) {
-    if (auto it = free_.find(node); it != free_.end()) return it->second;
-    std::vector<const UOp*> free;
-    size_t closed_from =
-        (node->op() == Op::kEnd || node->op() == Op::kReduce) ? 1 : node->num_src();
-    for (size_t i = 0; i < node->num_src(); ++i) {
-      for (const UOp* r : Free(node->src(i))) {
-        bool closed = false;
-        for (size_t c = closed_from; c < node->num_src(); ++c) closed |= node->src(c) == r;
-        if (!closed && std::find(free.begin(), free.end(), r) == free.end()) free.push_back(r);
-      }
-    }
-    if (node->op() == Op::kRange) free.push_back(node);
-    return free_[node] = std::move(free);
+  // The bytes a buffer operand names: a slot's, or a register array's (DEFINE_REG: one array,
+  // as the kernel runs here as one thread), zeros until first stored.
+  std::string& Memory(const UOp* buffer) {
+    while (buffer->op() == Op::kAfter) buffer = buffer->src(0);
+    if (buffer->op() != Op::kDefineReg) return buffers_[Slot(buffer)];
+    std::string& bytes = registers_[buffer];
+    bytes.resize(buffer->dtype().size * ScalarItemSize(buffer->dtype().scalar), '\0');
+    return bytes;
   }
 
   static int Slot(const UOp* buffer) {
@@ -340,7 +346,7 @@ class Interpreter {
           *out = Val{};
           return absl::OkStatus();
         }
-        *out = Load(buffers_[Slot(index_node->src(0))], i, s);
+        *out = Load(Memory(index_node->src(0)), i, s);
         return absl::OkStatus();
       }
       case Op::kReduce:
@@ -572,11 +578,13 @@ class Interpreter {
   }
 
   std::vector<std::string>& buffers_;
+  absl::flat_hash_map<const UOp*, std::string> registers_;
   const absl::flat_hash_map<std::string, int64_t>& vars_;
   const Unspecified unspecified_;
   absl::flat_hash_map<const UOp*, int64_t> env_;
-  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> free_;
   absl::flat_hash_set<std::vector<int64_t>> ran_;  // (statement id, its loop variables)
+  // The loops open where each AFTER dependency was first referenced.
+  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> placement_;
 };
 
 }  // namespace

@@ -9,6 +9,61 @@
 
 namespace uopd::testing {
 
+// out[i] = sum over j of in[i * cols + j], accumulated in a register array as tinygrad 0.14's
+// custom slice_sum_kernel does: reg.after(i)[0] = 0; reg[0] = reg.after(j)[0] + x, end=j;
+// out[i] = reg[0]. Slots out (rows), in (rows x cols).
+inline v1::Graph RegisterRowSumKernel(int64_t rows, int64_t cols) {
+  using S = v1::DType;
+  GraphBuilder g;
+  int out = g.Buffer(0, S::FLOAT32, rows);
+  int in = g.Buffer(1, S::FLOAT32, rows * cols);
+  int reg = g.Registers(0, S::FLOAT32, 1);
+  int i = g.Range(g.Index(rows), 0);
+  int zeroed = g.Store(g.Target(g.After(reg, {i}), g.Index(0)), g.Float(S::FLOAT32, 0));
+  int acc = g.After(reg, {zeroed});
+  int j = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int sum = g.Node(v1::Node::ADD, S::FLOAT32,
+                   {g.Load(g.After(acc, {j}), g.Index(0)), g.Load(in, g.RowMajor(i, cols, j))});
+  int summed = g.After(acc, {g.End(g.Store(g.Target(acc, g.Index(0)), sum), {j})});
+  int stored = g.Store(g.Target(out, i), g.Load(summed, g.Index(0)));
+  return g.Sink({g.End(stored, {i})}, "register_row_sum");
+}
+
+// out[i, c] = sum over j of (sum over k of q[i, k] * kk[j, k]) * v[j, c]: tinygrad 0.14's custom
+// simple_qkv_kernel (attention without softmax), two register arrays. The inner one is reset for
+// every j, inside the loop over c, which the reset does not depend on (tinygrad places a
+// statement in the loop of the innermost range it depends on). Slots out, q, kk, v (n x d each).
+inline v1::Graph RegisterAttentionKernel(int64_t n, int64_t d) {
+  using S = v1::DType;
+  GraphBuilder g;
+  int out = g.Buffer(0, S::FLOAT32, n * d);
+  int q = g.Buffer(1, S::FLOAT32, n * d);
+  int kk = g.Buffer(2, S::FLOAT32, n * d);
+  int v = g.Buffer(3, S::FLOAT32, n * d);
+  int i = g.Range(g.Index(n), 0);
+  int c = g.Range(g.Index(d), 1);
+  int j = g.Range(g.Index(n), 2, v1::RangeArg::REDUCE);
+  int k = g.Range(g.Index(d), 3, v1::RangeArg::REDUCE);
+  int zero = g.Float(S::FLOAT32, 0);
+  int qk = g.Registers(0, S::FLOAT32, 1);
+  int qk_zeroed = g.After(qk, {g.Store(g.Target(g.After(qk, {i, j}), g.Index(0)), zero)});
+  int product = g.Node(v1::Node::MUL, S::FLOAT32,
+                       {g.Load(q, g.RowMajor(i, d, k)), g.Load(kk, g.RowMajor(j, d, k))});
+  int qk_sum =
+      g.Node(v1::Node::ADD, S::FLOAT32, {g.Load(g.After(qk_zeroed, {k}), g.Index(0)), product});
+  int qk_done = g.After(qk_zeroed, {g.End(g.Store(g.Target(qk_zeroed, g.Index(0)), qk_sum), {k})});
+  int acc = g.Registers(1, S::FLOAT32, 1);
+  int acc_zeroed = g.After(acc, {g.Store(g.Target(g.After(acc, {i, c}), g.Index(0)), zero)});
+  int weighted = g.Node(v1::Node::MUL, S::FLOAT32,
+                        {g.Load(qk_done, g.Index(0)), g.Load(v, g.RowMajor(j, d, c))});
+  int acc_sum =
+      g.Node(v1::Node::ADD, S::FLOAT32, {g.Load(g.After(acc_zeroed, {j}), g.Index(0)), weighted});
+  int acc_done =
+      g.After(acc_zeroed, {g.End(g.Store(g.Target(acc_zeroed, g.Index(0)), acc_sum), {j})});
+  int stored = g.Store(g.Target(out, g.RowMajor(i, d, c)), g.Load(acc_done, g.Index(0)));
+  return g.Sink({g.End(stored, {i, c})}, "register_attention");
+}
+
 // out[i] = a[i] + b[i] over n float32 elements; slots out, a, b.
 inline v1::Graph AddKernel(int64_t n) {
   GraphBuilder g;

@@ -1,12 +1,16 @@
 // Kernels real tinygrad programs send that IR v1 first refused (issue 11): stores into a slice
 // of a buffer (setitem, assign into a view, a KV-cache write) whose INDEX carries the slice's
-// pointer size, and custom kernels that do nothing.
+// pointer size, custom kernels that do nothing, and custom kernels that accumulate in register
+// arrays (tinygrad 0.14's REG placeholders).
 #include "backends/cpu/cpu_device.h"
+#include "core/opt/optimize.h"
 #include "core/util/thread_pool.h"
 #include "core/wire/decode.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_builder.h"
 #include "tests/testing/kernel_runner.h"
+#include "tests/testing/reference_interpreter.h"
+#include "tests/testing/sample_kernels.h"
 #include "tests/testing/status_matchers.h"
 
 namespace uopd {
@@ -147,6 +151,96 @@ TEST_F(TinygradKernels, ReshapesAreCheckedAndHashedAsSent) {
   }
   EXPECT_TRUE(testing::StatusIs(DecodeKernelAst(one_index), absl::StatusCode::kInvalidArgument,
                                 {"INDEX", "one index per dimension"}));
+}
+
+// Runs `wire` on the CPU and in the reference interpreter over the same inputs: both outputs.
+void RunBoth(Device& device, const v1::Graph& wire, std::vector<HostBuffer> buffers,
+             std::vector<float>* compiled, std::vector<float>* reference) {
+  auto ast = DecodeKernelAst(wire);
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  std::vector<std::string> bytes;
+  for (const HostBuffer& b : buffers) bytes.push_back(b.bytes);
+  UOPD_ASSERT_OK(testing::Interpret(**ast, bytes, {}));
+  UOPD_ASSERT_OK(testing::RunAstOn(device, *ast, buffers));
+  *compiled = buffers[0].As<float>();
+  *reference = HostBuffer{bytes[0]}.As<float>();
+}
+
+// tinygrad 0.14's test_custom_kernel::test_slice_sum: refused before ("register placeholder not
+// in the dialect").
+TEST_F(TinygradKernels, RegisterArraysAccumulateAsTinygradsSliceSum) {
+  std::vector<float> in(32);
+  for (int k = 0; k < 32; ++k) in[k] = static_cast<float>(k % 7) - 2.5f;
+  std::vector<float> out, reference;
+  RunBoth(*device_, testing::RegisterRowSumKernel(4, 8),
+          {HostBuffer::Of(std::vector<float>(4, -1.0f)), HostBuffer::Of(in)}, &out, &reference);
+  for (int row = 0; row < 4; ++row) {
+    float sum = 0;
+    for (int k = 0; k < 8; ++k) sum += in[row * 8 + k];
+    EXPECT_EQ(out[row], sum) << row;
+    EXPECT_EQ(reference[row], sum) << row;
+  }
+}
+
+// tinygrad 0.14's test_custom_kernel::test_simple_qkv: the inner register's reset runs for every
+// (i, c, j) as tinygrad places it, not once per (i, j) (lowering answered UNIMPLEMENTED before).
+TEST_F(TinygradKernels, ARegisterResetInsideAnOuterLoopRunsForEveryIterationOfIt) {
+  constexpr int n = 8, d = 4;
+  std::vector<float> q(n * d), k(n * d), v(n * d);
+  for (int x = 0; x < n * d; ++x) {
+    q[x] = static_cast<float>(x % 5) - 2;
+    k[x] = static_cast<float>(x % 3) - 1;
+    v[x] = static_cast<float>(x % 4);
+  }
+  std::vector<float> out, reference;
+  RunBoth(*device_, testing::RegisterAttentionKernel(n, d),
+          {HostBuffer::Of(std::vector<float>(n * d)), HostBuffer::Of(q), HostBuffer::Of(k),
+           HostBuffer::Of(v)},
+          &out, &reference);
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < d; ++c) {
+      float acc = 0;
+      for (int j = 0; j < n; ++j) {
+        float score = 0;
+        for (int x = 0; x < d; ++x) score += q[i * d + x] * k[j * d + x];
+        acc += score * v[j * d + c];
+      }
+      EXPECT_EQ(out[i * d + c], acc) << i << ", " << c;
+      EXPECT_EQ(reference[i * d + c], acc) << i << ", " << c;
+    }
+  }
+}
+
+TEST_F(TinygradKernels, ARegisterIndexThatMayLeaveItsArrayIsRefused) {
+  using S = v1::DType;
+  GraphBuilder g;
+  int out = g.Buffer(0, S::FLOAT32, 4);
+  int reg = g.Registers(0, S::FLOAT32, 2);
+  int i = g.Range(g.Index(4), 0);
+  int zeroed = g.After(reg, {g.Store(g.Target(g.After(reg, {i}), i), g.Float(S::FLOAT32, 1))});
+  int stored = g.Store(g.Target(out, i), g.Load(zeroed, i));
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<float>(4))};
+  absl::Status status = testing::RunOn(*device_, g.Sink({g.End(stored, {i})}), buffers);
+  EXPECT_TRUE(testing::StatusIs(status, absl::StatusCode::kInvalidArgument,
+                                {"provably within its 2 elements"}))
+      << status;
+}
+
+// An upcast or split of a range a register array is used in would share one array among what
+// were separate iterations: the heuristics leave such kernels as written, explicit opts are
+// refused.
+TEST_F(TinygradKernels, KernelsWithRegisterArraysRunAsWritten) {
+  auto ast = DecodeKernelAst(testing::RegisterRowSumKernel(64, 64));
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  const OptTarget target = OptTargetFor("CPU", device_->compiler().Target(), device_->threads());
+  auto heuristic = OptimizeKernel(*ast, target, OptimizeRequest{OptMode::kHeuristic});
+  ASSERT_TRUE(heuristic.ok()) << heuristic.status();
+  EXPECT_TRUE(heuristic->applied.empty());
+  auto opts =
+      OptimizeKernel(*ast, target, OptimizeRequest{OptMode::kOpts, {Opt{OptOp::kUpcast, 0, 4}}});
+  EXPECT_TRUE(
+      testing::StatusIs(opts.status(), absl::StatusCode::kInvalidArgument, {"register arrays"}))
+      << opts.status();
 }
 
 }  // namespace

@@ -225,6 +225,26 @@ TEST(CudaBackend, MapsParallelRangesToTheGridAndKeepsReductionsAsLoops) {
   EXPECT_TRUE(spec->var_names.empty()) << "GPU kernels take no core variables";
 }
 
+// tinygrad 0.14's register placeholders: one array per thread, declared in the kernel, indexed
+// like memory; the output ranges on the grid, the accumulation a loop.
+TEST(CudaBackend, RegisterArraysAreArraysOfEachThread) {
+  auto compiler = NvrtcCompiler::Create("sm_80");
+  UOPD_ASSERT_OK(compiler);
+  for (const v1::Graph& wire :
+       {testing::RegisterRowSumKernel(4096, 64), testing::RegisterAttentionKernel(64, 16)}) {
+    auto ast = DecodeKernelAst(wire);
+    UOPD_ASSERT_OK(ast);
+    auto spec = CudaRenderer().Render(*ast, (*ast)->DefaultName());
+    UOPD_ASSERT_OK(spec);
+    EXPECT_NE(spec->src.find("float r"), std::string::npos) << spec->src;
+    EXPECT_NE(spec->src.find("blockIdx.x"), std::string::npos) << spec->src;
+    auto kernel = (*compiler)->Compile(*spec);
+    UOPD_ASSERT_OK(kernel);
+    ASSERT_TRUE(kernel->resources.has_value());
+    EXPECT_EQ(kernel->resources->spilled_bytes, 0);
+  }
+}
+
 // Which reductions a warp's lanes share (backends/cuda/warp_reduction.h), decided without a GPU.
 absl::StatusOr<ProgramSpec> RenderCuda(const v1::Graph& wire) {
   UOPD_ASSIGN_OR_RETURN(auto ast, DecodeKernelAst(wire));

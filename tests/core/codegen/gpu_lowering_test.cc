@@ -436,6 +436,18 @@ TEST(GpuLowering, TheHeuristicsSplitOfAColumnSumKeepsItsMeaning) {
       {testing::HostBuffer{std::string(64 * 4, '\0')}, Floats(512 * 64, 2)});
 }
 
+TEST(GpuLowering, RegisterArraysAreEachThreadsOwn) {
+  // Threads of the grid, run one after another here, each with the array to itself.
+  ExpectGpuLoweringMatchesTheReference(
+      testing::RegisterRowSumKernel(300, 17), OptimizeRequest{OptMode::kHeuristic, {}},
+      {testing::HostBuffer{std::string(300 * 4, '\0')}, Floats(300 * 17, 2)}, /*shared=*/false);
+  ExpectGpuLoweringMatchesTheReference(testing::RegisterAttentionKernel(16, 8),
+                                       OptimizeRequest{OptMode::kHeuristic, {}},
+                                       {testing::HostBuffer{std::string(16 * 8 * 4, '\0')},
+                                        Floats(16 * 8, 1), Floats(16 * 8, 3), Floats(16 * 8, 2)},
+                                       /*shared=*/false);
+}
+
 TEST(GpuLowering, SoftmaxAndLayerNormWithTheGpuHeuristicsKeepTheirMeaning) {
   // Row reductions, then an elementwise pass reading them back (its rows upcast to float4).
   const int64_t rows = 64, cols = 256;

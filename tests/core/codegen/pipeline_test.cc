@@ -137,8 +137,8 @@ TEST(CodegenPipeline, AGroupReductionMeetsInSharedMemoryAfterABarrier) {
   EXPECT_EQ(count(InstrKind::kThreadIndex), 1) << p.Dump();
   EXPECT_EQ(count(InstrKind::kGlobalIndex), 0) << p.Dump();  // no thread leaves early
   EXPECT_EQ(count(InstrKind::kBarrier), 1) << p.Dump();
-  EXPECT_EQ(count(InstrKind::kSharedLoad), 4) << p.Dump();  // the group's 4 partial sums
-  EXPECT_EQ(kernel->global_size[0].constant, 1);            // 10 x 4 threads: one block
+  EXPECT_EQ(count(InstrKind::kArrayLoad), 4) << p.Dump();  // the group's 4 partial sums
+  EXPECT_EQ(kernel->global_size[0].constant, 1);           // 10 x 4 threads: one block
   EXPECT_FALSE(kernel->warps.enabled);
 
   gpu.group_threads = 0;  // no shared memory: the group is a loop in each thread

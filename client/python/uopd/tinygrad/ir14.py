@@ -15,7 +15,8 @@ from typing import Any
 from tinygrad.dtype import AddrSpace, DType, dtypes
 from tinygrad.schedule.multi import multi_pm
 from tinygrad.schedule.rangeify import pm_mops
-from tinygrad.uop.ops import GroupOp, UOp, Ops, AxisType, KernelInfo, graph_rewrite
+from tinygrad.uop.movement import mop_cleanup
+from tinygrad.uop.ops import GroupOp, UOp, Ops, AxisType, KernelInfo, ParamArg, graph_rewrite
 
 DIALECT = "TINYGRAD_0_14"
 
@@ -114,11 +115,17 @@ def _param_arg(a: Any) -> dict[str, Any]:
     return p
 
 
+def _is_register(u: UOp) -> bool:
+    """A register placeholder (`UOp.placeholder(..., addrspace=AddrSpace.REG)`: a BUFFER), which
+    the dialect spells as a PARAM of address space REG."""
+    return u.op is Ops.BUFFER and isinstance(u.arg, ParamArg) and u.arg.addrspace is AddrSpace.REG
+
+
 def encode_arg(u: UOp) -> dict[str, Any] | None:
     op, a = u.op, u.arg
     if op is Ops.CONST:
         return _const_arg(u)
-    if op is Ops.PARAM:
+    if op is Ops.PARAM or _is_register(u):
         return {"param": _param_arg(a)}
     if op is Ops.RANGE:
         if not isinstance(a, tuple) or not a or not isinstance(a[-1], AxisType):
@@ -176,7 +183,9 @@ def lower_movement_ops(root: UOp) -> UOp:
                for u in nodes):
         return root
     sink = graph_rewrite(root, multi_pm, name="multi_pm")
-    return graph_rewrite(sink, pm_mops, name="early movement ops", bottom_up=True)
+    # An INDEX of a partly indexed view (`src[G, :][R]`) folds once its INDEXes merge, which
+    # tinygrad's codegen does later (mop_cleanup, with its reduces): here both, to a fixed point.
+    return graph_rewrite(sink, pm_mops + mop_cleanup, name="early movement ops", bottom_up=True)
 
 
 def encode_graph(root: UOp) -> dict[str, Any]:
@@ -187,10 +196,11 @@ def encode_graph(root: UOp) -> dict[str, Any]:
     index = {u: i for i, u in enumerate(order)}
     nodes = []
     for i, u in enumerate(order):
-        if u.op.name not in OPS:
+        op_name = "PARAM" if _is_register(u) else u.op.name
+        if op_name not in OPS:
             raise IRError(f"node {i}: op {u.op.name} is not in the tinygrad 0.14 dialect")
         try:
-            node: dict[str, Any] = {"op": u.op.name, "dtype": encode_dtype(u.dtype)}
+            node: dict[str, Any] = {"op": op_name, "dtype": encode_dtype(u.dtype)}
             if u.src:
                 node["src"] = [index[s] for s in u.src]
             arg = encode_arg(u)
