@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from tinygrad.dtype import AddrSpace, DType, PtrDType, ImageDType, dtypes, Invalid, InvalidType
-from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo
+from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo, PatternMatcher, UPat, graph_rewrite
 
 
 class IRError(ValueError):
@@ -225,11 +225,23 @@ def toposort(root: UOp) -> list[UOp]:
     return order
 
 
+# An INDEX of a partly indexed view (a custom kernel's `src[G, :]`, a pointer-typed INDEX of a
+# RESHAPE) indexed again (`[R]`): one INDEX with every index, which the IR takes, as tinygrad
+# merges them in its codegen.
+_merge_partial_index = PatternMatcher([
+    (UPat(Ops.INDEX, src=(UPat(Ops.INDEX, name="inner"),), allow_any_len=True, name="outer"),
+     lambda inner, outer: UOp(Ops.INDEX, outer.dtype, (*inner.src, *outer.src[1:]))
+     if isinstance(inner.dtype, PtrDType) and len(outer.src) > 1 else None),
+])
+
+
 def encode_graph(root: UOp, kernel_ast_only: bool = True) -> dict[str, Any]:
     """IR v1 Graph JSON of a kernel AST. With kernel_ast_only, ops that IR.md lists only as 'after lowering'
     are refused too (a scheduled kernel AST should not contain them)."""
     if root.op is not Ops.SINK:
         raise IRError(f"root is {root.op}, not SINK")
+    if any(u.op is Ops.INDEX and u.src[0].op is Ops.INDEX for u in root.toposort()):
+        root = graph_rewrite(root, _merge_partial_index, name="merge partial indexes")
     order = toposort(root)
     index = {u: i for i, u in enumerate(order)}
     nodes = []
