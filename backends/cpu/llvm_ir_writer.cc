@@ -241,6 +241,13 @@ void LlvmIrWriter::EmitInstr(int i) {
       absl::StrAppend(&allocas_, "  %sh", i, " = alloca [", in.size, " x ", RegType(in.dtype),
                       "]\n");
       operand_[i] = absl::StrCat("%sh", i);
+      if (in.kind == InstrKind::kRegDefine) {
+        // Zeros: a read before the first store must not see what the thread's stack held
+        // (another client's values, addresses).
+        Declare("void", "llvm.memset.p0.i64", "ptr, i8, i64, i1");
+        Line(absl::StrCat("call void @llvm.memset.p0.i64(ptr %sh", i, ", i8 0, i64 ",
+                          in.size * std::max(1, ScalarItemSize(in.dtype.scalar)), ", i1 false)"));
+      }
       return;
     case InstrKind::kArrayLoad:
     case InstrKind::kArrayStore: {

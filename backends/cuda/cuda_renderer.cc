@@ -540,8 +540,8 @@ class CudaWriter {
         Line(absl::StrCat("__shared__ ", Type(in.dtype), " sh", i, "[", in.size, "];"));
         operand_[i] = absl::StrCat("sh", i);
         return;
-      case InstrKind::kRegDefine:
-        Line(absl::StrCat(Type(in.dtype), " r", i, "[", in.size, "];"));
+      case InstrKind::kRegDefine:  // zeros, as on the CPU
+        Line(absl::StrCat(Type(in.dtype), " r", i, "[", in.size, "] = {};"));
         operand_[i] = absl::StrCat("r", i);
         return;
       case InstrKind::kArrayLoad:

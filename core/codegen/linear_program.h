@@ -55,7 +55,7 @@ enum class InstrKind : uint8_t {
               // them; no value (dtype: their vector, for the spelling; FoldWmmaAccumulators)
   // Register arrays (DEFINE_REG: a custom kernel's per-thread array), read and written through
   // kArrayLoad and kArrayStore with indices proven in bounds:
-  kRegDefine,  // an array of `size` elements of dtype, one per thread, defined before any use
+  kRegDefine,  // an array of `size` zeros of dtype, one per thread, defined before any use
 };
 
 // "const", "alu", "cast", ...: how dumps and tests name a kind.

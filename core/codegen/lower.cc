@@ -12,6 +12,7 @@
 #include "core/codegen/warp_reduction.h"
 #include "core/ir/printer.h"
 #include "core/ir/value_range.h"
+#include "core/ir/verify.h"
 #include "core/util/status_macros.h"
 
 namespace uopd::lowering {
@@ -134,8 +135,14 @@ const UOp* Lowerer::BaseBuffer(const UOp* buffer) {
 }
 
 absl::Status Lowerer::DefineRegisters() {
+  int64_t bytes = 0;
   for (const UOp* node : topo_) {
     if (node->op() != Op::kDefineReg || registers_.contains(node)) continue;
+    bytes += node->dtype().size * std::max(1, ScalarItemSize(node->dtype().scalar));
+    if (bytes > kMaxRegisterBytes) {
+      return NodeError(*node, absl::StrCat("the kernel's register arrays take more than ",
+                                           kMaxRegisterBytes, " bytes together"));
+    }
     if (program_.group_threads > 0) {
       return absl::UnimplementedError(
           absl::StrCat("lower: ", DescribeNode(*node),
@@ -211,7 +218,11 @@ absl::Status Lowerer::Statement(const UOp* node) {
         if (!IsGridRange(range) && range != vector_range_) ranges.push_back(range);
       }
       UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
-      for (const UOp* range : ranges) UOPD_RETURN_IF_ERROR(OpenLoop(range));
+      for (size_t r = 0; r < ranges.size(); ++r) {
+        UOPD_RETURN_IF_ERROR(
+            PlaceOuterDependencies(node->src(0), absl::MakeConstSpan(ranges).subspan(r)));
+        UOPD_RETURN_IF_ERROR(OpenLoop(ranges[r]));
+      }
       UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({node->src(0)})));
       UOPD_RETURN_IF_ERROR(Statement(node->src(0)));
       for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) CloseLoop(*it);

@@ -238,6 +238,7 @@ void Lowerer::CloseLoop(const UOp* range) {
 absl::Status Lowerer::AfterDeps(const UOp* after) {
   for (size_t i = 1; i < after->num_src(); ++i) {
     const UOp* dep = after->src(i);
+    if (dep->op() == Op::kConst) continue;  // a RANGE of one iteration, folded: orders nothing
     if (dep->op() == Op::kRange) {
       if (!open_ranges_.contains(dep)) {
         return NodeError(*after, absl::StrCat("depends on RANGE %", dep->id(),
@@ -273,6 +274,27 @@ absl::Status Lowerer::AfterDeps(const UOp* after) {
       }
     }
     UOPD_RETURN_IF_ERROR(Statement(dep));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::PlaceOuterDependencies(const UOp* body, absl::Span<const UOp* const> inner) {
+  if (inner.empty()) return absl::OkStatus();
+  for (const UOp* after : Toposort(body)) {
+    if (after->op() != Op::kAfter) continue;
+    for (size_t i = 1; i < after->num_src(); ++i) {
+      const UOp* dep = after->src(i);
+      if (dep->op() == Op::kRange || dep->op() == Op::kConst || IsAlu(dep->op()) ||
+          done_statements_.contains(dep)) {
+        continue;
+      }
+      const auto& free = FreeRanges(dep);
+      const bool placed_here =
+          std::all_of(free.begin(), free.end(),
+                      [&](const UOp* r) { return open_ranges_.contains(r); }) &&
+          std::none_of(inner.begin(), inner.end(), [&](const UOp* r) { return free.contains(r); });
+      if (placed_here) UOPD_RETURN_IF_ERROR(Statement(dep));
+    }
   }
   return absl::OkStatus();
 }

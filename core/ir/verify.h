@@ -8,8 +8,11 @@
 
 namespace uopd {
 
-// The most elements a DEFINE_REG (a per-thread register array) may hold.
+// The most elements a DEFINE_REG (a per-thread register array) may hold, and the most bytes a
+// kernel's register arrays may take together: they live on the stack of the thread that runs
+// the kernel (the CPU; CUDA's local memory), whose size no client decides.
 inline constexpr int64_t kMaxRegisterElements = 1024;
+inline constexpr int64_t kMaxRegisterBytes = 16 * 1024;
 
 // Checks that `node` is a well-formed IR v1 node given its (already verified) sources.
 // Returns INVALID_ARGUMENT with the broken rule ("expects 2 sources, got 3"), or UNIMPLEMENTED for

@@ -185,30 +185,39 @@ class Interpreter {
     Val end;
     if (absl::Status st = Eval(ranges[i]->src(0), &end); !st.ok()) return st;
     int64_t n = static_cast<int64_t>(Signed(end, ranges[i]->src(0)->dtype().scalar));
+    open_.push_back(ranges[i]);
     for (int64_t step = 0; step < n; ++step) {
       env_[ranges[i]] = reverse ? n - 1 - step : step;
-      if (absl::Status st = Loop(ranges, i + 1, body, reverse); !st.ok()) return st;
+      if (absl::Status st = Loop(ranges, i + 1, body, reverse); !st.ok()) {
+        open_.pop_back();
+        return st;
+      }
     }
+    open_.pop_back();
     env_.erase(ranges[i]);
     return absl::OkStatus();
   }
 
-  // Statements an AFTER chain orders a buffer after. Each is one program point, placed where it
-  // is first referenced, as in the structured code tinygrad and the backends generate: it runs
-  // once per iteration of the loops open there, however often it is referenced, and a reference
-  // from deeper loops does not run it again.
+  // Statements an AFTER chain orders a buffer after. Each is one program point, as in the
+  // structured code tinygrad and the backends generate: inside the loop of the innermost range
+  // it depends on, among those open where it is first referenced. It runs once per iteration of
+  // that loop and the loops around it, however often it is referenced, and a reference from
+  // deeper loops does not run it again.
   absl::Status Deps(const UOp* buffer) {
     std::vector<const UOp*> chain;
     for (; buffer->op() == Op::kAfter; buffer = buffer->src(0)) chain.push_back(buffer);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       for (size_t i = 1; i < (*it)->num_src(); ++i) {
         const UOp* dep = (*it)->src(i);
-        if (dep->op() == Op::kRange) continue;
+        if (dep->op() == Op::kRange || dep->op() == Op::kConst) continue;
         auto [placed, first] = placement_.try_emplace(dep);
         if (first) {
-          for (const auto& [range, value] : env_) placed->second.push_back(range);
-          std::sort(placed->second.begin(), placed->second.end(),
-                    [](const UOp* a, const UOp* b) { return a->id() < b->id(); });
+          const std::vector<const UOp*>& free = Free(dep);
+          size_t depth = 0;  // the open loops up to the innermost one `dep` depends on
+          for (size_t k = 0; k < open_.size(); ++k) {
+            if (std::find(free.begin(), free.end(), open_[k]) != free.end()) depth = k + 1;
+          }
+          placed->second.assign(open_.begin(), open_.begin() + depth);
         }
         std::vector<int64_t> key = {static_cast<int64_t>(dep->id())};
         bool outside = false;  // referenced where its loops are closed: it ran in them
@@ -223,6 +232,23 @@ class Interpreter {
       }
     }
     return absl::OkStatus();
+  }
+
+  // The loop variables `node` depends on that no END or REDUCE inside it closes.
+  const std::vector<const UOp*>& Free(const UOp* node) {
+    if (auto it = free_.find(node); it != free_.end()) return it->second;
+    std::vector<const UOp*> free;
+    size_t closed_from =
+        (node->op() == Op::kEnd || node->op() == Op::kReduce) ? 1 : node->num_src();
+    for (size_t i = 0; i < node->num_src(); ++i) {
+      for (const UOp* r : Free(node->src(i))) {
+        bool closed = false;
+        for (size_t c = closed_from; c < node->num_src(); ++c) closed |= node->src(c) == r;
+        if (!closed && std::find(free.begin(), free.end(), r) == free.end()) free.push_back(r);
+      }
+    }
+    if (node->op() == Op::kRange) free.push_back(node);
+    return free_[node] = std::move(free);
   }
 
   // The bytes a buffer operand names: a slot's, or a register array's (DEFINE_REG: one array,
@@ -585,6 +611,8 @@ class Interpreter {
   absl::flat_hash_set<std::vector<int64_t>> ran_;  // (statement id, its loop variables)
   // The loops open where each AFTER dependency was first referenced.
   absl::flat_hash_map<const UOp*, std::vector<const UOp*>> placement_;
+  std::vector<const UOp*> open_;  // the loops running now, outermost first
+  absl::flat_hash_map<const UOp*, std::vector<const UOp*>> free_;
 };
 
 }  // namespace

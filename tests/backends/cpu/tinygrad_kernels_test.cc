@@ -153,17 +153,18 @@ TEST_F(TinygradKernels, ReshapesAreCheckedAndHashedAsSent) {
                                 {"INDEX", "one index per dimension"}));
 }
 
-// Runs `wire` on the CPU and in the reference interpreter over the same inputs: both outputs.
+// Runs `wire` on the CPU and in the reference interpreter over the same inputs: both results in
+// slot `out`.
 void RunBoth(Device& device, const v1::Graph& wire, std::vector<HostBuffer> buffers,
-             std::vector<float>* compiled, std::vector<float>* reference) {
+             std::vector<float>* compiled, std::vector<float>* reference, int out = 0) {
   auto ast = DecodeKernelAst(wire);
   ASSERT_TRUE(ast.ok()) << ast.status();
   std::vector<std::string> bytes;
   for (const HostBuffer& b : buffers) bytes.push_back(b.bytes);
   UOPD_ASSERT_OK(testing::Interpret(**ast, bytes, {}));
   UOPD_ASSERT_OK(testing::RunAstOn(device, *ast, buffers));
-  *compiled = buffers[0].As<float>();
-  *reference = HostBuffer{bytes[0]}.As<float>();
+  *compiled = buffers[out].As<float>();
+  *reference = HostBuffer{bytes[out]}.As<float>();
 }
 
 // tinygrad 0.14's test_custom_kernel::test_slice_sum: refused before ("register placeholder not
@@ -209,6 +210,108 @@ TEST_F(TinygradKernels, ARegisterResetInsideAnOuterLoopRunsForEveryIterationOfIt
       EXPECT_EQ(reference[i * d + c], acc) << i << ", " << c;
     }
   }
+}
+
+// tinygrad 0.14's test_uops::test_matmul: C[i, j] = 0, then C[i, j] = C.after(k)[i, j] + A[i, k] *
+// B[k, j], all in one END(i, j, k). The zeroing depends on i and j only: it runs before the K
+// loop, once per (i, j), as tinygrad places it (lowering answered UNIMPLEMENTED before).
+TEST_F(TinygradKernels, AStatementRunsInTheLoopOfTheInnermostRangeItDependsOn) {
+  constexpr int n = 6;
+  GraphBuilder g;
+  int a = g.Buffer(0, S::FLOAT32, n * n);
+  int b = g.Buffer(1, S::FLOAT32, n * n);
+  int c = g.Buffer(2, S::FLOAT32, n * n);
+  int i = g.Range(g.Index(n), 0);
+  int j = g.Range(g.Index(n), 1);
+  int k = g.Range(g.Index(n), 2, v1::RangeArg::REDUCE);
+  int zeroed = g.After(c, {g.Store(g.Target(c, g.RowMajor(i, n, j)), g.Float(S::FLOAT32, 0))});
+  int product = g.Node(v1::Node::MUL, S::FLOAT32,
+                       {g.Load(a, g.RowMajor(i, n, k)), g.Load(b, g.RowMajor(k, n, j))});
+  int sum = g.Node(v1::Node::ADD, S::FLOAT32,
+                   {g.Load(g.After(zeroed, {k}), g.RowMajor(i, n, j)), product});
+  int accumulated = g.Store(g.Target(zeroed, g.RowMajor(i, n, j)), sum);
+  v1::Graph wire = g.Sink({g.End(accumulated, {i, j, k})});
+  std::vector<float> av(n * n), bv(n * n);
+  for (int x = 0; x < n * n; ++x) {
+    av[x] = static_cast<float>(x % 5) - 2;
+    bv[x] = static_cast<float>(x % 3);
+  }
+  std::vector<float> out, reference;
+  RunBoth(*device_, wire,
+          {HostBuffer::Of(av), HostBuffer::Of(bv), HostBuffer::Of(std::vector<float>(n * n, 7.0f))},
+          &out, &reference, /*out=*/2);
+  for (int row = 0; row < n; ++row) {
+    for (int col = 0; col < n; ++col) {
+      float want = 0;
+      for (int x = 0; x < n; ++x) want += av[row * n + x] * bv[x * n + col];
+      EXPECT_EQ(out[row * n + col], want) << row << ", " << col;
+      EXPECT_EQ(reference[row * n + col], want) << row << ", " << col;
+    }
+  }
+}
+
+// A RANGE of one iteration folds to 0, and an AFTER naming it as a dependency orders nothing
+// (before: INVALID_ARGUMENT "CONST ... is not a statement", or UNIMPLEMENTED).
+TEST_F(TinygradKernels, AnAfterOnARangeOfOneIterationOrdersNothing) {
+  for (auto [rows, cols] : {std::pair<int, int>{1, 8}, {4, 1}}) {
+    std::vector<float> in(rows * cols);
+    for (int k = 0; k < rows * cols; ++k) in[k] = static_cast<float>(k + 1);
+    std::vector<float> out, reference;
+    RunBoth(*device_, testing::RegisterRowSumKernel(rows, cols),
+            {HostBuffer::Of(std::vector<float>(rows)), HostBuffer::Of(in)}, &out, &reference);
+    for (int row = 0; row < rows; ++row) {
+      float sum = 0;
+      for (int k = 0; k < cols; ++k) sum += in[row * cols + k];
+      EXPECT_EQ(out[row], sum) << rows << "x" << cols << ", row " << row;
+      EXPECT_EQ(reference[row], sum) << rows << "x" << cols << ", row " << row;
+    }
+  }
+}
+
+// out[i] = reg[i] for i < n, with `fill` stored into every element first unless it is 0: a read
+// before any store.
+v1::Graph RegisterRead(int64_t n, double fill) {
+  GraphBuilder g;
+  int out = g.Buffer(0, S::FLOAT32, n);
+  int reg = g.Registers(0, S::FLOAT32, n);
+  int i = g.Range(g.Index(n), 0);
+  int read = reg;
+  if (fill != 0) {
+    int j = g.Range(g.Index(n), 1);
+    read = g.After(reg, {g.End(g.Store(g.Target(reg, j), g.Float(S::FLOAT32, fill)), {j})});
+  }
+  return g.Sink({g.End(g.Store(g.Target(out, i), g.Load(read, i)), {i})});
+}
+
+// A register array starts as zeros: before, a read before any store returned what the thread's
+// stack held, here the values an earlier kernel left in its own array (and in the daemon, other
+// clients' values and addresses).
+TEST_F(TinygradKernels, ARegisterArrayStartsAsZeros) {
+  std::vector<HostBuffer> filled = {HostBuffer::Of(std::vector<float>(256))};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, RegisterRead(256, 7.0), filled));
+  EXPECT_EQ(filled[0].As<float>()[255], 7.0f);
+  std::vector<HostBuffer> unset = {HostBuffer::Of(std::vector<float>(256, -1.0f))};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, RegisterRead(256, 0), unset));
+  EXPECT_EQ(unset[0].As<float>(), std::vector<float>(256, 0.0f));
+}
+
+// Register arrays live on the stack of the thread running the kernel: 12,000 of 8 KiB crashed
+// the daemon (a 96 MiB frame past the thread's 8 MiB stack), 2,000 wrote into a neighbouring
+// thread's stack.
+TEST_F(TinygradKernels, AKernelsRegisterArraysAreBoundedTogether) {
+  GraphBuilder g;
+  int out = g.Buffer(0, S::FLOAT64, 1);
+  int total = g.Float(S::FLOAT64, 0);
+  for (int id = 0; id < 3; ++id) {
+    int reg = g.Registers(id, S::FLOAT64, 1024);
+    total = g.Node(v1::Node::ADD, S::FLOAT64, {total, g.Load(reg, g.Index(id))});
+  }
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<double>(1))};
+  absl::Status status =
+      testing::RunOn(*device_, g.Sink({g.Store(g.Target(out, g.Index(0)), total)}), buffers);
+  EXPECT_TRUE(testing::StatusIs(status, absl::StatusCode::kInvalidArgument,
+                                {"register arrays take more than 16384 bytes"}))
+      << status;
 }
 
 TEST_F(TinygradKernels, ARegisterIndexThatMayLeaveItsArrayIsRefused) {
