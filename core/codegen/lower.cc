@@ -57,8 +57,9 @@ absl::StatusOr<LinearProgram> Lowerer::Run(const std::string& name) {
     ChooseParallelLoop();
   }
   scopes_.emplace_back();
-  UOPD_RETURN_IF_ERROR(EmitGridIndex());
+  // Before the grid index: a grid range's end may read a register array.
   UOPD_RETURN_IF_ERROR(DefineRegisters());
+  UOPD_RETURN_IF_ERROR(EmitGridIndex());
   for (const UOp* stmt : ast_.root->src()) {
     UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({stmt})));
     UOPD_RETURN_IF_ERROR(Statement(stmt));
@@ -218,9 +219,15 @@ absl::Status Lowerer::Statement(const UOp* node) {
         if (!IsGridRange(range) && range != vector_range_) ranges.push_back(range);
       }
       UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
+      std::vector<const UOp*> afters;  // found once: an END may have many ranges
+      if (!ranges.empty()) {
+        for (const UOp* n : Toposort(node->src(0))) {
+          if (n->op() == Op::kAfter) afters.push_back(n);
+        }
+      }
       for (size_t r = 0; r < ranges.size(); ++r) {
         UOPD_RETURN_IF_ERROR(
-            PlaceOuterDependencies(node->src(0), absl::MakeConstSpan(ranges).subspan(r)));
+            PlaceOuterDependencies(afters, absl::MakeConstSpan(ranges).subspan(r)));
         UOPD_RETURN_IF_ERROR(OpenLoop(ranges[r]));
       }
       UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({node->src(0)})));

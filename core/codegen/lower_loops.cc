@@ -262,12 +262,15 @@ absl::Status Lowerer::AfterDeps(const UOp* after) {
       // statement inside the loop of the innermost range it depends on (a register reset
       // inside a reduction nested in an output loop runs for every output). One that depends
       // only on outer loops belongs before the inner ones opened: not placed there yet.
+      // Grid ranges are not loops: each thread runs one iteration of them.
       const UOp* innermost = nullptr;
       int innermost_loop = -1;
       for (const auto& [range, loop] : open_ranges_) {
-        if (loop > innermost_loop) std::tie(innermost, innermost_loop) = std::tie(range, loop);
+        if (loop > innermost_loop && !IsGridRange(range)) {
+          std::tie(innermost, innermost_loop) = std::tie(range, loop);
+        }
       }
-      if (!FreeRanges(dep).contains(innermost)) {
+      if (innermost != nullptr && !FreeRanges(dep).contains(innermost)) {
         return absl::UnimplementedError(absl::StrCat(
             "lower: ", DescribeNode(*dep), " is ordered by ", DescribeNode(*after),
             " inside the loop of RANGE %", innermost->id(), ", which it does not depend on"));
@@ -278,10 +281,10 @@ absl::Status Lowerer::AfterDeps(const UOp* after) {
   return absl::OkStatus();
 }
 
-absl::Status Lowerer::PlaceOuterDependencies(const UOp* body, absl::Span<const UOp* const> inner) {
+absl::Status Lowerer::PlaceOuterDependencies(const std::vector<const UOp*>& afters,
+                                             absl::Span<const UOp* const> inner) {
   if (inner.empty()) return absl::OkStatus();
-  for (const UOp* after : Toposort(body)) {
-    if (after->op() != Op::kAfter) continue;
+  for (const UOp* after : afters) {
     for (size_t i = 1; i < after->num_src(); ++i) {
       const UOp* dep = after->src(i);
       if (dep->op() == Op::kRange || dep->op() == Op::kConst || IsAlu(dep->op()) ||

@@ -44,7 +44,9 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerRegisterAccess(const UOp* index_no
     return absl::UnimplementedError(absl::StrCat(
         "lower: ", DescribeNode(*index_node), ": a register array indexed by a vectorized range"));
   }
-  access.array = registers_.at(array);
+  const auto defined = registers_.find(array);
+  if (defined == registers_.end()) return NodeError(*index_node, "a register array not defined");
+  access.array = defined->second;
   return access;
 }
 

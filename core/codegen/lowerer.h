@@ -103,10 +103,12 @@ class Lowerer {
 
   absl::Status AfterDeps(const UOp* after);
 
-  // Emits, before the loops over `inner` open, each statement an AFTER in `body` orders after
-  // that depends on the loops open now and on none of `inner`: tinygrad places a statement in
-  // the loop of the innermost range it depends on (a matmul's zeroing store before its K loop).
-  absl::Status PlaceOuterDependencies(const UOp* body, absl::Span<const UOp* const> inner);
+  // Emits, before the loops over `inner` open, each statement one of `afters` (the AFTERs of an
+  // END's body) orders after that depends on the loops open now and on none of `inner`:
+  // tinygrad places a statement in the loop of the innermost range it depends on (a matmul's
+  // zeroing store before its K loop).
+  absl::Status PlaceOuterDependencies(const std::vector<const UOp*>& afters,
+                                      absl::Span<const UOp* const> inner);
 
   // The RANGEs `node` depends on that are not closed within it (by an END or REDUCE).
   const absl::flat_hash_set<const UOp*>& FreeRanges(const UOp* node);

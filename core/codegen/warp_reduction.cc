@@ -73,7 +73,11 @@ WarpReductionPlan PlanWarpReductions(const LinearProgram& p, int lanes) {
   for (int i = 0; i < n; ++i) {
     const Instr& in = ins[i];
     const int loop = around[i];
-    if (in.kind == InstrKind::kStore && loop >= 0) unsafe.insert(loop);
+    // A store inside the loop, to memory or to a thread's register array (each lane would keep
+    // its own share of what the iterations carry in it), leaves the loop to one thread.
+    if ((in.kind == InstrKind::kStore || in.kind == InstrKind::kArrayStore) && loop >= 0) {
+      unsafe.insert(loop);
+    }
     if (in.kind == InstrKind::kAccRead && loop >= 0 && in.src[0] < loop) unsafe.insert(loop);
     if (in.kind != InstrKind::kAccUpdate) continue;
     const int acc = in.src[0];

@@ -254,6 +254,52 @@ bool WarpShared(const ProgramSpec& spec) {
   return spec.src.find("uopd_shfl_xor(acc") != std::string::npos;
 }
 
+// Register arrays met by the GPU lowering (a review helper's findings; each failed before).
+TEST(CudaBackend, RegisterArraysInGridsAndWarpReductions) {
+  using S = v1::DType;
+  {  // A grid range whose end reads a register: the array is defined before the grid index
+     // (before: std::out_of_range from flat_hash_map::at, which ends the daemon).
+    testing::GraphBuilder g;
+    int out = g.Buffer(0, S::FLOAT32, 16);
+    int reg = g.Registers(0, S::INT32, 1);
+    int end = g.Node(v1::Node::CAST, S::INDEX, {g.Load(reg, g.Index(0))});
+    int i = g.Range(end, 0, v1::RangeArg::GLOBAL);
+    int stored = g.Store(g.Target(out, i), g.Float(S::FLOAT32, 1));
+    auto spec = RenderCuda(g.Sink({g.End(stored, {i})}));
+    EXPECT_TRUE(spec.ok() || spec.status().code() == absl::StatusCode::kInvalidArgument)
+        << spec.status();
+  }
+  {  // A register stored inside a row reduction: the warp's lanes must not share the loop (each
+     // lane's array would hold its own share of what the iterations carry).
+    constexpr int64_t kCols = 1000;
+    testing::GraphBuilder g;
+    int out = g.Buffer(0, S::FLOAT32, 64);
+    int x = g.Buffer(1, S::FLOAT32, 64 * kCols);
+    int reg = g.Registers(0, S::FLOAT32, 1);
+    int row = g.Range(g.Index(64), 0);
+    int col = g.Range(g.Index(kCols), 1, v1::RangeArg::REDUCE);
+    int kept =
+        g.After(reg, {g.Store(g.Target(reg, g.Index(0)), g.Load(x, g.RowMajor(row, kCols, col)))});
+    int sum = g.Reduce(v1::Node::ADD, S::FLOAT32, g.Load(kept, g.Index(0)), {col});
+    auto spec = RenderCuda(g.Sink({g.End(g.Store(g.Target(out, row), sum), {row})}));
+    UOPD_ASSERT_OK(spec);
+    EXPECT_FALSE(WarpShared(*spec)) << spec->src;
+  }
+  {  // All of an END's ranges on the grid: a statement depending on one of them runs in each
+     // thread (before: UNIMPLEMENTED, the grid's slowest range taken for the innermost loop).
+    testing::GraphBuilder g;
+    int out = g.Buffer(0, S::FLOAT32, 64);
+    int reg = g.Registers(0, S::FLOAT32, 1);
+    int a = g.Range(g.Index(8), 0);
+    int b = g.Range(g.Index(8), 1);
+    int set =
+        g.Store(g.Target(g.After(reg, {b}), g.Index(0)), g.Node(v1::Node::CAST, S::FLOAT32, {b}));
+    int stored =
+        g.Store(g.Target(out, g.RowMajor(a, 8, b)), g.Load(g.After(reg, {set}), g.Index(0)));
+    UOPD_EXPECT_OK(RenderCuda(g.Sink({g.End(stored, {a, b})})).status());
+  }
+}
+
 TEST(CudaBackend, WarpsShareRowReductions) {
   auto spec = RenderCuda(testing::RowSumKernel(8192, 8192));
   UOPD_ASSERT_OK(spec);
