@@ -41,6 +41,8 @@ std::vector<const UOp*> SortedRanges(absl::Span<const UOp* const> ranges) {
 absl::StatusOr<LinearProgram> Lowerer::Run(const std::string& name) {
   program_.name = name;
   topo_ = Toposort(ast_.root);
+  has_after_ = std::any_of(topo_.begin(), topo_.end(),
+                           [](const UOp* node) { return node->op() == Op::kAfter; });
   if (options_.vector_range != nullptr) {
     const UOp* size = options_.vector_range->src(0);
     if (!size->IsConst() || ConstIntValue(*size) < 2) {
@@ -138,7 +140,7 @@ const UOp* Lowerer::BaseBuffer(const UOp* buffer) {
 absl::Status Lowerer::DefineRegisters() {
   int64_t bytes = 0;
   for (const UOp* node : topo_) {
-    if (node->op() != Op::kDefineReg || registers_.contains(node)) continue;
+    if (node->op() != Op::kDefineReg) continue;
     bytes += node->dtype().size * std::max(1, ScalarItemSize(node->dtype().scalar));
     if (bytes > kMaxRegisterBytes) {
       return NodeError(*node, absl::StrCat("the kernel's register arrays take more than ",
@@ -220,7 +222,7 @@ absl::Status Lowerer::Statement(const UOp* node) {
       }
       UOPD_RETURN_IF_ERROR(HoistReductions(node->src(0), ranges));
       std::vector<const UOp*> afters;  // found once: an END may have many ranges
-      if (!ranges.empty()) {
+      if (!ranges.empty() && has_after_) {
         for (const UOp* n : Toposort(node->src(0))) {
           if (n->op() == Op::kAfter) afters.push_back(n);
         }

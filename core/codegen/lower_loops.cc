@@ -10,6 +10,7 @@
 #include "core/codegen/vector_range.h"
 #include "core/ir/printer.h"
 #include "core/ir/value_range.h"
+#include "core/ir/verify.h"
 #include "core/util/status_macros.h"
 
 namespace uopd::lowering {
@@ -287,10 +288,8 @@ absl::Status Lowerer::PlaceOuterDependencies(const std::vector<const UOp*>& afte
   for (const UOp* after : afters) {
     for (size_t i = 1; i < after->num_src(); ++i) {
       const UOp* dep = after->src(i);
-      if (dep->op() == Op::kRange || dep->op() == Op::kConst || IsAlu(dep->op()) ||
-          done_statements_.contains(dep)) {
-        continue;
-      }
+      // RANGEs, and what rewrites made of them (index expressions, constants), order no code.
+      if (!IsStatement(*dep) || done_statements_.contains(dep)) continue;
       const auto& free = FreeRanges(dep);
       const bool placed_here =
           std::all_of(free.begin(), free.end(),

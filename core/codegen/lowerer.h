@@ -190,6 +190,7 @@ class Lowerer {
   const LowerOptions& options_;
   LinearProgram program_;
   std::vector<const UOp*> topo_;
+  bool has_after_ = false;  // most kernels order nothing: no END then searches its body
   ValueRanges ranges_;
   absl::flat_hash_map<const UOp*, int> var_index_;
   absl::flat_hash_map<const UOp*, int> registers_;  // DEFINE_REG -> its kRegDefine
