@@ -439,6 +439,7 @@ class Translator {
     if (n.arg().ints_size() > 1 || (n.arg().ints_size() == 1 && n.arg().ints(0) != 0)) {
       return Error(i, "a kernel's REDUCE reduces over its RANGE sources: (op, 0)");
     }
+    if (n.src_size() == 0) return Error(i, "a REDUCE needs the value it reduces as source 0");
     const int masked = MaskedReduceWhere(i);
     int identity_where = -1;
     if (masked >= 0) {

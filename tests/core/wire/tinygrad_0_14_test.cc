@@ -173,6 +173,13 @@ TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   k.g().Mut(r)->mutable_arg()->mutable_range()->set_type(v1::RangeArg::DEVICE);
   EXPECT_TRUE(
       StatusIs(DecodeKernelAst(k.Sink({})), absl::StatusCode::kInvalidArgument, {"DEVICE"}));
+  // A REDUCE without the value it reduces (found by fuzzing: it read source 0 of an empty list,
+  // a null dereference in the daemon).
+  Graph014 empty;
+  int sum = empty.g().Node(v1::Node::REDUCE, v1::DType::FLOAT32, {});
+  empty.g().Mut(sum)->mutable_arg()->add_ints(0);
+  EXPECT_TRUE(StatusIs(DecodeKernelAst(empty.Sink({sum})), absl::StatusCode::kInvalidArgument,
+                       {"REDUCE", "source 0"}));
   // And 0.14's words in a graph that says nothing (0.12).
   Graph014 p;
   p.Param(0, v1::DType::FLOAT32, p.WeakInt(4));
