@@ -140,6 +140,7 @@ class Translator {
       case v1::Node::CMPLT:
       case v1::Node::CMPNE:
       case v1::Node::CMPEQ: {
+        if (c.src_size() != 2) return Default(literal);  // the IR's arity check names it
         const int other = c.src(1 - pos);
         return IsLiteral(other) ? Default(literal) : Committed(scalar(other));
       }

@@ -180,6 +180,11 @@ TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   empty.g().Mut(sum)->mutable_arg()->add_ints(0);
   EXPECT_TRUE(StatusIs(DecodeKernelAst(empty.Sink({sum})), absl::StatusCode::kInvalidArgument,
                        {"REDUCE", "source 0"}));
+  // A comparison of one literal (its type was taken from a second source that is not there).
+  Graph014 one;
+  int lt = one.g().Node(v1::Node::CMPLT, v1::DType::BOOL, {one.WeakInt(1)});
+  EXPECT_TRUE(StatusIs(DecodeKernelAst(one.Sink({lt})), absl::StatusCode::kInvalidArgument,
+                       {"CMPLT"}));
   // And 0.14's words in a graph that says nothing (0.12).
   Graph014 p;
   p.Param(0, v1::DType::FLOAT32, p.WeakInt(4));
