@@ -18,7 +18,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUOPD_FUZZ=ON
   { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target kernel_ast_fuzzer buffer_range_fuzzer make_fuzz_seeds
 mkdir -p "$build/seeds" "$build/corpus/kernel_ast" "$build/corpus/buffer_range" "$build/crashes"
-"$build/tests/fuzz/make_fuzz_seeds" "$build/seeds" tests/corpus/cases tests/corpus/plans
+"$build/tests/fuzz/make_fuzz_seeds" "$build/seeds" tests/corpus/cases tests/corpus/plans tests/corpus14/cases
 status=0
 for target in kernel_ast buffer_range; do
   seeds=()

@@ -1,5 +1,6 @@
 #include "core/wire/tinygrad_0_14.h"
 
+#include <cmath>
 #include <limits>
 #include <set>
 #include <utility>
@@ -316,7 +317,9 @@ class Translator {
                                                                  : static_cast<double>(arg.i64()));
     } else if (arg.value_case() == v1::Arg::kF64) {
       const double v = arg.f64();
-      if (v != static_cast<double>(static_cast<int64_t>(v))) {
+      // Converting a double outside int64's range (or NaN) is undefined: the bounds first.
+      const bool integral = v >= -0x1p63 && v < 0x1p63 && v == std::trunc(v);
+      if (!integral) {
         return Error(i, absl::StrCat("float literal ", v, " used as ", v1::DType::Scalar_Name(s)));
       }
       n.mutable_arg()->set_i64(static_cast<int64_t>(v));

@@ -1,5 +1,8 @@
 #include "core/wire/tinygrad_0_14.h"
 
+#include <cmath>
+#include <limits>
+
 #include "core/ir/graph.h"
 #include "core/ir/kernel_ast.h"
 #include "core/wire/decode.h"
@@ -185,6 +188,16 @@ TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   int lt = one.g().Node(v1::Node::CMPLT, v1::DType::BOOL, {one.WeakInt(1)});
   EXPECT_TRUE(StatusIs(DecodeKernelAst(one.Sink({lt})), absl::StatusCode::kInvalidArgument,
                        {"CMPLT"}));
+  // A float literal where an integer goes must be one, and within the integer's range (the
+  // conversion of -inf or 1e300 was undefined behaviour).
+  for (double v : {-std::numeric_limits<double>::infinity(), 1e300, std::nan(""), 0.5}) {
+    Graph014 lit;
+    int sum = lit.g().Node(v1::Node::ADD, v1::DType::INT32,
+                           {lit.Param(0, v1::DType::INT32, lit.WeakInt(1)), lit.WeakFloat(v)});
+    EXPECT_TRUE(StatusIs(DecodeKernelAst(lit.Sink({sum})), absl::StatusCode::kInvalidArgument,
+                         {"float literal", "used as INT32"}))
+        << v;
+  }
   // And 0.14's words in a graph that says nothing (0.12).
   Graph014 p;
   p.Param(0, v1::DType::FLOAT32, p.WeakInt(4));
