@@ -1,5 +1,7 @@
 #include "backends/cpu/llvm_compiler.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/llvm_status.h"
 #include "backends/cpu/support_bitcode.h"
@@ -24,7 +26,7 @@ namespace uopd {
 namespace {
 
 // Bump when the renderer or the support library changes what a kernel compiles to.
-constexpr int kCodegenVersion = 4;
+constexpr int kCodegenVersion = 5;
 
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const HostTarget& t) {
   std::string error;
@@ -77,11 +79,17 @@ absl::Status LinkSupport(llvm::Module& module) {
 }
 
 // Collects errors instead of letting LLVM's default handler call exit(1), which it does for an
-// error in inline or module asm found while emitting the object.
+// error in inline or module asm found while emitting the object; and the size of a stack frame
+// over the "warn-stack-size" limit, which LLVM reports as a warning.
 class CollectErrors : public llvm::DiagnosticHandler {
  public:
-  explicit CollectErrors(std::string* errors) : errors_(errors) {}
+  CollectErrors(std::string* errors, uint64_t* frame_over_limit)
+      : errors_(errors), frame_over_limit_(frame_over_limit) {}
   bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (const auto* frame = llvm::dyn_cast<llvm::DiagnosticInfoStackSize>(&info)) {
+      *frame_over_limit_ = std::max(*frame_over_limit_, frame->getStackSize());
+      return true;
+    }
     if (info.getSeverity() != llvm::DS_Error) return true;
     llvm::raw_string_ostream stream(*errors_);
     llvm::DiagnosticPrinterRawOStream printer(stream);
@@ -92,6 +100,7 @@ class CollectErrors : public llvm::DiagnosticHandler {
 
  private:
   std::string* errors_;
+  uint64_t* frame_over_limit_;
 };
 
 void Optimize(llvm::Module& module, llvm::TargetMachine& tm) {
@@ -131,7 +140,8 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
                                                        const std::string& entry) const {
   llvm::LLVMContext context;
   std::string diagnostics;
-  context.setDiagnosticHandler(std::make_unique<CollectErrors>(&diagnostics));
+  uint64_t frame_over_limit = 0;
+  context.setDiagnosticHandler(std::make_unique<CollectErrors>(&diagnostics, &frame_over_limit));
   llvm::SMDiagnostic diagnostic;
   std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(ir, diagnostic, context);
   if (module == nullptr) {
@@ -156,6 +166,10 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
     return absl::InternalError(
         absl::StrCat("kernel ", entry, ": generated LLVM IR is invalid: ", error_stream.str()));
   }
+  const std::string frame_limit = absl::StrCat(kMaxKernelFrameBytes);
+  for (llvm::Function& fn : *module) {
+    if (!fn.isDeclaration()) fn.addFnAttr("warn-stack-size", frame_limit);
+  }
   Optimize(*module, **tm);
 
   llvm::SmallVector<char, 0> object;
@@ -166,6 +180,12 @@ absl::StatusOr<CompiledKernel> LlvmCompiler::CompileIr(const std::string& ir,
     return absl::InternalError("the LLVM target cannot emit object files");
   }
   codegen.run(*module);
+  if (frame_over_limit > 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("kernel ", entry, " needs a stack frame of ", frame_over_limit,
+                     " bytes; a kernel may use at most ", kMaxKernelFrameBytes,
+                     " (it runs on the stacks of the daemon's threads): split it, or upcast less"));
+  }
   if (!diagnostics.empty()) {
     return absl::InternalError(
         absl::StrCat("kernel ", entry, ": LLVM could not emit the object: ", diagnostics));

@@ -6,10 +6,18 @@
 #ifndef UOPD_BACKENDS_CPU_LLVM_COMPILER_H_
 #define UOPD_BACKENDS_CPU_LLVM_COMPILER_H_
 
+#include <cstdint>
+
 #include "backends/cpu/host_target.h"
 #include "core/device/compiler.h"
 
 namespace uopd {
+
+// The largest stack frame a kernel may have. Kernels run on request and thread-pool threads,
+// whose stacks are ordinary (8 MiB where nothing says otherwise) and already in use below the
+// kernel: a bigger frame would step over the guard page into another thread's memory or end the
+// daemon. A compile whose frame is larger fails with RESOURCE_EXHAUSTED.
+inline constexpr uint64_t kMaxKernelFrameBytes = uint64_t{1} << 20;
 
 // Safe for concurrent use: every compile has its own LLVMContext and TargetMachine.
 class LlvmCompiler : public Compiler {
