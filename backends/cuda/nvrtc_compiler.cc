@@ -13,7 +13,7 @@
 namespace uopd {
 namespace {
 
-constexpr int kCodegenVersion = 5;
+constexpr int kCodegenVersion = 6;
 
 // Owns an nvrtcProgram.
 class NvrtcProgram {

@@ -53,6 +53,10 @@ v1::ProgramMetadata EncodeProgramMetadata(const ProgramSpec& spec) {
     slot->set_slot(param.slot);
     slot->set_dtype(static_cast<v1::DType::Scalar>(param.dtype.scalar));
     slot->set_size(param.size);
+    if (param.accessed) {
+      slot->set_access_begin(param.accessed->begin);
+      slot->set_access_end(param.accessed->end);
+    }
   }
   for (int slot : spec.outs) out.add_outs(slot);
   for (int slot : spec.ins) out.add_ins(slot);
@@ -86,8 +90,15 @@ absl::StatusOr<ProgramSpec> DecodeProgramMetadata(const v1::ProgramMetadata& m) 
     if (!ScalarFromNumber(slot.dtype()) || slot.slot() < 0 || slot.slot() >= m.buf_count()) {
       return absl::InternalError("malformed buffer slot");
     }
-    spec.globals.push_back(
-        {slot.slot(), DType::Of(static_cast<Scalar>(slot.dtype())), slot.size()});
+    BufferParam param{slot.slot(), DType::Of(static_cast<Scalar>(slot.dtype())), slot.size()};
+    if (slot.has_access_begin() || slot.has_access_end()) {
+      const ElementRange accessed{slot.access_begin(), slot.access_end()};
+      if (accessed.begin < 0 || accessed.end > param.size || accessed.begin > accessed.end) {
+        return absl::InternalError("malformed accessed range of a buffer slot");
+      }
+      param.accessed = accessed;
+    }
+    spec.globals.push_back(param);
   }
   spec.outs.assign(m.outs().begin(), m.outs().end());
   spec.ins.assign(m.ins().begin(), m.ins().end());

@@ -197,11 +197,12 @@ std::optional<Interval> BoundThroughConstraints(const UOp* idx,
 
 }  // namespace
 
-bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, int64_t size,
-                   ValueRanges& ranges) {
+std::optional<Interval> BoundAccess(const UOp* idx, const std::vector<const UOp*>& conditions,
+                                    int64_t size, ValueRanges& ranges) {
+  auto within = [size](const Interval& r) { return r.min >= 0 && r.max < size; };
   Interval plain = ranges.Get(idx);
-  if (plain.min >= 0 && plain.max < size) return true;
-  if (conditions.empty()) return false;
+  if (within(plain)) return plain;
+  if (conditions.empty()) return std::nullopt;
 
   std::vector<Constraint> constraints;
   for (const UOp* cond : conditions) Collect(cond, ranges, constraints);
@@ -220,13 +221,19 @@ bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, in
   }
   for (const auto& [node, interval] : overrides) {
     // The conditions cannot all hold: the access never happens.
-    if (interval.min > interval.max) return true;
+    if (interval.min > interval.max) return Interval{1, 0};
   }
   ValueRanges narrowed(std::move(overrides));
   Interval r = narrowed.Get(idx);
-  if (r.min >= 0 && r.max < size) return true;
+  if (within(r)) return r;
   std::optional<Interval> through = BoundThroughConstraints(idx, constraints, ranges, narrowed);
-  return through.has_value() && through->min >= 0 && through->max < size;
+  if (through && within(*through)) return through;
+  return std::nullopt;
+}
+
+bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, int64_t size,
+                   ValueRanges& ranges) {
+  return BoundAccess(idx, conditions, size, ranges).has_value();
 }
 
 }  // namespace uopd

@@ -66,6 +66,12 @@ absl::StatusOr<LinearProgram> Lowerer::Run(const std::string& name) {
     UOPD_RETURN_IF_ERROR(EmitReductions(ReductionsHere({stmt})));
     UOPD_RETURN_IF_ERROR(Statement(stmt));
   }
+  for (BufferParam& param : program_.globals) {
+    const auto it = accessed_.find(param.slot);
+    param.accessed = it == accessed_.end() ? ElementRange{0, 0}
+                                           : ElementRange{static_cast<int64_t>(it->second.min),
+                                                          static_cast<int64_t>(it->second.max) + 1};
+  }
   return std::move(program_);
 }
 

@@ -83,7 +83,18 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
   }
   access.contiguous = vector_range_ != nullptr && AffineCoefficient(idx, vector_range_) == 1;
   const BufferParam* param = &program_.Global(slot);
-  if (ProveInBounds(idx, conditions, param->size, ranges_)) {
+  const std::optional<Interval> bound = BoundAccess(idx, conditions, param->size, ranges_);
+  // What this access may touch: the proven elements, or (checked at run time) any. A masked
+  // load that is not branched reads element 0 where its mask is off.
+  Interval touched = bound.value_or(Interval{0, param->size - 1});
+  if (!conditions.empty())
+    touched = touched.min > touched.max ? Interval{0, 0} : Interval{0, touched.max};
+  if (touched.min <= touched.max) {
+    auto [it, fresh] = accessed_.try_emplace(slot, touched);
+    if (!fresh)
+      it->second = {std::min(it->second.min, touched.min), std::max(it->second.max, touched.max)};
+  }
+  if (bound) {
     ++program_.proven_accesses;
   } else {
     ++program_.guarded_accesses;

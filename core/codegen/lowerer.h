@@ -192,6 +192,8 @@ class Lowerer {
   std::vector<const UOp*> topo_;
   bool has_after_ = false;  // most kernels order nothing: no END then searches its body
   ValueRanges ranges_;
+  // Per buffer slot, the elements its accesses may touch (ProgramSpec's BufferParam::accessed).
+  absl::flat_hash_map<int, Interval> accessed_;
   absl::flat_hash_map<const UOp*, int> var_index_;
   absl::flat_hash_map<const UOp*, int> registers_;  // DEFINE_REG -> its kRegDefine
   int core_id_var_ = 0;

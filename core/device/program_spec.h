@@ -30,10 +30,22 @@ struct VarInfo {
   int64_t multiple = 1;  // bound values must be multiples of this
 };
 
+// A run of a buffer's elements, [begin, end).
+struct ElementRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool empty() const { return begin >= end; }
+};
+
 struct BufferParam {
   int slot = 0;
   DType dtype;       // the element type
   int64_t size = 0;  // elements
+  // The elements the kernel accesses, where lowering proved them a part of [0, size) (empty
+  // when it accesses none); unset: any of them. Two slots bound to overlapping views of one
+  // buffer are safe when what they access does not overlap (tinygrad's buf[4:8] = buf[0:4]).
+  std::optional<ElementRange> accessed;
+  ElementRange Accessed() const { return accessed.value_or(ElementRange{0, size}); }
 };
 
 struct LaunchDims {

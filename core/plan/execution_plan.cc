@@ -84,19 +84,27 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
     k.buffer_ptrs[param.slot] = view.data();
     k.buffer_ids[param.slot] = view.storage.get();
   }
-  // Kernels assume distinct slots do not alias (their pointers are noalias): refuse overlapping
-  // bindings where either side is written.
+  // Kernels assume distinct slots do not alias (their pointers are noalias): refuse bindings
+  // where the bytes two slots access overlap and either is written.
   absl::flat_hash_set<int> outs(spec.outs.begin(), spec.outs.end());
+  auto accessed_bytes = [&](const BufferParam& param) {
+    const BufferView& view = buffers[k.buffer_indices[param.slot]];
+    const ElementRange elements = param.Accessed();
+    const int64_t item = ScalarItemSize(param.dtype.scalar);
+    return ElementRange{view.offset + elements.begin * item, view.offset + elements.end * item};
+  };
   for (const BufferParam& a : spec.globals) {
     for (const BufferParam& b : spec.globals) {
       if (a.slot >= b.slot || (!outs.contains(a.slot) && !outs.contains(b.slot))) continue;
-      const BufferView& va = buffers[k.buffer_indices[a.slot]];
-      const BufferView& vb = buffers[k.buffer_indices[b.slot]];
-      if (va.storage != vb.storage) continue;
-      if (va.offset < vb.offset + vb.bytes() && vb.offset < va.offset + va.bytes()) {
+      if (buffers[k.buffer_indices[a.slot]].storage != buffers[k.buffer_indices[b.slot]].storage) {
+        continue;
+      }
+      const ElementRange ra = accessed_bytes(a), rb = accessed_bytes(b);
+      if (!ra.empty() && !rb.empty() && ra.begin < rb.end && rb.begin < ra.end) {
         return BindingError(k.id, k.ast->Label(),
                             absl::StrCat("slots ", a.slot, " and ", b.slot,
-                                         " overlap in one buffer and one of them is written"));
+                                         " access overlapping bytes of one buffer and one of "
+                                         "them is written"));
       }
     }
   }

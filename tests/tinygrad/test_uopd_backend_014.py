@@ -130,7 +130,7 @@ class TestCustomKernels(unittest.TestCase):
 class TestAliasedSlots(unittest.TestCase):
     def test_one_tensor_read_and_written_in_place(self):
         # tinygrad passes one buffer to a custom kernel's input and output slots; the daemon
-        # refuses aliased written slots ("overlap in one buffer"), so the plugin merges them.
+        # refuses aliased written slots whose accesses overlap, so the plugin merges them.
         from tinygrad.uop.ops import KernelInfo, UOp
 
         def add_one(B: UOp, A: UOp) -> UOp:

@@ -414,6 +414,8 @@ v1::ProgramMetadata SymbolicMetadata() {
     global->set_dtype(v1::DType::FLOAT32);
     global->set_size(64);
   }
+  m.mutable_globals(0)->set_access_begin(8);  // slot 0 writes elements [8, 40) only
+  m.mutable_globals(0)->set_access_end(40);
   m.add_outs(0);
   m.add_ins(1);
   m.set_buf_count(2);
@@ -445,6 +447,18 @@ TEST(CacheEntryCodec, KernelsAndSearchRecordsComeBackAsTheyWent) {
   ProgramSpec bigger = *spec;
   bigger.globals[0].size = 1000;
   EXPECT_FALSE(SameProgramMetadata(bigger, *spec));
+  // Which elements a slot accesses is part of what the program says (the overlap check of a
+  // binding reads it); a slot that says nothing accesses any.
+  EXPECT_EQ(back->spec.globals[0].Accessed().begin, 8);
+  EXPECT_EQ(back->spec.globals[0].Accessed().end, 40);
+  EXPECT_FALSE(back->spec.globals[1].accessed.has_value());
+  EXPECT_EQ(back->spec.globals[1].Accessed().end, 64);
+  ProgramSpec wider = *spec;
+  wider.globals[0].accessed->end = 64;
+  EXPECT_FALSE(SameProgramMetadata(wider, *spec));
+  v1::ProgramMetadata past_the_end = SymbolicMetadata();
+  past_the_end.mutable_globals(0)->set_access_end(65);
+  EXPECT_FALSE(DecodeProgramMetadata(past_the_end).ok());
 
   CacheEntry record;
   record.key = "r";

@@ -186,8 +186,8 @@ TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   // A comparison of one literal (its type was taken from a second source that is not there).
   Graph014 one;
   int lt = one.g().Node(v1::Node::CMPLT, v1::DType::BOOL, {one.WeakInt(1)});
-  EXPECT_TRUE(StatusIs(DecodeKernelAst(one.Sink({lt})), absl::StatusCode::kInvalidArgument,
-                       {"CMPLT"}));
+  EXPECT_TRUE(
+      StatusIs(DecodeKernelAst(one.Sink({lt})), absl::StatusCode::kInvalidArgument, {"CMPLT"}));
   // A float literal where an integer goes must be one, and within the integer's range (the
   // conversion of -inf or 1e300 was undefined behaviour).
   for (double v : {-std::numeric_limits<double>::infinity(), 1e300, std::nan(""), 0.5}) {
