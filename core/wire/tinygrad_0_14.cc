@@ -174,20 +174,67 @@ class Translator {
   }
 
   // STORE(INDEX(buf, idx), WHERE(c, v, Invalid)): 0.14 gates a store by its value; 0.12 (and
-  // the IR) by its index: STORE(INDEX(buf, WHERE(c, idx, Invalid)), v). The nodes, or false.
+  // the IR) by its index: STORE(INDEX(buf, WHERE(c, idx, Invalid)), v). So is a store of
+  // REDUCE(op, WHERE(c, v, Invalid), ranges) where c does not depend on the ranges: tinygrad
+  // lifts the mask out of the reduction, and the elements where c is false are Invalid, not
+  // stored. The nodes (and the variants of the condition and the value), or false.
   struct GatedStore {
-    int target, buffer, index, where, cond, value;
+    int target, buffer, index, cond, cond_variant, value, value_variant;
   };
   bool AsGatedStore(int i, GatedStore* g) const {
     const v1::Node& n = node(i);
     if (n.op() != v1::Node::STORE || n.src_size() != 2) return false;
     const int t = n.src(0), w = n.src(1);
     if (node(t).op() != v1::Node::INDEX || node(t).src_size() != 2) return false;
+    if (const int masked = MaskedReduceWhere(w); masked >= 0 && MaskIsOutsideReduce(w)) {
+      *g = {
+          t, node(t).src(0),       node(t).src(1), node(masked).src(0), VariantOfSource(masked, 0),
+          w, VariantOfSource(i, 1)};
+      return true;
+    }
     if (node(w).op() != v1::Node::WHERE || node(w).src_size() != 3) return false;
     const int invalid = node(w).src(2);
     if (node(invalid).op() != v1::Node::CONST || !node(invalid).arg().invalid()) return false;
-    *g = {t, node(t).src(0), node(t).src(1), w, node(w).src(0), node(w).src(1)};
+    *g = {t,
+          node(t).src(0),
+          node(t).src(1),
+          node(w).src(0),
+          VariantOfSource(w, 0),
+          node(w).src(1),
+          VariantOfSource(w, 1)};
     return true;
+  }
+
+  // Whether masked REDUCE `i`'s condition depends on none of its ranges. Searches at most
+  // kMaskSearchNodes nodes (more: taken as dependent, the identity reduced), once per REDUCE.
+  bool MaskIsOutsideReduce(int i) const {
+    static constexpr int kMaskSearchNodes = 4096;
+    if (auto known = mask_outside_reduce_.find(i); known != mask_outside_reduce_.end()) {
+      return known->second;
+    }
+    // By axis, not by node: a client may spell one range twice.
+    std::set<std::vector<int64_t>> axes;
+    for (int pos = 1; pos < node(i).src_size(); ++pos) {
+      const v1::Node& r = node(node(i).src(pos));
+      axes.emplace(r.arg().range().axis().begin(), r.arg().range().axis().end());
+    }
+    auto is_reduce_range = [&](const v1::Node& n) {
+      return n.op() == v1::Node::RANGE &&
+             axes.contains({n.arg().range().axis().begin(), n.arg().range().axis().end()});
+    };
+    std::vector<int> stack = {node(MaskedReduceWhere(i)).src(0)};
+    std::set<int> seen(stack.begin(), stack.end());
+    bool outside = true;
+    while (!stack.empty() && outside) {
+      const int at = stack.back();
+      stack.pop_back();
+      if (is_reduce_range(node(at)) || seen.size() > kMaskSearchNodes) outside = false;
+      for (int s : node(at).src()) {
+        if (seen.insert(s).second) stack.push_back(s);
+      }
+    }
+    mask_outside_reduce_[i] = outside;
+    return outside;
   }
 
   // REDUCE(op, WHERE(c, v, Invalid), ranges...): 0.14 leaves the elements where c is false out
@@ -208,8 +255,8 @@ class Translator {
     if (GatedStore g; AsGatedStore(i, &g)) {
       return {{g.buffer, VariantOfSource(g.target, 0)},
               {g.index, VariantOfSource(g.target, 1)},
-              {g.cond, VariantOfSource(g.where, 0)},
-              {g.value, VariantOfSource(g.where, 1)}};
+              {g.cond, g.cond_variant},
+              {g.value, g.value_variant}};
     }
     if (const int w = MaskedReduceWhere(i); w >= 0) {
       edges = {{node(w).src(0), VariantOfSource(w, 0)}, {node(w).src(1), VariantOfSource(w, 1)}};
@@ -400,14 +447,14 @@ class Translator {
     invalid.mutable_arg()->set_invalid(true);
     const int gated_index =
         Add(Make(v1::Node::WHERE, v1::DType::INDEX,
-                 {Emitted(g.cond, VariantOfSource(g.where, 0)),
-                  Emitted(g.index, VariantOfSource(g.target, 1)), Add(std::move(invalid))}));
+                 {Emitted(g.cond, g.cond_variant), Emitted(g.index, VariantOfSource(g.target, 1)),
+                  Add(std::move(invalid))}));
     v1::Node target = Make(v1::Node::INDEX, v1::DType::VOID,
                            {Emitted(g.buffer, VariantOfSource(g.target, 0)), gated_index});
     *target.mutable_dtype() = pointer;
     const int target_at = Add(std::move(target));
-    return Add(Make(v1::Node::STORE, v1::DType::VOID,
-                    {target_at, Emitted(g.value, VariantOfSource(g.where, 1))}));
+    return Add(
+        Make(v1::Node::STORE, v1::DType::VOID, {target_at, Emitted(g.value, g.value_variant)}));
   }
 
   // A PARAM: a variable (DEFINE_VAR), a buffer (DEFINE_GLOBAL) or a register placeholder
@@ -569,6 +616,7 @@ class Translator {
   const int n_;
   std::vector<std::set<int>> demanded_;
   std::vector<absl::flat_hash_map<int, int>> emitted_;
+  mutable absl::flat_hash_map<int, bool> mask_outside_reduce_;  // MaskIsOutsideReduce's answers
   v1::Graph out_;
 };
 

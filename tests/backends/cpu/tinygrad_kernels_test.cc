@@ -45,6 +45,49 @@ v1::Graph KvCacheWrite(int64_t row) {
   return g.Sink({g.End(g.Store(target, g.Load(value, j)), {j})});
 }
 
+// out[i] = sum over j of (i < valid ? src[j] : Invalid) for i < 4, as tinygrad 0.14 spells a
+// gather through an index that is Invalid past `valid` (test_invalid_tensor::test_tensor_index);
+// with `mask_elements`, (j < valid ? src[j] : Invalid): elements left out of each sum.
+v1::Graph InvalidPastSum(int64_t valid, bool mask_elements = false) {
+  GraphBuilder g;
+  auto weak = [&](int64_t v) { return g.Int(S::WEAKINT, v); };
+  auto param = [&](int slot, int64_t size) {
+    int p = g.Node(v1::Node::PARAM, S::FLOAT32, {weak(size)});
+    g.Mut(p)->mutable_arg()->mutable_param()->set_slot(slot);
+    return p;
+  };
+  int out = param(0, 4);
+  int i = g.Range(weak(4), 0, v1::RangeArg::WEAK);
+  g.Mut(i)->mutable_dtype()->set_scalar(S::WEAKINT);
+  int src = param(1, 4);
+  int j = g.Range(weak(4), 1, v1::RangeArg::REDUCE);
+  g.Mut(j)->mutable_dtype()->set_scalar(S::WEAKINT);
+  int invalid = g.Node(v1::Node::CONST, S::BOOL);
+  g.Mut(invalid)->mutable_arg()->set_invalid(true);
+  int masked = g.Node(v1::Node::WHERE, S::FLOAT32,
+                      {g.Node(v1::Node::CMPLT, S::BOOL, {mask_elements ? j : i, weak(valid)}),
+                       g.Node(v1::Node::INDEX, S::FLOAT32, {src, j}), invalid});
+  int sum = g.Reduce(v1::Node::ADD, S::FLOAT32, masked, {j});
+  g.Mut(sum)->mutable_arg()->add_ints(0);
+  int store = g.Store(g.Node(v1::Node::INDEX, S::FLOAT32, {out, i}), sum);
+  v1::Graph graph = g.Sink({g.End(store, {i})});
+  graph.set_dialect(v1::TINYGRAD_0_14);
+  return graph;
+}
+
+// tinygrad lifts a mask that does not depend on the reduction out of it: where it is false the
+// sum is Invalid, and Invalid is not stored (the buffer keeps what it held). uopd reduced the
+// identity there and stored 0.
+TEST_F(TinygradKernels, AnInvalidReductionIsNotStored) {
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<float>(4, -1.0f)),
+                                     HostBuffer::Of(std::vector<float>{1, 2, 3, 4})};
+  UOPD_ASSERT_OK(testing::RunOn(*device_, InvalidPastSum(2), buffers));
+  EXPECT_EQ(buffers[0].As<float>(), (std::vector<float>{10, 10, -1, -1}));
+  // A mask on the reduction's own range leaves elements out of every sum; all are stored.
+  UOPD_ASSERT_OK(testing::RunOn(*device_, InvalidPastSum(2, /*mask_elements=*/true), buffers));
+  EXPECT_EQ(buffers[0].As<float>(), (std::vector<float>{3, 3, 3, 3}));
+}
+
 TEST_F(TinygradKernels, StoresIntoASliceOfABuffer) {
   std::vector<float> cache(32, -1.0f), value(8);
   for (int i = 0; i < 8; ++i) value[i] = static_cast<float>(i);
