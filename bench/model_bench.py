@@ -5,7 +5,7 @@
 
 (model_bench.sh makes the virtualenv; this script runs in any Python 3 and starts the workers with
 --python.) For each model it starts a fresh daemon (--daemon, on a unix socket, empty cache) and one
-worker process per backend: tinygrad 0.12 on its CPU device (an empty CACHEDB, so its first run
+worker process per backend: tinygrad (0.12 or 0.14, whichever --python has) on its CPU device (an empty CACHEDB, so its first run
 compiles too), tinygrad on UOPD, and PyTorch eager on 1 and on 2 threads. Each worker's first sample
 is its first-run time (model built, kernels compiled, TinyJit captured); then --runs rounds, each one
 sample of every backend in turn, so a ratio is taken within one round and the median of the ratios
@@ -294,7 +294,7 @@ def main() -> None:
     p.add_argument("--models", default="llama,resnet,train")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--python", default=sys.executable, help="a Python with tinygrad 0.12.0, torch and uopd")
+    p.add_argument("--python", default=sys.executable, help="a Python with tinygrad 0.12.0 or 0.14.0, torch and uopd")
     p.add_argument("--daemon", default=os.path.join(ROOT, "build", "server", "uopd"))
     p.add_argument("--threads", type=int, default=None, help="the daemon's --threads (default: its own)")
     p.add_argument("--no-torch", action="store_true")

@@ -9,10 +9,14 @@
 #
 # MODEL_VENV=path uses an existing virtualenv instead (it gets the uopd package); PyPI's Linux torch
 # wheel pulls several GB of CUDA libraries, so with --no-torch the venv is made without it.
+# TINYGRAD_VERSION=0.14.0 benchmarks tinygrad 0.14 (in build/model-venv-0.14.0) instead of 0.12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=${MODEL_VENV:-build/model-venv}
-want="tinygrad==0.12.0 numpy"
+version=${TINYGRAD_VERSION:-0.12.0}
+default_venv=build/model-venv
+[ "$version" = 0.12.0 ] || default_venv=build/model-venv-$version
+venv=${MODEL_VENV:-$default_venv}
+want="tinygrad==$version numpy"
 case " $* " in *" --no-torch "*) ;; *) want="$want torch" ;; esac
 if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
 venv=$(cd "$venv" && pwd)  # the workers run from bench/: a relative path would not reach it

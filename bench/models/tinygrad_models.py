@@ -131,13 +131,27 @@ class ResNet18:
         return len(self.images)
 
 
+def _training():
+    if hasattr(Tensor, "train"):
+        return Tensor.train()
+    from tinygrad.helpers import Context  # tinygrad 0.14: the training flag is a context variable
+    return Context(TRAINING=1)
+
+
+def _parameter(value: np.ndarray, device: str) -> Tensor:
+    try:
+        return Tensor(value, device=device, requires_grad=True).realize()
+    except TypeError:  # tinygrad 0.14: backward fills .grad of every float tensor it reaches
+        return Tensor(value, device=device).realize()
+
+
 class CnnTraining:
     """Training steps of a small CNN (batch 64, Adam), one step per JIT call."""
 
     def __init__(self, device: str, cfg: dict = W.TRAIN):
         self.cfg, self.device = cfg, device
         init = W.cnn(cfg)
-        self.params = [Tensor(init[k], device=device, requires_grad=True).realize() for k in W.CNN_ORDER]
+        self.params = [_parameter(init[k], device) for k in W.CNN_ORDER]
         self.batches = [(Tensor(x, device=device).realize(), Tensor(y, device=device).realize())
                         for x, y in W.cnn_batches(cfg)]
         self.opt = nn.optim.Adam(self.params, lr=cfg["lr"])
@@ -152,7 +166,7 @@ class CnnTraining:
         return x.linear(l2w.T, l2b)
 
     def _step(self, x: Tensor, y: Tensor) -> Tensor:
-        with Tensor.train():
+        with _training():
             self.opt.zero_grad()
             loss = self._forward(x).sparse_categorical_crossentropy(y).backward()
             return loss.realize(*self.opt.schedule_step())  # as tinygrad's beautiful_mnist
