@@ -235,6 +235,29 @@ _merge_partial_index = PatternMatcher([
 ])
 
 
+def _contract_lanes(contract: UOp) -> UOp | None:
+    """CONTRACT of a value over one UPCAST range: the value at each of the range's values, as
+    tinygrad's expander makes it (a VECTORIZE the GEPs of it then pick from)."""
+    if len(contract.arg) != 1:
+        return None
+    axis, size = contract.arg[0]
+    ranges = [u for u in contract.src[0].toposort() if u.op is Ops.RANGE and u.arg[0] == axis]
+    if len(ranges) != 1:
+        return None
+    rng = ranges[0]
+    lanes = [contract.src[0].substitute({rng: UOp.const(rng.dtype, k)}) for k in range(size)]
+    return UOp(Ops.VECTORIZE, contract.dtype, tuple(lanes))
+
+
+# A custom kernel's CONTRACT of an UPCAST range whose lanes are picked one by one (test_custom_kernel's
+# flip_contract): each picked lane is the value at that point of the range, which the IR takes.
+_expand_contract = PatternMatcher([
+    (UPat(Ops.CONTRACT, name="contract"), _contract_lanes),
+    (UPat(Ops.GEP, src=(UPat(Ops.VECTORIZE, name="vec"),), name="gep"),
+     lambda vec, gep: vec.src[gep.arg[0]] if len(gep.arg) == 1 else None),
+])
+
+
 def encode_graph(root: UOp, kernel_ast_only: bool = True) -> dict[str, Any]:
     """IR v1 Graph JSON of a kernel AST. With kernel_ast_only, ops that IR.md lists only as 'after lowering'
     are refused too (a scheduled kernel AST should not contain them)."""
@@ -242,6 +265,8 @@ def encode_graph(root: UOp, kernel_ast_only: bool = True) -> dict[str, Any]:
         raise IRError(f"root is {root.op}, not SINK")
     if any(u.op is Ops.INDEX and u.src[0].op is Ops.INDEX for u in root.toposort()):
         root = graph_rewrite(root, _merge_partial_index, name="merge partial indexes")
+    if any(u.op is Ops.CONTRACT for u in root.toposort()):
+        root = graph_rewrite(root, _expand_contract, name="expand contracts")
     order = toposort(root)
     index = {u: i for i, u in enumerate(order)}
     nodes = []
