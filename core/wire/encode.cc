@@ -16,6 +16,8 @@ void EncodeDType(const DType& dtype, v1::DType* out) {
   }
 }
 
+}  // namespace
+
 void EncodeArg(const Arg& arg, v1::Node* node) {
   if (arg.kind == ArgKind::kNone && arg.ints.empty()) return;
   v1::Arg* out = node->mutable_arg();
@@ -59,8 +61,6 @@ void EncodeArg(const Arg& arg, v1::Node* node) {
   }
   for (int64_t v : arg.ints) out->add_ints(v);
 }
-
-}  // namespace
 
 v1::Graph EncodeGraph(const UOp* root) {
   v1::Graph wire;

@@ -9,7 +9,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/ir/value_range.h"
 #include "core/util/status_macros.h"
+#include "core/wire/encode.h"
 
 namespace uopd {
 namespace {
@@ -378,42 +380,15 @@ class Translator {
 
   // The identity of REDUCE `i`'s operation in its type: what a left-out element contributes.
   absl::StatusOr<int> ReduceIdentity(int i) {
+    const NodeOp op = node(i).arg().op();
+    if (op != v1::Node::ADD && op != v1::Node::MUL && op != v1::Node::MAX) {
+      return Error(i, "a masked reduction needs ADD, MUL or MAX");
+    }
     const Scalar t = Committed(scalar(i));
     v1::Node c = Make(v1::Node::CONST, t, {});
     c.mutable_dtype()->set_count(node(i).dtype().count());
-    v1::Arg* arg = c.mutable_arg();
-    switch (node(i).arg().op()) {
-      case v1::Node::ADD:
-      case v1::Node::MUL: {
-        const int one = node(i).arg().op() == v1::Node::MUL ? 1 : 0;
-        if (IsFloat(t)) {
-          arg->set_f64(one);
-        } else if (t == v1::DType::BOOL) {
-          arg->set_b(one != 0);
-        } else {
-          arg->set_i64(one);
-        }
-        break;
-      }
-      case v1::Node::MAX:
-        if (IsFloat(t)) {
-          arg->set_f64(-std::numeric_limits<double>::infinity());
-        } else if (t == v1::DType::BOOL) {
-          arg->set_b(false);
-        } else if (IsUnsigned(t)) {
-          arg->set_i64(0);
-        } else {
-          const int bits = t == v1::DType::INT8    ? 8
-                           : t == v1::DType::INT16 ? 16
-                           : t == v1::DType::INT32 ? 32
-                                                   : 64;
-          arg->set_i64(bits == 64 ? std::numeric_limits<int64_t>::min()
-                                  : -(int64_t{1} << (bits - 1)));
-        }
-        break;
-      default:
-        return Error(i, "a masked reduction needs ADD, MUL or MAX");
-    }
+    // The wire's op and scalar numbers are the IR's.
+    EncodeArg(ReduceIdentityArg(static_cast<Op>(op), static_cast<uopd::Scalar>(t)), &c);
     return Add(std::move(c));
   }
 
