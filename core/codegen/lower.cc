@@ -270,10 +270,9 @@ int Lowerer::VectorAlu(Op op, DType dtype, std::vector<int> src, const UOp* orig
 absl::StatusOr<int> Lowerer::IndexValue(const UOp* node) {
   UOPD_ASSIGN_OR_RETURN(int value, Value(node));
   if (node->dtype().scalar == Scalar::kIndex) return value;
-  return Emit(Instr{.kind = InstrKind::kCast,
-                    .dtype = DType::Of(Scalar::kIndex),
-                    .src = {value},
-                    .origin = node});
+  DType index = DType::Of(Scalar::kIndex);
+  index.count = program_.instrs[value].dtype.count;  // a vectorized range's lanes stay lanes
+  return Emit(Instr{.kind = InstrKind::kCast, .dtype = index, .src = {value}, .origin = node});
 }
 
 absl::StatusOr<int> Lowerer::Value(const UOp* node) {

@@ -89,7 +89,8 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
   Interval touched = bound.value_or(Interval{0, param->size - 1});
   if (!conditions.empty())
     touched = touched.min > touched.max ? Interval{0, 0} : Interval{0, touched.max};
-  if (touched.min <= touched.max) {
+  // A buffer of no elements is never read (Legalize makes its loads constants): nothing touched.
+  if (touched.min <= touched.max && param->size > 0) {
     auto [it, fresh] = accessed_.try_emplace(slot, touched);
     if (!fresh)
       it->second = {std::min(it->second.min, touched.min), std::max(it->second.max, touched.max)};

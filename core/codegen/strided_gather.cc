@@ -29,7 +29,8 @@ std::optional<std::vector<int64_t>> LaneOffsets(const LinearProgram& p, int inst
       return out;
     }
     case InstrKind::kAlu: {
-      if (in.src.size() != 2) return std::nullopt;
+      // INDEX arithmetic only: a narrower type wraps, and its lanes are not offsets.
+      if (in.src.size() != 2 || in.dtype.scalar != Scalar::kIndex) return std::nullopt;
       if (in.op == Op::kAdd || in.op == Op::kSub) {
         auto a = LaneOffsets(p, in.src[0]), b = LaneOffsets(p, in.src[1]);
         if (!a || !b) return std::nullopt;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -207,10 +208,12 @@ class Translator {
     return true;
   }
 
-  // Whether masked REDUCE `i`'s condition depends on none of its ranges. Searches at most
-  // kMaskSearchNodes nodes (more: taken as dependent, the identity reduced), once per REDUCE.
+  // Whether masked REDUCE `i`'s condition depends on none of its ranges. Answered once per
+  // REDUCE and once per (condition, ranges); the searches of a whole graph scan at most
+  // kMaskSearchEdges sources together (past that a condition is taken as dependent: the
+  // identity reduced), so many REDUCEs of one large mask cost no more than one.
   bool MaskIsOutsideReduce(int i) const {
-    static constexpr int kMaskSearchNodes = 4096;
+    static constexpr int64_t kMaskSearchEdges = int64_t{1} << 20;
     if (auto known = mask_outside_reduce_.find(i); known != mask_outside_reduce_.end()) {
       return known->second;
     }
@@ -220,23 +223,29 @@ class Translator {
       const v1::Node& r = node(node(i).src(pos));
       axes.emplace(r.arg().range().axis().begin(), r.arg().range().axis().end());
     }
+    const int cond = node(MaskedReduceWhere(i)).src(0);
+    auto key = std::make_pair(cond, axes);
+    if (auto known = mask_outside_ranges_.find(key); known != mask_outside_ranges_.end()) {
+      return mask_outside_reduce_[i] = known->second;
+    }
     auto is_reduce_range = [&](const v1::Node& n) {
       return n.op() == v1::Node::RANGE &&
              axes.contains({n.arg().range().axis().begin(), n.arg().range().axis().end()});
     };
-    std::vector<int> stack = {node(MaskedReduceWhere(i)).src(0)};
-    std::set<int> seen(stack.begin(), stack.end());
+    std::vector<int> stack = {cond};
+    std::set<int> seen = {cond};
     bool outside = true;
     while (!stack.empty() && outside) {
       const int at = stack.back();
       stack.pop_back();
-      if (is_reduce_range(node(at)) || seen.size() > kMaskSearchNodes) outside = false;
+      mask_search_edges_ += node(at).src_size() + 1;
+      if (is_reduce_range(node(at)) || mask_search_edges_ > kMaskSearchEdges) outside = false;
       for (int s : node(at).src()) {
         if (seen.insert(s).second) stack.push_back(s);
       }
     }
-    mask_outside_reduce_[i] = outside;
-    return outside;
+    mask_outside_ranges_[std::move(key)] = outside;
+    return mask_outside_reduce_[i] = outside;
   }
 
   // REDUCE(op, WHERE(c, v, Invalid), ranges...): 0.14 leaves the elements where c is false out
@@ -591,7 +600,10 @@ class Translator {
   const int n_;
   std::vector<std::set<int>> demanded_;
   std::vector<absl::flat_hash_map<int, int>> emitted_;
-  mutable absl::flat_hash_map<int, bool> mask_outside_reduce_;  // MaskIsOutsideReduce's answers
+  // MaskIsOutsideReduce's answers, by REDUCE and by (condition, range axes), and its work so far.
+  mutable absl::flat_hash_map<int, bool> mask_outside_reduce_;
+  mutable std::map<std::pair<int, std::set<std::vector<int64_t>>>, bool> mask_outside_ranges_;
+  mutable int64_t mask_search_edges_ = 0;
   v1::Graph out_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "core/cache/memory_tier.h"
+#include "core/cache/program_codec.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/program/caching_program_source.h"
 #include "core/wire/decode.h"
@@ -91,6 +92,48 @@ v1::Graph CopyIntoSecondHalf(int64_t n) {
   int in = g.Buffer(1, DType::FLOAT32, n);
   int shifted = g.Node(Node::ADD, DType::INDEX, {r, g.Index(n)});
   return g.Sink({g.End(g.Store(g.Target(out, shifted), g.Load(in, r)), {r})});
+}
+
+// A RANGE of a narrow integer type.
+int NarrowRange(GraphBuilder& g, DType::Scalar scalar, int64_t end, int axis,
+                v1::RangeArg::AxisType type) {
+  int n = g.Node(Node::RANGE, scalar, {g.Int(scalar, end)});
+  g.Mut(n)->mutable_arg()->mutable_range()->add_axis(axis);
+  g.Mut(n)->mutable_arg()->mutable_range()->set_type(type);
+  return n;
+}
+
+// out[uint8(r + 254)] = in[r] over an UPCAST r < 4 of type uint8: elements 254, 255, 0 and 1,
+// which wrap (found by a review helper: a vector store from lane 0's element wrote 254..257).
+v1::Graph WrappingVectorStore(int64_t out_size) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, out_size);
+  int in = g.Buffer(1, DType::FLOAT32, 4);
+  int r = NarrowRange(g, DType::UINT8, 4, 0, v1::RangeArg::UPCAST);
+  int at = g.Node(Node::CAST, DType::INDEX,
+                  {g.Node(Node::ADD, DType::UINT8, {r, g.Int(DType::UINT8, 254)})});
+  int from = g.Node(Node::CAST, DType::INDEX, {r});
+  return g.Sink({g.End(g.Store(g.Target(out, at), g.Load(in, from)), {r})});
+}
+
+// out[0] = v < 3 ? in[v] : 0 with `in` of no elements: a masked load that never happens.
+v1::Graph MaskedLoadOfAnEmptyBuffer() {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 1);
+  int in = g.Buffer(1, DType::FLOAT32, 0);
+  int v = g.Var("v", 0, 5);
+  int valid = g.Node(Node::CMPLT, DType::BOOL, {v, g.Index(3)});
+  int idx = g.Node(Node::WHERE, DType::INDEX, {valid, v, g.Invalid()});
+  return g.Sink({g.Store(g.Target(out, g.Index(0)), g.Load(in, idx))});
+}
+
+// out[uint8(r + 1)] = 7 over an UPCAST r < 4 of type uint8, the index left uint8.
+v1::Graph NarrowVectorIndex() {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 8);
+  int r = NarrowRange(g, DType::UINT8, 4, 0, v1::RangeArg::UPCAST);
+  int at = g.Node(Node::ADD, DType::UINT8, {r, g.Int(DType::UINT8, 1)});
+  return g.Sink({g.End(g.Store(g.Target(out, at), g.Float(DType::FLOAT32, 7)), {r})});
 }
 
 // out[i] = c over n float32 elements (reads nothing).
@@ -195,6 +238,45 @@ TEST_F(ExecutionPlanTest, OverlappingBindingsWhoseAccessesDoNotOverlapRun) {
   EXPECT_TRUE(StatusIs(Build({base, shifted}, {Bind(CopyIntoSecondHalf(4), {0, 1})}),
                        absl::StatusCode::kInvalidArgument,
                        {"slots 0 and 1 access overlapping bytes"}));
+}
+
+// A vectorized range whose index wraps in its narrow type is not contiguous: each lane reaches its
+// own element. Before, one vector store from lane 0's element wrote past the view bound to it
+// (a daemon's heap: "double free or corruption"), and into another slot's window of the same
+// buffer, which the overlap check, trusting the proven interval [0, 256), let through.
+TEST_F(ExecutionPlanTest, AVectorAccessThroughAWrappingIndexStaysInItsLanesElements) {
+  BufferView base = Floats(std::vector<float>(1040, -1));
+  BufferView out = *BufferView::Of(base, 0, Scalar::kFloat32, 1024);
+  BufferView in = *BufferView::Of(base, 256 * 4, Scalar::kFloat32, 4);
+  std::memcpy(in.data(), std::vector<float>{10, 11, 12, 13}.data(), 16);
+  auto plan = Build({out, in}, {Bind(WrappingVectorStore(1024), {0, 1})});
+  UOPD_ASSERT_OK(plan);
+  UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+  std::vector<float> b = Read(base);
+  EXPECT_EQ(b[254], 10);
+  EXPECT_EQ(b[255], 11);
+  EXPECT_EQ(b[0], 12);
+  EXPECT_EQ(b[1], 13);
+  EXPECT_EQ(b[256], 10) << "slot 1's window was written through slot 0";
+  EXPECT_EQ(b[257], 11);
+}
+
+// Found by the same review: a vector index left in a narrow type compiled to LLVM IR that did
+// not parse (INTERNAL), and a buffer of no elements recorded element 0 as accessed, which the
+// cache's codec then refused (its entry was dropped and compiled again after every restart).
+TEST_F(ExecutionPlanTest, NarrowVectorIndicesAndEmptyBuffersCompileAndRoundTrip) {
+  auto narrow = Build({Floats(std::vector<float>(8, 0))}, {Bind(NarrowVectorIndex(), {0})});
+  UOPD_ASSERT_OK(narrow);
+  UOPD_ASSERT_OK((*narrow)->ExecuteWithVars({}));
+  EXPECT_EQ(Read((*narrow)->buffers()[0]), (std::vector<float>{0, 7, 7, 7, 7, 0, 0, 0}));
+
+  auto empty = DeviceBuffer::Create(*device_, 0);
+  UOPD_ASSERT_OK(empty);
+  auto plan = Build({Floats({5}), *BufferView::Whole(*empty, Scalar::kFloat32)},
+                    {Bind(MaskedLoadOfAnEmptyBuffer(), {0, 1})});
+  UOPD_ASSERT_OK(plan);
+  const ProgramSpec& spec = *(*plan)->kernels()[0].program->spec;
+  UOPD_ASSERT_OK(DecodeProgramMetadata(EncodeProgramMetadata(spec)));
 }
 
 TEST_F(ExecutionPlanTest, RefusesBadBindings) {
