@@ -11,11 +11,12 @@
 namespace uopd {
 namespace {
 
-// A load's element as (base, offset): ADD(x, constant) is x + the constant, anything else
-// itself + 0.
+// A load's element as (base, offset): ADD(x, constant) is x + the constant (INDEX arithmetic:
+// a narrower type wraps), anything else itself + 0.
 std::pair<int, int64_t> ElementOf(const LinearProgram& p, int index) {
   const Instr& in = p.instrs[index];
-  if (in.kind == InstrKind::kAlu && in.op == Op::kAdd && in.src.size() == 2) {
+  if (in.kind == InstrKind::kAlu && in.op == Op::kAdd && in.src.size() == 2 &&
+      in.dtype.scalar == Scalar::kIndex) {
     for (int side = 0; side < 2; ++side) {
       const Instr& c = p.instrs[in.src[side]];
       if (c.kind == InstrKind::kConst && c.dtype.count == 1) {
