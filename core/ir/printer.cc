@@ -1,5 +1,7 @@
 #include "core/ir/printer.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,10 +16,14 @@ std::string TinygradDType(const DType& dtype) {
   return out;
 }
 
-std::string SourceList(const UOp& node) {
-  return absl::StrJoin(node.src(), ", ", [](std::string* out, const UOp* src) {
-    absl::StrAppend(out, "%", src->id());
-  });
+// Every source, or (`limit` > 0) the first `limit` and how many there are in all.
+std::string SourceList(const UOp& node, size_t limit = 0) {
+  const size_t named = limit > 0 ? std::min(limit, node.num_src()) : node.num_src();
+  std::string out =
+      absl::StrJoin(node.src().begin(), node.src().begin() + named, ", ",
+                    [](std::string* out, const UOp* src) { absl::StrAppend(out, "%", src->id()); });
+  if (named < node.num_src()) absl::StrAppend(&out, ", ... ", node.num_src(), " in all");
+  return out;
 }
 
 }  // namespace
@@ -25,7 +31,8 @@ std::string SourceList(const UOp& node) {
 std::string DescribeNode(const UOp& node) {
   std::string out =
       absl::StrCat("%", node.id(), " ", OpName(node.op()), " ", DTypeToString(node.dtype()));
-  if (node.num_src() > 0) absl::StrAppend(&out, " (", SourceList(node), ")");
+  // Error messages name a node this way: its first sources only (a node may list thousands).
+  if (node.num_src() > 0) absl::StrAppend(&out, " (", SourceList(node, 8), ")");
   if (node.arg().kind != ArgKind::kNone) absl::StrAppend(&out, " arg=", ArgToString(node.arg()));
   return out;
 }

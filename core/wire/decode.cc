@@ -23,7 +23,15 @@ std::string DescribeWire(int index, const v1::Node& node) {
                 node.dtype().size(), static_cast<AddrSpace>(node.dtype().addrspace())};
     absl::StrAppend(&out, " ", DTypeToString(dtype));
   }
-  if (node.src_size() > 0) absl::StrAppend(&out, " (src ", absl::StrJoin(node.src(), ", "), ")");
+  // A message names a node's first sources only: a node may list thousands.
+  constexpr int kSourcesNamed = 8;
+  if (node.src_size() > 0) {
+    const int named = std::min(node.src_size(), kSourcesNamed);
+    absl::StrAppend(&out, " (src ",
+                    absl::StrJoin(node.src().begin(), node.src().begin() + named, ", "));
+    if (named < node.src_size()) absl::StrAppend(&out, ", ... ", node.src_size(), " in all");
+    absl::StrAppend(&out, ")");
+  }
   return out;
 }
 

@@ -49,6 +49,25 @@ TEST(DecodeGraph, DuplicateWireNodesInternToOneNode) {
   EXPECT_EQ(EncodeGraph(decoded->root).nodes_size(), 6);
 }
 
+// A message names a node's first sources only: an ADD of 100,000 sources made a status message
+// of half a megabyte (found by a review helper's probe).
+TEST(DecodeGraph, AnErrorNamesANodesFirstSourcesOnly) {
+  v1::Graph wire = testing::GraphFromJson(R"({"nodes": [
+    {"op": "CONST", "dtype": {"scalar": "INDEX"}, "arg": {"i64": 1}}]})");
+  v1::Node* add = wire.add_nodes();
+  add->set_op(v1::Node::ADD);
+  add->mutable_dtype()->set_scalar(v1::DType::INDEX);
+  for (int k = 0; k < 100'000; ++k) add->add_src(0);
+  wire.add_nodes()->set_op(v1::Node::SINK);
+  wire.mutable_nodes(2)->add_src(1);
+  Graph graph;
+  auto decoded = DecodeGraph(wire, graph);
+  EXPECT_TRUE(testing::StatusIs(
+      decoded, absl::StatusCode::kInvalidArgument,
+      {"node 1 ADD index (src 0, 0, 0, 0, 0, 0, 0, 0, ... 100000 in all)", "got 100000"}));
+  EXPECT_LT(decoded.status().message().size(), 300u);
+}
+
 TEST(PrintGraph, UsesTinygradVocabulary) {
   v1::Graph wire = testing::GraphFromJson(R"({"nodes": [
     {"op": "DEFINE_GLOBAL", "dtype": {"scalar": "FLOAT32", "ptr": true, "size": 4}, "arg": {"i64": 0}},
