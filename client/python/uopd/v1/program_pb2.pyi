@@ -27,14 +27,18 @@ class VarBounds(_message.Message):
     def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., multiple_of: _Optional[int] = ...) -> None: ...
 
 class BufferSlot(_message.Message):
-    __slots__ = ("slot", "dtype", "size")
+    __slots__ = ("slot", "dtype", "size", "access_begin", "access_end")
     SLOT_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_END_FIELD_NUMBER: _ClassVar[int]
     slot: int
     dtype: _graph_pb2.DType.Scalar
     size: int
-    def __init__(self, slot: _Optional[int] = ..., dtype: _Optional[_Union[_graph_pb2.DType.Scalar, str]] = ..., size: _Optional[int] = ...) -> None: ...
+    access_begin: int
+    access_end: int
+    def __init__(self, slot: _Optional[int] = ..., dtype: _Optional[_Union[_graph_pb2.DType.Scalar, str]] = ..., size: _Optional[int] = ..., access_begin: _Optional[int] = ..., access_end: _Optional[int] = ...) -> None: ...
 
 class ProgramMetadata(_message.Message):
     __slots__ = ("name", "device", "global_size", "local_size", "vars", "var_names", "globals", "outs", "ins", "buf_count", "proven_accesses", "guarded_accesses")
