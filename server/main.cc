@@ -495,6 +495,8 @@ int Run(const DaemonConfig& config) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Before any thread starts: kernels run on these threads' stacks, whatever `ulimit -s` says.
+  EnsureThreadStacksOfAtLeast(kKernelThreadStackBytes);
   ThreadPool pool(config.threads - 1);
 
   // Compilers run in sandboxed worker processes: what a compile does to its process (crash,

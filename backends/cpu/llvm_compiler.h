@@ -14,9 +14,10 @@
 namespace uopd {
 
 // The largest stack frame a kernel may have. Kernels run on request and thread-pool threads,
-// whose stacks are ordinary (8 MiB where nothing says otherwise) and already in use below the
-// kernel: a bigger frame would step over the guard page into another thread's memory or end the
-// daemon. A compile whose frame is larger fails with RESOURCE_EXHAUSTED.
+// whose stacks the daemon makes at least 8 MiB (kKernelThreadStackBytes, core/util/large_stack.h)
+// and which are already in use below the kernel: a bigger frame would step over the guard page
+// into another thread's memory or end the daemon. A compile whose frame is larger fails with
+// RESOURCE_EXHAUSTED.
 inline constexpr uint64_t kMaxKernelFrameBytes = uint64_t{1} << 20;
 
 // Safe for concurrent use: every compile has its own LLVMContext and TargetMachine.

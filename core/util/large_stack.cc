@@ -98,6 +98,18 @@ void* Trampoline(void* arg) {
 
 }  // namespace
 
+size_t EnsureThreadStacksOfAtLeast(size_t bytes) {
+  pthread_attr_t attr;
+  if (pthread_getattr_default_np(&attr) != 0) return 0;
+  size_t current = 0;
+  if (pthread_attr_getstacksize(&attr, &current) == 0 && current < bytes &&
+      pthread_attr_setstacksize(&attr, bytes) == 0 && pthread_setattr_default_np(&attr) == 0) {
+    current = bytes;
+  }
+  pthread_attr_destroy(&attr);
+  return current;
+}
+
 void RunOnLargeStack(size_t stack_bytes, const std::function<void()>& fn) {
   pthread_attr_t attr;
   pthread_t thread;

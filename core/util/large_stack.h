@@ -40,6 +40,15 @@ std::invoke_result_t<Fn&> OnCompileStack(Fn&& fn) {
 // The default leaves them at the process's priority and demotes none.
 void SetCompileThreadPriority(const CompilePriority& priority);
 
+// The stack kernels run on: a CPU kernel runs on the thread of the call that executes it and on
+// the thread pool's, and its frame may take up to 1 MiB (backends/cpu/llvm_compiler.h).
+inline constexpr size_t kKernelThreadStackBytes = size_t{8} << 20;
+
+// Makes every thread created from now on (std::thread, gRPC's) get a stack of at least `bytes`,
+// whatever `ulimit -s` says (pthread_setattr_default_np). Returns the default stack size then in
+// force (0 if it cannot be read). Call before starting threads.
+size_t EnsureThreadStacksOfAtLeast(size_t bytes);
+
 }  // namespace uopd
 
 #endif  // UOPD_CORE_UTIL_LARGE_STACK_H_

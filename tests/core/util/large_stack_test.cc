@@ -1,12 +1,14 @@
 // RunOnLargeStack: the stack it promises, and the priority compile work runs at.
 #include "core/util/large_stack.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -17,6 +19,23 @@ namespace {
 int NiceOfThisThread() {
   errno = 0;
   return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+}
+
+// Kernels run on ordinary threads: the daemon gives those at least kKernelThreadStackBytes
+// whatever `ulimit -s` says (a 1 MiB kernel frame on a 256 KiB stack stepped over its guard).
+TEST(LargeStack, ThreadsStartedAfterwardsGetAtLeastTheStackAsked) {
+  constexpr size_t kAsked = size_t{24} << 20;  // above any default here
+  EXPECT_GE(EnsureThreadStacksOfAtLeast(kAsked), kAsked);
+  size_t stack = 0;
+  std::thread([&] {
+    pthread_attr_t attr;
+    ASSERT_EQ(pthread_getattr_np(pthread_self(), &attr), 0);
+    pthread_attr_getstacksize(&attr, &stack);
+    pthread_attr_destroy(&attr);
+  }).join();
+  EXPECT_GE(stack, kAsked);
+  // Never lowered: asking for less keeps what is in force.
+  EXPECT_GE(EnsureThreadStacksOfAtLeast(size_t{1} << 20), kAsked);
 }
 
 TEST(LargeStack, RunsAFunctionThatNeedsMoreStackThanAThreadHas) {
