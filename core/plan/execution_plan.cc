@@ -91,7 +91,8 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
     const BufferView& view = buffers[k.buffer_indices[param.slot]];
     const ElementRange elements = param.Accessed();
     const int64_t item = ScalarItemSize(param.dtype.scalar);
-    return ElementRange{view.offset + elements.begin * item, view.offset + elements.end * item};
+    const int64_t offset = static_cast<int64_t>(view.offset);
+    return ElementRange{offset + elements.begin * item, offset + elements.end * item};
   };
   for (const BufferParam& a : spec.globals) {
     for (const BufferParam& b : spec.globals) {
