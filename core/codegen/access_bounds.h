@@ -10,15 +10,16 @@
 
 namespace uopd {
 
-// True when 0 <= idx < size holds for every value `idx` can take while all `conditions` hold.
-// `ranges` holds the unconstrained ranges (shared across calls); narrowed ranges are computed
-// separately per call. Sound, not complete: false means "not proven", not "out of bounds".
 // The elements `idx` may address while all `conditions` hold, when that is proven within
 // [0, size): an empty interval (min > max) when the conditions cannot all hold; nullopt when
-// no proof was found.
+// no proof was found. `ranges` holds the unconstrained ranges (shared across calls); narrowed
+// ranges are computed separately per call. Sound, not complete: nullopt means "not proven",
+// not "out of bounds".
 std::optional<Interval> BoundAccess(const UOp* idx, const std::vector<const UOp*>& conditions,
                                     int64_t size, ValueRanges& ranges);
 
+// True when 0 <= idx < size holds for every value `idx` can take while all `conditions` hold
+// (BoundAccess found a proof).
 bool ProveInBounds(const UOp* idx, const std::vector<const UOp*>& conditions, int64_t size,
                    ValueRanges& ranges);
 

@@ -1,53 +1,10 @@
 #include "core/ir/affine.h"
 
-#include <algorithm>
-
 #include "absl/container/flat_hash_map.h"
 #include "core/ir/graph.h"
 #include "core/ir/value_range.h"
 
 namespace uopd {
-
-namespace {
-
-// Whether integer node `n` (ADD, SUB, NEG, MUL or a CAST) computes its exact value: its result
-// over its sources' ranges fits its type. INDEX arithmetic is int64's, taken as exact (indices
-// stay far from 2^63); a narrower type wraps: uint8(r + 254) over r < 4 is 254, 255, 0, 1, not
-// affine in r, and a vector access from lane 0's element would leave the lanes' elements.
-bool Exact(const UOp* n, ValueRanges& ranges) {
-  const Scalar t = n->dtype().scalar;
-  if (t == Scalar::kIndex) return true;
-  if (!IsInt(t)) return false;
-  auto src = [&](int i) { return ranges.Get(n->src(i)); };
-  Interval exact;
-  switch (n->op()) {
-    case Op::kAdd:
-      exact = {SaturatingAdd(src(0).min, src(1).min), SaturatingAdd(src(0).max, src(1).max)};
-      break;
-    case Op::kSub:
-      exact = {SaturatingAdd(src(0).min, -src(1).max), SaturatingAdd(src(0).max, -src(1).min)};
-      break;
-    case Op::kNeg:
-      exact = {-src(0).max, -src(0).min};
-      break;
-    case Op::kMul: {
-      const Interval a = src(0), b = src(1);
-      const Int128 p[] = {SaturatingMul(a.min, b.min), SaturatingMul(a.min, b.max),
-                          SaturatingMul(a.max, b.min), SaturatingMul(a.max, b.max)};
-      exact = {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
-      break;
-    }
-    case Op::kCast:
-      exact = src(0);
-      break;
-    default:
-      return false;
-  }
-  const Interval fits = DTypeRange(t);
-  return exact.min >= fits.min && exact.max <= fits.max;
-}
-
-}  // namespace
 
 std::optional<int64_t> AffineCoefficient(const UOp* expr, const UOp* range) {
   absl::flat_hash_map<const UOp*, std::optional<int64_t>> coef;
@@ -63,7 +20,10 @@ std::optional<int64_t> AffineCoefficient(const UOp* expr, const UOp* range) {
       c = 1;
     } else if (!d) {
       c = 0;
-    } else if (!Exact(n, ranges)) {
+    } else if (n->dtype().scalar != Scalar::kIndex && ranges.MayWrap(n)) {
+      // INDEX arithmetic is int64's, taken as exact (indices stay far from 2^63); a narrower
+      // type wraps: uint8(r + 254) over r < 4 is 254, 255, 0, 1, not affine in r, and a vector
+      // access from lane 0's element would leave the lanes' elements.
       c = std::nullopt;
     } else if (n->op() == Op::kAdd && of(0) && of(1)) {
       c = *of(0) + *of(1);

@@ -194,10 +194,27 @@ Interval ValueRanges::Get(const UOp* node) {
   return memo_.at(node);
 }
 
+bool ValueRanges::MayWrap(const UOp* node) {
+  const Scalar scalar = node->dtype().scalar;
+  if (node->dtype().ptr || !IsIntLike(scalar)) return false;
+  for (const UOp* src : node->src()) Get(src);
+  const Interval full = DTypeRange(scalar), r = Unwrapped(*node);
+  return r.min < full.min || r.max > full.max;
+}
+
 Interval ValueRanges::Compute(const UOp& node) {
   const Scalar scalar = node.dtype().scalar;
   const Interval full = DTypeRange(scalar);
   if (node.dtype().ptr || !IsIntLike(scalar)) return full;
+  // Anything that may leave the dtype's range can wrap: then only the dtype's range is sound.
+  const Interval r = Unwrapped(node);
+  if (r.min < full.min || r.max > full.max) return full;
+  return r;
+}
+
+Interval ValueRanges::Unwrapped(const UOp& node) {
+  const Scalar scalar = node.dtype().scalar;
+  const Interval full = DTypeRange(scalar);
   auto src = [&](size_t i) { return memo_.at(node.src(i)); };
   Interval r = full;
   switch (node.op()) {
@@ -274,8 +291,6 @@ Interval ValueRanges::Compute(const UOp& node) {
     default:
       return full;
   }
-  // Anything that may leave the dtype's range can wrap: then only the dtype's range is sound.
-  if (r.min < full.min || r.max > full.max) return full;
   return r;
 }
 

@@ -61,8 +61,14 @@ class ValueRanges {
   // range (a load of int32 is [INT32_MIN, INT32_MAX]).
   Interval Get(const UOp* node);
 
+  // Whether integer `node`'s operation may wrap around its dtype: its exact result over its
+  // sources' ranges leaves the dtype's range (which is then the range Get gives).
+  bool MayWrap(const UOp* node);
+
  private:
   Interval Compute(const UOp& node);
+  // `node`'s range before wrapping to its dtype. REQUIRES: its sources' ranges are memoized.
+  Interval Unwrapped(const UOp& node);
 
   absl::flat_hash_map<const UOp*, Interval> memo_;
 };
