@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/ir/flatten_reshapes.h"
 #include "core/ir/hash.h"
+#include "core/ir/printer.h"
 #include "core/ir/verify.h"
 #include "core/util/status_macros.h"
 #include "core/wire/tinygrad_0_14.h"
@@ -23,14 +24,8 @@ std::string DescribeWire(int index, const v1::Node& node) {
                 node.dtype().size(), static_cast<AddrSpace>(node.dtype().addrspace())};
     absl::StrAppend(&out, " ", DTypeToString(dtype));
   }
-  // A message names a node's first sources only: a node may list thousands.
-  constexpr int kSourcesNamed = 8;
   if (node.src_size() > 0) {
-    const int named = std::min(node.src_size(), kSourcesNamed);
-    absl::StrAppend(&out, " (src ",
-                    absl::StrJoin(node.src().begin(), node.src().begin() + named, ", "));
-    if (named < node.src_size()) absl::StrAppend(&out, ", ... ", node.src_size(), " in all");
-    absl::StrAppend(&out, ")");
+    absl::StrAppend(&out, " (src ", NameSources(node.src(), absl::AlphaNumFormatter()), ")");
   }
   return out;
 }
