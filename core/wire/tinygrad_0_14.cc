@@ -1,7 +1,6 @@
 #include "core/wire/tinygrad_0_14.h"
 
 #include <cmath>
-#include <limits>
 #include <map>
 #include <set>
 #include <utility>
