@@ -263,9 +263,11 @@ def encode_graph(root: UOp, kernel_ast_only: bool = True) -> dict[str, Any]:
     are refused too (a scheduled kernel AST should not contain them)."""
     if root.op is not Ops.SINK:
         raise IRError(f"root is {root.op}, not SINK")
-    if any(u.op is Ops.INDEX and u.src[0].op is Ops.INDEX for u in root.toposort()):
+    # One walk decides both rewrites: merging indexes makes no CONTRACT and removes none.
+    sent = root.toposort()
+    if any(u.op is Ops.INDEX and u.src[0].op is Ops.INDEX for u in sent):
         root = graph_rewrite(root, _merge_partial_index, name="merge partial indexes")
-    if any(u.op is Ops.CONTRACT for u in root.toposort()):
+    if any(u.op is Ops.CONTRACT for u in sent):
         root = graph_rewrite(root, _expand_contract, name="expand contracts")
     order = toposort(root)
     index = {u: i for i, u in enumerate(order)}
