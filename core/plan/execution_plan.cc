@@ -23,8 +23,6 @@ absl::Status BindingError(int id, const std::string& name, absl::string_view wha
   return absl::InvalidArgumentError(absl::StrCat("kernel ", id, " (", name, "): ", what));
 }
 
-bool IsCoreVar(const std::string& name) { return name == kCoreIdVar || name == kCoreCountVar; }
-
 // The buffer slots of a kernel as its caller wrote it: its DEFINE_GLOBALs' highest slot + 1.
 int SlotsOf(const KernelAst& ast) {
   int slots = 0;
@@ -115,6 +113,14 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
 
 absl::Status BindFixedVars(PreparedKernel& k) {
   const ProgramSpec& spec = *k.program->spec;
+  // A program takes its variables' values first, in spec.vars' order (ProgramSpec::var_names).
+  for (size_t i = 0; i < spec.vars.size(); ++i) {
+    if (i >= spec.var_names.size() || spec.var_names[i] != spec.vars[i].name) {
+      return BindingError(k.id, k.ast->Label(),
+                          absl::StrCat("the program's variable ", i, " ('", spec.vars[i].name,
+                                       "') is not its value ", i));
+    }
+  }
   for (const auto& [name, value] : k.fixedvars) {
     auto var = std::find_if(spec.vars.begin(), spec.vars.end(),
                             [&](const VarInfo& v) { return v.name == name; });
@@ -140,8 +146,8 @@ absl::Status BindFixedVars(PreparedKernel& k) {
     }
   }
   k.vals.assign(spec.var_names.size(), 0);
-  for (size_t i = 0; i < spec.var_names.size(); ++i) {
-    if (auto it = k.fixedvars.find(spec.var_names[i]); it != k.fixedvars.end())
+  for (size_t i = 0; i < spec.vars.size(); ++i) {
+    if (auto it = k.fixedvars.find(spec.vars[i].name); it != k.fixedvars.end())
       k.vals[i] = it->second;
   }
   return absl::OkStatus();
@@ -304,9 +310,10 @@ absl::Status ExecutionPlan::Bind(const absl::flat_hash_map<std::string, int64_t>
       auto fixed = k.fixedvars.find(var.name);
       merged[var.name] = fixed != k.fixedvars.end() ? fixed->second : values.at(var.name);
     }
-    for (size_t i = 0; i < spec.var_names.size(); ++i) {
-      if (!IsCoreVar(spec.var_names[i])) k.vals[i] = merged.at(spec.var_names[i]);
-    }
+    // The client's variables come first, in spec.vars' order; the runtime fills what follows
+    // (core_id and core_count on the CPU). By position, not name: a client's own variable may
+    // be called core_id too, and it must get its value.
+    for (size_t i = 0; i < spec.vars.size(); ++i) k.vals[i] = merged.at(spec.vars[i].name);
     UOPD_ASSIGN_OR_RETURN(dims_[k.id], spec.launch_dims(merged));
   }
   return absl::OkStatus();

@@ -370,6 +370,37 @@ TEST_F(ExecutionPlanTest, RebindsVariablesWithoutRecompiling) {
   EXPECT_EQ(Compilations(), compiled) << "runs must not compile";
 }
 
+// out[v] = 2 * v for a client variable v of [0, 15] named `name`.
+v1::Graph StoreTwiceVariable(const std::string& name) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::INT32, 16);
+  int v = g.Var(name, 0, 15);
+  int value = g.Node(Node::CAST, DType::INT32, {g.Node(Node::MUL, DType::INDEX, {v, g.Index(2)})});
+  return g.Sink({g.Store(g.Target(out, v), value)});
+}
+
+// A client's variables named as the CPU runtime's own (core_id, core_count) get their values.
+// Before, they were skipped by name and ran as 0 (found by a review helper): with a variable of
+// [-40, -40] indexing element v + 40, the proof and the overlap check said element 0 while the
+// kernel wrote element 40, past a one-element view.
+TEST_F(ExecutionPlanTest, AClientVariableNamedLikeARuntimeVariableGetsItsValue) {
+  for (const char* name : {"core_id", "core_count"}) {
+    auto storage = DeviceBuffer::Create(*device_, 64);
+    BufferView out = *BufferView::Whole(*storage, Scalar::kInt32);
+    std::memset(out.data(), 0xff, 64);
+    auto plan = Build({out}, {Bind(StoreTwiceVariable(name), {0})});
+    UOPD_ASSERT_OK(plan);
+    UOPD_ASSERT_OK((*plan)->ExecuteWithVars({{name, 5}}));
+    const int32_t* data = static_cast<const int32_t*>(out.data());
+    EXPECT_EQ(data[5], 10) << name;
+    EXPECT_EQ(data[0], -1) << name << ": element 0 is not the variable's";
+    auto fixed = Build({out}, {Bind(StoreTwiceVariable(name), {0}, {{name, 7}})});
+    UOPD_ASSERT_OK(fixed);
+    UOPD_ASSERT_OK((*fixed)->ExecuteWithVars({}));
+    EXPECT_EQ(data[7], 14) << name << " fixed";
+  }
+}
+
 TEST_F(ExecutionPlanTest, RefusesOutOfBoundsValuesBeforeRunningAnything) {
   auto storage = DeviceBuffer::Create(*device_, 64);
   BufferView out = *BufferView::Whole(*storage, Scalar::kInt32);
