@@ -41,6 +41,11 @@ absl::StatusOr<std::shared_ptr<const LoadedProgram>> LoadLayer::Get(
     absl::Status usable = absl::OkStatus();
     if (lookup.entry->is_search_record() || !SameProgramMetadata(lookup.entry->spec, spec)) {
       usable = absl::DataLossError("its metadata does not match the kernel's AST");
+    } else if (lookup.entry->spec.src != spec.src) {
+      // Compiled from other source than this build renders for the kernel: by an older
+      // codegen whose change did not bump the compiler identity in the key, say. Its object
+      // may do what this build's codegen no longer does (a fixed bug), so it is never run.
+      usable = absl::DataLossError("it was compiled from other source than this build renders");
     } else {
       auto bytes = std::make_shared<const CompiledKernel>(lookup.entry->kernel);
       absl::StatusOr<std::shared_ptr<Program>> loaded = device.runtime().Load(*bytes, spec);

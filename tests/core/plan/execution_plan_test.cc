@@ -614,5 +614,44 @@ TEST_F(ExecutionPlanTest, CompileRemembersTheOptsItChoseAndRecompilesAfterAnEvic
   EXPECT_NE(none->key_hex, first->key_hex);
 }
 
+// An entry compiled from other source than this build renders for the kernel (an older codegen
+// whose change kept the key and the metadata: the review helper's case, a fix that changed the
+// code a wrapping index compiles to) is dropped and compiled anew before anything runs, never
+// loaded.
+TEST_F(ExecutionPlanTest, AnEntryCompiledFromOtherSourceIsCompiledAnewBeforeItRuns) {
+  std::vector<std::unique_ptr<CacheTier>> tiers;
+  tiers.push_back(std::make_unique<MemoryTier>(64 << 20));
+  KernelCache cache(std::move(tiers));
+  auto ast = DecodeKernelAst(AddConst(64, 1.0));
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  auto compilations = [&] { return cache.compile_stats().at("CPU").compilations; };
+  std::string key_hex, fresh_source;
+  {
+    CachingProgramSource source(cache);
+    auto first = source.Get(*device_, *ast, {}, nullptr);
+    ASSERT_TRUE(first.ok()) << first.status();
+    key_hex = (*first)->key_hex;
+    fresh_source = (*first)->spec->src;
+  }
+  ASSERT_EQ(compilations(), 1);
+  std::optional<std::string> stored = cache.GetSerialized(key_hex);
+  ASSERT_TRUE(stored.has_value());
+  auto entry = ParseCacheEntry(*stored);
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  entry->spec.src += "; rendered by an older codegen\n";
+  UOPD_ASSERT_OK(cache.PutSerialized(key_hex, SerializeCacheEntry(*entry)));
+
+  CachingProgramSource restarted(cache);  // a daemon started again: nothing loaded yet
+  auto again = restarted.Get(*device_, *ast, {}, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(compilations(), 2) << "the stale entry was loaded";
+  auto replaced = ParseCacheEntry(*cache.GetSerialized(key_hex));
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_EQ(replaced->spec.src, fresh_source);
+  auto hit = CachingProgramSource(cache).Get(*device_, *ast, {}, nullptr);
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_EQ(compilations(), 2) << "an entry of this build's source is used";
+}
+
 }  // namespace
 }  // namespace uopd
