@@ -13,7 +13,7 @@
 namespace uopd {
 namespace {
 
-constexpr int kCodegenVersion = 6;
+constexpr int kCodegenVersion = 7;
 
 // Owns an nvrtcProgram.
 class NvrtcProgram {

@@ -168,6 +168,10 @@ absl::Status Lowerer::EmitGridIndex() {
   std::vector<int> ends;
   for (const UOp* range : grid_ranges_) {
     UOPD_ASSIGN_OR_RETURN(int end, IndexValue(range->src(0)));
+    // A range with a negative end has no iterations, as a loop would; left negative, two of
+    // them would multiply to a positive total and give threads negative range values, which
+    // the bounds proofs (a range is [0, end - 1]) never considered.
+    if (ranges_.Get(range->src(0)).min < 0) end = Alu(Op::kMax, index, {end, IndexConst(0)});
     ends.push_back(end);
   }
   int total = ends[0];

@@ -116,9 +116,14 @@ SymbolicDim GridBlocks(const std::vector<const UOp*>& ends, int block) {
   }
   auto graph = std::make_shared<Graph>();
   const DType index = DType::Of(Scalar::kIndex);
-  const UOp* total = CopyExpression(*graph, ends[0]);
+  // Each end at least 0, as the grid index takes it (Lowerer::EmitGridIndex).
+  auto at_least_zero = [&](const UOp* end) {
+    return graph->Make(Op::kMax, index,
+                       {CopyExpression(*graph, end), graph->ConstInt(Scalar::kIndex, 0)});
+  };
+  const UOp* total = at_least_zero(ends[0]);
   for (size_t i = 1; i < ends.size(); ++i) {
-    total = graph->Make(Op::kMul, index, {total, CopyExpression(*graph, ends[i])});
+    total = graph->Make(Op::kMul, index, {total, at_least_zero(ends[i])});
   }
   const UOp* rounded =
       graph->Make(Op::kAdd, index, {total, graph->ConstInt(Scalar::kIndex, block - 1)});

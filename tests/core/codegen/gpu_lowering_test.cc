@@ -11,6 +11,8 @@
 #include "backends/cpu/llvm_renderer.h"
 #include "backends/cpu/orc_runtime.h"
 #include "core/cache/memory_tier.h"
+#include "core/codegen/pipeline.h"
+#include "core/codegen/program_spec_builder.h"
 #include "core/corpus/corpus_runner.h"
 #include "core/opt/optimize.h"
 #include "core/program/caching_program_source.h"
@@ -138,6 +140,50 @@ bool NamesTensorCores(const std::string& opts) { return opts.find("TC") != std::
 // A GPU on which the tensor core lowering computes something else: the timing drops it, and
 // tinygrad's list without tensor cores is what every worker runs. Where every contender is
 // wrong, only the kernel as written is.
+// out[50 + 10 * r0 + r1] = 1 over GLOBAL ranges r0 < n0 and r1 < n1, with n0 and n1 variables
+// of [-5, 10]: every access proven within out's 150 elements, as a range is [0, end - 1].
+v1::Graph StoreOverTwoSymbolicGridRanges() {
+  testing::GraphBuilder g;
+  int out = g.Buffer(0, v1::DType::INT32, 150);
+  int r0 = g.Range(g.Var("n0", -5, 10), 0, v1::RangeArg::GLOBAL);
+  int r1 = g.Range(g.Var("n1", -5, 10), 1, v1::RangeArg::GLOBAL);
+  int at = g.Node(v1::Node::ADD, v1::DType::INDEX, {g.RowMajor(r0, 10, r1), g.Index(50)});
+  return g.Sink({g.End(g.Store(g.Target(out, at), g.Int(v1::DType::INT32, 1)), {r0, r1})});
+}
+
+// Grid ranges with negative ends have no threads, as loops would have no iterations. Before,
+// two negative ends multiplied to a positive total and threads got negative range values
+// (n0 = -2, n1 = -3: thread 3 had r0 = -1 and wrote element 40, past what the proof allowed;
+// found by a review helper).
+TEST(GpuLowering, GridRangesWithNegativeEndsHaveNoThreads) {
+  std::unique_ptr<Device> device = GpuLoweringDevice();
+  for (auto [n0, n1] : {std::pair{-2, -3}, std::pair{-5, -5}, std::pair{-1, 4}, std::pair{3, 4}}) {
+    std::vector<testing::HostBuffer> buffers = {
+        testing::HostBuffer::Of(std::vector<int32_t>(150, -1))};
+    UOPD_ASSERT_OK(testing::RunOn(*device, StoreOverTwoSymbolicGridRanges(), buffers,
+                                  {{"n0", n0}, {"n1", n1}}));
+    const std::vector<int32_t> out = buffers[0].As<int32_t>();
+    for (int i = 0; i < 150; ++i) {
+      const int r0 = (i - 50) / 10, r1 = (i - 50) % 10;
+      const bool written = i >= 50 && r0 < n0 && r1 < n1;
+      ASSERT_EQ(out[i], written ? 1 : -1) << "n0=" << n0 << " n1=" << n1 << " element " << i;
+    }
+  }
+  // CUDA's launch: no blocks.
+  auto ast = DecodeKernelAst(StoreOverTwoSymbolicGridRanges());
+  ASSERT_TRUE(ast.ok()) << ast.status();
+  auto cuda = LowerForTarget(*ast, "k", CodegenTarget::CudaGrid(), {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  ProgramSpec spec = SpecFromLinearProgram(cuda->program, "CUDA", *ast);
+  spec.global_size = cuda->global_size;
+  for (auto [n0, n1, blocks] :
+       {std::tuple{-2, -3, 0}, std::tuple{-2, 5, 0}, std::tuple{10, 10, 1}}) {
+    auto dims = spec.launch_dims({{"n0", n0}, {"n1", n1}});
+    ASSERT_TRUE(dims.ok()) << dims.status();
+    EXPECT_EQ(dims->global[0], blocks) << "n0=" << n0 << " n1=" << n1;
+  }
+}
+
 TEST(GpuLowering, AWrongTensorCoreLoweringIsNeverWhatRuns) {
   auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
   UOPD_ASSERT_OK(ast);
