@@ -43,7 +43,8 @@ else
 fi
 deps="tinygrad==$TINYGRAD_VERSION pytest hypothesis numpy setuptools>=61 wheel"
 stamp="$(sha256sum "$src/client/python/pyproject.toml" | cut -c1-64) $deps"
-copy=$build/pyclient-tinygrad
+# One copy per version: CTest runs the 0.12 and 0.14 comparisons side by side.
+copy=$build/pyclient-tinygrad-$TINYGRAD_VERSION
 rm -rf "$copy" && cp -r "$src/client/python" "$copy" && rm -rf "$copy/build" "$copy"/*.egg-info
 if [ -n "${TINYGRAD_VENV:-}" ]; then
   if [ "$(cat "$venv/stamp" 2>/dev/null)" != "$stamp" ]; then
