@@ -113,12 +113,14 @@ absl::Status BindBuffers(PreparedKernel& k, const std::vector<BufferView>& buffe
 
 absl::Status BindFixedVars(PreparedKernel& k) {
   const ProgramSpec& spec = *k.program->spec;
-  // A program takes its variables' values first, in spec.vars' order (ProgramSpec::var_names).
+  // A program takes its variables' values first, in spec.vars' order (ProgramSpec::var_names):
+  // what the lowering gives, and what Bind relies on to place each value.
   for (size_t i = 0; i < spec.vars.size(); ++i) {
     if (i >= spec.var_names.size() || spec.var_names[i] != spec.vars[i].name) {
-      return BindingError(k.id, k.ast->Label(),
-                          absl::StrCat("the program's variable ", i, " ('", spec.vars[i].name,
-                                       "') is not its value ", i));
+      return absl::InternalError(absl::StrCat("kernel ", k.id, " (", k.ast->Label(),
+                                              "): the program's values do not begin with its "
+                                              "variables: variable ",
+                                              i, " is '", spec.vars[i].name, "'"));
     }
   }
   for (const auto& [name, value] : k.fixedvars) {
