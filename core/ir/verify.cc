@@ -20,8 +20,10 @@ absl::Status ExpectSources(const UOp& node, size_t min, size_t max) {
 }
 
 absl::Status ExpectArg(const UOp& node, ArgKind kind, absl::string_view what) {
-  if (node.arg().kind == kind) return absl::OkStatus();
-  return Invalid(absl::StrCat("expects a ", what, " argument"));
+  if (node.arg().kind != kind) return Invalid(absl::StrCat("expects a ", what, " argument"));
+  // Nothing reads ints beside these arguments; a stray list could only mean two things.
+  if (!node.arg().ints.empty()) return Invalid(absl::StrCat("takes a ", what, " and no ints"));
+  return absl::OkStatus();
 }
 
 absl::Status ExpectNoArg(const UOp& node) {
@@ -69,6 +71,14 @@ absl::Status VerifyConst(const UOp& node) {
   const Arg& arg = node.arg();
   if (dtype.ptr || dtype.scalar == Scalar::kVoid) {
     return Invalid(absl::StrCat("a constant cannot have dtype ", D(dtype)));
+  }
+  // A vector constant's lanes are in ints, one per lane (made inside the pipeline only: the wire
+  // has no vector constants). A scalar with ints would be two values, and the bounds proofs
+  // and the code read different ones (a review helper's finding: proofs read i, the code ints).
+  if (!arg.ints.empty() &&
+      (dtype.count == 1 || arg.ints.size() != static_cast<size_t>(dtype.count))) {
+    return Invalid(absl::StrCat("a constant of dtype ", D(dtype), " cannot have ", arg.ints.size(),
+                                " values in ints"));
   }
   if (arg.kind == ArgKind::kInvalid) {
     if (dtype.scalar != Scalar::kIndex)
@@ -277,7 +287,12 @@ absl::Status VerifyRange(const UOp& node) {
   const DType& dtype = node.dtype();
   UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
   UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kRange, "range"));
-  if (!IsIndexLike(dtype)) return Invalid(absl::StrCat("needs dtype index, got ", D(dtype)));
+  // INDEX only: the loop counter is an INDEX whatever a narrower dtype would say, and value
+  // ranges would take a uint8 range's counter for [0, 255] while its loop runs to the end (a
+  // review helper's finding: a proven access wrote past its view).
+  if (dtype != DType::Of(Scalar::kIndex)) {
+    return Invalid(absl::StrCat("needs dtype index, got ", D(dtype)));
+  }
   if (!IsIndexLike(node.src(0)->dtype()) || node.src(0)->IsInvalid()) {
     return Invalid(absl::StrCat("the end must be an integer, got ", OpName(node.src(0)->op()), " ",
                                 D(node.src(0)->dtype())));

@@ -157,6 +157,46 @@ TEST(Validate, RejectsConstantWithMismatchedArgument) {
   EXPECT_TRUE(StatusIs(status, Code::kInvalidArgument, {"node 3 CONST", "needs an f64 argument"}));
 }
 
+// A scalar constant with a list of values beside its value: the bounds proofs read arg.i, the
+// code arg.ints, so INDEX(buf, CONST {i64: 0, ints: [1000]}) was proven and wrote element 1000
+// (a review helper's finding). Other arguments take no stray ints either.
+TEST(Validate, RejectsAScalarConstantWithIntsAndStrayIntsBesideAnArgument) {
+  std::vector<std::string> nodes = {
+      kBuf0,
+      R"({"op": "CONST", "dtype": {"scalar": "INDEX"}, "arg": {"i64": 0, "ints": [1000]}})",
+      R"({"op": "INDEX", "dtype": {"scalar": "FLOAT32", "ptr": true, "size": 8}, "src": [0, 1]})",
+      Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"),
+      Node("STORE", "VOID", "2, 3"),
+      Sink(4)};
+  EXPECT_TRUE(StatusIs(Decode(nodes), Code::kInvalidArgument,
+                       {"node 1 CONST", "cannot have 1 values in ints"}));
+  nodes[3] = Node("CONST", "FLOAT32", "", R"({"f64": 1.0, "ints": [2]})");
+  nodes[1] = kIdx0;
+  EXPECT_TRUE(StatusIs(Decode(nodes), Code::kInvalidArgument, {"node 3 CONST", "in ints"}));
+  nodes[0] = R"({"op": "DEFINE_GLOBAL", "dtype": {"scalar": "FLOAT32", "ptr": true, "size": 8},
+                 "arg": {"i64": 0, "ints": [1]}})";
+  nodes[3] = Node("CONST", "FLOAT32", "", R"({"f64": 1.0})");
+  EXPECT_TRUE(StatusIs(Decode(nodes), Code::kInvalidArgument, {"node 0 DEFINE_GLOBAL", "no ints"}));
+}
+
+// A RANGE is INDEX: a uint8 one was taken for [0, 255] by the bounds proofs while its loop ran to
+// its end (a review helper's finding: RANGE uint8 to 1000 over a 256-element buffer was proven
+// and wrote 744 elements past it).
+TEST(Validate, RejectsARangeOfANarrowerType) {
+  for (const char* scalar : {"UINT8", "INT8", "INT32", "INT64"}) {
+    auto status = Decode({kBuf0, Node("CONST", scalar, "", R"({"i64": 4})"),
+                          Node("RANGE", scalar, "1", R"({"range": {"axis": [0], "type": "LOOP"}})"),
+                          Node("CAST", "INDEX", "2"),
+                          R"({"op": "INDEX", "dtype": {"scalar": "FLOAT32", "ptr": true, "size": 8},
+                              "src": [0, 3]})",
+                          Node("CONST", "FLOAT32", "", R"({"f64": 1.0})"),
+                          Node("STORE", "VOID", "4, 5"), Node("END", "VOID", "6, 2"), Sink(7)});
+    EXPECT_TRUE(
+        StatusIs(status, Code::kInvalidArgument, {"node 2 RANGE", "needs dtype index, got"}))
+        << scalar << ": " << status;
+  }
+}
+
 TEST(Validate, RejectsIndexIntoANonPointer) {
   auto status = Decode({kIdx0, Node("INDEX", "FLOAT32", "0, 0"), Sink(1)});
   EXPECT_TRUE(

@@ -94,25 +94,22 @@ v1::Graph CopyIntoSecondHalf(int64_t n) {
   return g.Sink({g.End(g.Store(g.Target(out, shifted), g.Load(in, r)), {r})});
 }
 
-// A RANGE of a narrow integer type.
-int NarrowRange(GraphBuilder& g, DType::Scalar scalar, int64_t end, int axis,
-                v1::RangeArg::AxisType type) {
-  int n = g.Node(Node::RANGE, scalar, {g.Int(scalar, end)});
-  g.Mut(n)->mutable_arg()->mutable_range()->add_axis(axis);
-  g.Mut(n)->mutable_arg()->mutable_range()->set_type(type);
-  return n;
+// An UPCAST range r < 4 (INDEX, as every RANGE) and its value as `scalar`.
+std::pair<int, int> NarrowUpcast(GraphBuilder& g, DType::Scalar scalar) {
+  int r = g.Range(g.Index(4), 0, v1::RangeArg::UPCAST);
+  return {r, g.Node(Node::CAST, scalar, {r})};
 }
 
-// out[uint8(r + 254)] = in[r] over an UPCAST r < 4 of type uint8: elements 254, 255, 0 and 1,
-// which wrap (found by a review helper: a vector store from lane 0's element wrote 254..257).
+// out[uint8(r) + 254] = in[r] over an UPCAST r < 4, the sum in uint8: elements 254, 255, 0 and
+// 1, which wrap (found by a review helper: a vector store from lane 0's element wrote 254..257).
 v1::Graph WrappingVectorStore(int64_t out_size) {
   GraphBuilder g;
   int out = g.Buffer(0, DType::FLOAT32, out_size);
   int in = g.Buffer(1, DType::FLOAT32, 4);
-  int r = NarrowRange(g, DType::UINT8, 4, 0, v1::RangeArg::UPCAST);
+  auto [r, narrow] = NarrowUpcast(g, DType::UINT8);
   int at = g.Node(Node::CAST, DType::INDEX,
-                  {g.Node(Node::ADD, DType::UINT8, {r, g.Int(DType::UINT8, 254)})});
-  int from = g.Node(Node::CAST, DType::INDEX, {r});
+                  {g.Node(Node::ADD, DType::UINT8, {narrow, g.Int(DType::UINT8, 254)})});
+  int from = r;
   return g.Sink({g.End(g.Store(g.Target(out, at), g.Load(in, from)), {r})});
 }
 
@@ -127,12 +124,12 @@ v1::Graph MaskedLoadOfAnEmptyBuffer() {
   return g.Sink({g.Store(g.Target(out, g.Index(0)), g.Load(in, idx))});
 }
 
-// out[uint8(r + 1)] = 7 over an UPCAST r < 4 of type uint8, the index left uint8.
+// out[uint8(r) + 1] = 7 over an UPCAST r < 4, the index left uint8.
 v1::Graph NarrowVectorIndex() {
   GraphBuilder g;
   int out = g.Buffer(0, DType::FLOAT32, 8);
-  int r = NarrowRange(g, DType::UINT8, 4, 0, v1::RangeArg::UPCAST);
-  int at = g.Node(Node::ADD, DType::UINT8, {r, g.Int(DType::UINT8, 1)});
+  auto [r, narrow] = NarrowUpcast(g, DType::UINT8);
+  int at = g.Node(Node::ADD, DType::UINT8, {narrow, g.Int(DType::UINT8, 1)});
   return g.Sink({g.End(g.Store(g.Target(out, at), g.Float(DType::FLOAT32, 7)), {r})});
 }
 
