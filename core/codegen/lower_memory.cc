@@ -50,6 +50,12 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerRegisterAccess(const UOp* index_no
   return access;
 }
 
+void Lowerer::RecordTouched(int slot, Interval elements) {
+  auto [it, fresh] = accessed_.try_emplace(slot, elements);
+  if (!fresh)
+    it->second = {std::min(it->second.min, elements.min), std::max(it->second.max, elements.max)};
+}
+
 absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
   UOPD_ASSIGN_OR_RETURN(const UOp* buffer, Buffer(index_node->src(0)));
   const UOp* idx = index_node->src(1);
@@ -59,6 +65,17 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
   while (idx->op() == Op::kWhere && idx->src(2)->IsInvalid()) {
     conditions.push_back(idx->src(0));
     idx = idx->src(1);
+  }
+  if (idx->IsInvalid()) {
+    // Every guard folded to false (WHERE(false, i, Invalid) is Invalid): an access that never
+    // happens, as tinygrad's loads of it give 0 and its stores drop. Masked off at element 0,
+    // which a load that is not branched reads (so it counts as touched, as below).
+    Access access{slot, 0};
+    access.index = IndexConst(0);
+    access.valid = EmitConst(DType::Of(Scalar::kBool), Arg::Bool(false));
+    if (program_.Global(slot).size > 0) RecordTouched(slot, Interval{0, 0});
+    ++program_.proven_accesses;
+    return access;
   }
   // A load inside the index (a gather: src[idx[i]]) guards its own access: not searched.
   std::vector<const UOp*> stack = {idx};
@@ -90,11 +107,7 @@ absl::StatusOr<Lowerer::Access> Lowerer::LowerAccess(const UOp* index_node) {
   if (!conditions.empty())
     touched = touched.min > touched.max ? Interval{0, 0} : Interval{0, touched.max};
   // A buffer of no elements is never read (Legalize makes its loads constants): nothing touched.
-  if (touched.min <= touched.max && param->size > 0) {
-    auto [it, fresh] = accessed_.try_emplace(slot, touched);
-    if (!fresh)
-      it->second = {std::min(it->second.min, touched.min), std::max(it->second.max, touched.max)};
-  }
+  if (touched.min <= touched.max && param->size > 0) RecordTouched(slot, touched);
   if (bound) {
     ++program_.proven_accesses;
   } else {

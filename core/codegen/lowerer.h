@@ -131,6 +131,8 @@ class Lowerer {
 
   // Splits WHERE(valid, idx, Invalid) (possibly nested) into the conditions and the index.
   absl::StatusOr<Access> LowerAccess(const UOp* index_node);
+  // Widens what slot's accesses may touch (accessed_) to include `elements`.
+  void RecordTouched(int slot, Interval elements);
 
   absl::Status Store(const UOp* store);
 

@@ -276,6 +276,45 @@ TEST_F(ExecutionPlanTest, NarrowVectorIndicesAndEmptyBuffersCompileAndRoundTrip)
   UOPD_ASSERT_OK(DecodeProgramMetadata(EncodeProgramMetadata(spec)));
 }
 
+// out[r] = in[WHERE(9 < 8, 9, Invalid)] + 1 and out2[WHERE(9 < 8, 9, Invalid)] = 5 over r < 8,
+// the guard's 9 spelled as arithmetic ((-(-17 & 7)) & 15) that folds only once simplified.
+v1::Graph AccessesBehindAGuardThatFoldsToFalse() {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, 8);
+  int in = g.Buffer(1, DType::FLOAT32, 8);
+  int out2 = g.Buffer(2, DType::FLOAT32, 8);
+  int r = g.Range(g.Index(8), 0);
+  int nine = g.Node(Node::AND, DType::INDEX,
+                    {g.Node(Node::NEG, DType::INDEX,
+                            {g.Node(Node::AND, DType::INDEX, {g.Index(-17), g.Index(7)})}),
+                     g.Index(15)});
+  int valid = g.Node(Node::CMPLT, DType::BOOL, {nine, g.Index(8)});
+  int idx = g.Node(Node::WHERE, DType::INDEX, {valid, nine, g.Invalid()});
+  int sum = g.Node(Node::ADD, DType::FLOAT32, {g.Load(in, idx), g.Float(DType::FLOAT32, 1)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r}),
+                 g.Store(g.Target(out2, idx), g.Float(DType::FLOAT32, 5))});
+}
+
+// An access whose guard simplifies to false, leaving the Invalid index alone, never happens: its
+// load gives 0 and its store is dropped, as in tinygrad, with any opts. Under UPCAST(0, 4) it was
+// INVALID_ARGUMENT "Invalid appears outside a WHERE(valid, idx, Invalid) guard" (a review
+// helper's random kernels), though the kernel as written ran.
+TEST_F(ExecutionPlanTest, AccessesBehindAGuardThatFoldsToFalseNeverHappen) {
+  for (const OptimizeRequest& request :
+       {OptimizeRequest{OptMode::kNone, {}},
+        OptimizeRequest{OptMode::kOpts, {Opt{OptOp::kUpcast, 0, 4}}}, OptimizeRequest{}}) {
+    KernelBinding binding = Bind(AccessesBehindAGuardThatFoldsToFalse(), {0, 1, 2});
+    binding.optimization = request;
+    auto plan = Build({Floats(std::vector<float>(8, -1)), Floats(std::vector<float>(8, 3)),
+                       Floats(std::vector<float>(8, -1))},
+                      {binding});
+    UOPD_ASSERT_OK(plan);
+    UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+    EXPECT_EQ(Read((*plan)->buffers()[0]), std::vector<float>(8, 1)) << request.Key();
+    EXPECT_EQ(Read((*plan)->buffers()[2]), std::vector<float>(8, -1)) << request.Key();
+  }
+}
+
 TEST_F(ExecutionPlanTest, RefusesBadBindings) {
   auto missing = Build({Floats({0, 0})}, {Bind(AddConst(2, 1), {0, 5})});
   EXPECT_TRUE(StatusIs(missing, absl::StatusCode::kInvalidArgument,
