@@ -48,11 +48,19 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
                          const google::protobuf::RepeatedField<int32_t>& which,
                          google::protobuf::RepeatedPtrField<v1::BufferData>* out) {
   int64_t total = 0;
+  // Each buffer once: a reply's size is then bounded by the plan's buffers (4 MB of indexes of
+  // one empty buffer made a reply of 4 million entries, ~100x the request, charged to no one).
+  std::vector<bool> named(buffers.size(), false);
   for (int32_t index : which) {
     if (index < 0 || index >= static_cast<int>(buffers.size())) {
       return absl::InvalidArgumentError(
           absl::StrCat("return_buffers names buffer ", index, ", which does not exist"));
     }
+    if (named[index]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("return_buffers names buffer ", index, " twice"));
+    }
+    named[index] = true;
     total += static_cast<int64_t>(buffers[index].bytes());
   }
   if (total > kMaxInlineReturn) {
@@ -327,14 +335,16 @@ grpc::Status KernelServiceImpl::Compile(grpc::ServerContext* context,
     } else {
       UOPD_ASSIGN_OR_RETURN(Device * device, ctx_.devices.Get(DeviceOrDefault(request->device())));
       if (request->has_ast()) {
-        // A search runs candidates on the device with scratch buffers: the run right's work.
-        if (request->optimization().mode() == v1::Optimization::SEARCH) {
+        UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
+                              OptimizationOf(request->optimization(), request->ast()));
+        // A search runs candidates on the device with scratch buffers: the run right's work,
+        // whether asked for or the server's default (a compile-only identity searched through
+        // DEFAULT on a daemon started with --optimization=search: a review helper's finding).
+        if (ctx_.programs.optimizer().Resolve(optimization).mode == OptMode::kSearch) {
           UOPD_RETURN_IF_ERROR(who.Require(kRightRun, "search (it runs kernels on the device)"));
         }
         UOPD_ASSIGN_OR_RETURN(auto ast, DecodeAst(ctx_.asts, request->ast(), ctx_.limits));
         UOPD_RETURN_IF_ERROR(CheckNotStopped(watch.flag(), "optimizing"));
-        UOPD_ASSIGN_OR_RETURN(OptimizeRequest optimization,
-                              OptimizationOf(request->optimization(), request->ast()));
         UOPD_ASSIGN_OR_RETURN(
             result, ctx_.programs.Compile(*device, std::move(ast), optimization, watch.flag()));
       } else if (request->has_source()) {

@@ -74,6 +74,23 @@ TEST(HostQuotaKey, GroupsAddressesByTheHostTheyCanComeFrom) {
   EXPECT_NE(HostQuotaKey("ipv6:[2001:db8:1:3::1]:7"), HostQuotaKey("ipv6:[2001:db8:1:2::1]:7"));
 }
 
+// On a daemon that searches by default, a compile-only identity's DEFAULT compile is a search and
+// needs the run right too (it searched before: a review helper's finding); its heuristic compile
+// is served.
+TEST(Identity, ASearchByTheServersDefaultNeedsTheRunRightToo) {
+  const std::string dir = testing::TempDir("default-search");
+  DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache",
+                       {"--identities=" + IdentitiesFile(dir), "--optimization=search"});
+  ASSERT_TRUE(daemon.running());
+  Client bob(daemon.address(), WithToken(kBobToken));
+  EXPECT_TRUE(StatusIs(bob.Compile(CompileOf(ScaleKernel(4, 3.5))),
+                       absl::StatusCode::kPermissionDenied,
+                       {"identity 'bob'", "'run' right", "search"}));
+  v1::CompileRequest heuristic = CompileOf(ScaleKernel(4, 3.5));
+  heuristic.mutable_optimization()->set_mode(v1::Optimization::HEURISTIC);
+  UOPD_EXPECT_OK(bob.Compile(heuristic));
+}
+
 TEST(Identity, TokensNameIdentitiesThatKeepTheirHandlesAcrossConnections) {
   const std::string dir = testing::TempDir("tokens");
   DaemonProcess daemon(UOPD_DAEMON_PATH, dir + "/cache", {"--identities=" + IdentitiesFile(dir)});

@@ -94,6 +94,32 @@ TEST(Security, OffsetsNearTheInt64LimitAreOutOfRange) {
   EXPECT_EQ(*tail, "xy");
 }
 
+// A reply names each buffer once. 4 MB of return_buffers naming one empty buffer made a reply of
+// 4 million entries (the daemon's peak memory 109 MB -> 530 MB for one call, 2.7 GB for six,
+// charged to no quota; a review helper's finding).
+TEST(Security, AReplyReturnsEachBufferOnce) {
+  DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("return-once"));
+  ASSERT_TRUE(daemon.running());
+  Client client(daemon.address());
+  v1::ExecuteRequest request;
+  for (int i = 0; i < 2; ++i) {
+    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(16);
+    buffer->set_data(std::string(64, '\0'));
+  }
+  v1::KernelInvocation* kernel = request.add_kernels();
+  *kernel->mutable_ast() = testing::ScaleKernel(16, 2.0);
+  kernel->add_buffers(0);
+  kernel->add_buffers(1);
+  request.add_return_buffers(0);
+  request.add_return_buffers(1);
+  UOPD_EXPECT_OK(client.Execute(request));
+  request.add_return_buffers(0);
+  EXPECT_TRUE(StatusIs(client.Execute(request), absl::StatusCode::kInvalidArgument,
+                       {"return_buffers names buffer 0 twice"}));
+}
+
 TEST(Security, ClientSourceIsRefusedUnlessTheDaemonAllowsIt) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("no-source"));
   ASSERT_TRUE(daemon.running());

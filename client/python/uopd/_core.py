@@ -379,7 +379,8 @@ class Bindings:
         return invocation
 
     def indices(self, which: Optional[Iterable[Any]]) -> list[int]:
-        return [self.index_of(w, add=False) for w in which or ()]
+        # Once each, in order: the server refuses a buffer named twice.
+        return list(dict.fromkeys(self.index_of(w, add=False) for w in which or ()))
 
 
 def kernels_of(kernels: Union[KernelLike, Sequence[KernelLike]]) -> list[KernelLike]:
