@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/cache/entry_signature.h"
 #include "core/util/status_macros.h"
@@ -63,9 +64,12 @@ grpc::Status CacheServiceImpl::FindMissing(grpc::ServerContext* context,
     if (request->keys_size() > 10'000) {
       return absl::ResourceExhaustedError("at most 10000 keys per call");
     }
+    // Each key once, and asked for presence only: a key repeated 10,000 times in a 650 KB
+    // request copied its 1.86 MB entry each time, 2.6 s of CPU (a review helper's finding).
+    absl::flat_hash_set<absl::string_view> seen;
     for (const std::string& key : request->keys()) {
       UOPD_RETURN_IF_ERROR(CheckKey(key));
-      if (!cache_.GetSerialized(key)) response->add_missing(key);
+      if (seen.insert(key).second && !cache_.Contains(key)) response->add_missing(key);
     }
     return absl::OkStatus();
   });

@@ -59,6 +59,11 @@ class CacheTier {
   // The value, nullopt on a miss (a damaged entry is a miss, and is removed). An error means the
   // tier could not answer; callers treat it as a miss.
   virtual absl::StatusOr<std::optional<std::string>> Get(const std::string& key) = 0;
+  // Whether Get would find `key`, without copying its value where the tier can tell so.
+  virtual bool Contains(const std::string& key) {
+    absl::StatusOr<std::optional<std::string>> value = Get(key);
+    return value.ok() && value->has_value();
+  }
   virtual absl::Status Put(const std::string& key, const std::string& value) = 0;
   // Removes the entry if present (an entry found unusable after the tier's own checks).
   virtual absl::Status Erase(const std::string& key) = 0;

@@ -131,6 +131,13 @@ std::optional<std::string> KernelCache::GetSerialized(const std::string& key_hex
   return std::nullopt;
 }
 
+bool KernelCache::Contains(const std::string& key_hex) {
+  for (const auto& tier : tiers_) {
+    if (tier->vouches_for_hits() && tier->Contains(key_hex)) return true;
+  }
+  return false;
+}
+
 absl::Status KernelCache::PutSerialized(const std::string& key_hex, const std::string& value) {
   absl::StatusOr<CacheEntry> probe = ParseCacheEntry(value);
   if (!probe.ok()) {

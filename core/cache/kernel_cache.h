@@ -56,6 +56,8 @@ class KernelCache {
   // CacheService.Get signs for peers). Put checks the bytes parse as an entry that names
   // `key_hex` (whoever calls it has checked where the entry comes from).
   std::optional<std::string> GetSerialized(const std::string& key_hex);
+  // Whether GetSerialized would find `key_hex`, without copying the entry where a tier can tell.
+  bool Contains(const std::string& key_hex);
   absl::Status PutSerialized(const std::string& key_hex, const std::string& value);
 
   // Drops the entry from every tier: it passed the tiers' checks but could not be used (its

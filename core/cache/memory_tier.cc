@@ -14,6 +14,11 @@ absl::StatusOr<std::optional<std::string>> MemoryTier::Get(const std::string& ke
   return std::optional<std::string>(it->second->second);
 }
 
+bool MemoryTier::Contains(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  return index_.contains(key);
+}
+
 absl::Status MemoryTier::Put(const std::string& key, const std::string& value) {
   const int64_t size = static_cast<int64_t>(key.size() + value.size());
   if (size > capacity_) return absl::OkStatus();  // would evict everything else: keep it out

@@ -19,6 +19,7 @@ class MemoryTier : public CacheTier {
   // Only this process writes it.
   bool vouches_for_hits() const override { return true; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
+  bool Contains(const std::string& key) override;
   absl::Status Put(const std::string& key, const std::string& value) override;
   absl::Status Erase(const std::string& key) override;
 
