@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -333,6 +334,25 @@ absl::Status ExecutionPlan::RunKernel(PreparedKernel& k, const StopFlag* stop) {
 
 absl::StatusOr<std::vector<KernelTiming>> ExecutionPlan::ExecuteWithVars(
     const absl::flat_hash_map<std::string, int64_t>& values, RunOptions options) {
+  {
+    // A run queued behind another (a plan runs once at a time) still ends when its call does:
+    // it held its thread to the end of the run before it, past its deadline (a review helper's
+    // finding). The stop flag has no waiters, so the wait looks at it every few milliseconds.
+    absl::MutexLock turn(&turn_mu_);
+    while (running_) {
+      if (StopRequested(options)) {
+        return absl::CancelledError("the run was cancelled while waiting for another of the plan");
+      }
+      turn_mu_.AwaitWithTimeout(absl::Condition(
+                                    +[](bool* running) { return !*running; }, &running_),
+                                absl::Milliseconds(5));
+    }
+    running_ = true;
+  }
+  absl::Cleanup next_turn = [this] {
+    absl::MutexLock turn(&turn_mu_);
+    running_ = false;
+  };
   absl::MutexLock run_lock(&run_mu_);
   absl::StatusOr<std::vector<KernelTiming>> timings = ExecuteLocked(values, options);
   if (timings.ok() && options.after_run) UOPD_RETURN_IF_ERROR(options.after_run());

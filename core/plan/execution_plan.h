@@ -156,6 +156,10 @@ class ExecutionPlan {
   ThreadPool* pool_;
   std::unique_ptr<LaunchQueue> queue_;  // null: kernels run through Program::Execute
   absl::Mutex run_mu_;                  // serializes runs: they patch vals, dims and the queue
+  // Whether a run holds run_mu_ or is about to: a run waits for it with an eye on its own stop
+  // flag, so it ends with its call instead of when the run before it does.
+  absl::Mutex turn_mu_;
+  bool running_ ABSL_GUARDED_BY(turn_mu_) = false;
 };
 
 }  // namespace uopd

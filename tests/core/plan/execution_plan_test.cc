@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "backends/cpu/cpu_device.h"
 #include "core/cache/memory_tier.h"
 #include "core/cache/program_codec.h"
@@ -532,6 +533,41 @@ TEST_F(ExecutionPlanTest, StopsStartingKernelsOnceCancelled) {
 }
 
 // A stop flag set while a kernel runs stops that kernel (on the CPU) and the run, in both modes.
+// A run waiting for another run of its plan ends when its call does (its stop flag), not when
+// the run before it ends: it held its thread past its deadline (a review helper's finding).
+TEST_F(ExecutionPlanTest, ARunWaitingForAnotherEndsWhenItsCallDoes) {
+  auto plan = Build({Floats({0, 0}), Floats({1, 2})}, {Bind(AddConst(2, 1), {0, 1})});
+  UOPD_ASSERT_OK(plan);
+  absl::Notification first_running, release_first;
+  std::thread first([&] {
+    RunOptions options;
+    options.after_run = [&] {
+      first_running.Notify();
+      release_first.WaitForNotification();
+      return absl::OkStatus();
+    };
+    UOPD_EXPECT_OK((*plan)->ExecuteWithVars({}, std::move(options)));
+  });
+  first_running.WaitForNotification();
+  StopFlag stop;
+  absl::Notification second_ended;
+  absl::Status second_status;
+  std::thread second([&] {
+    RunOptions options;
+    options.stop = &stop;
+    second_status = (*plan)->ExecuteWithVars({}, std::move(options)).status();
+    second_ended.Notify();
+  });
+  stop.Stop();
+  const bool ended = second_ended.WaitForNotificationWithTimeout(absl::Seconds(10));
+  release_first.Notify();
+  first.join();
+  second.join();
+  EXPECT_TRUE(ended) << "the second run waited for the first to end";
+  EXPECT_TRUE(StatusIs(second_status, absl::StatusCode::kCancelled, {"waiting"}));
+  UOPD_EXPECT_OK((*plan)->ExecuteWithVars({})) << "the plan runs again once the first run ended";
+}
+
 TEST_F(ExecutionPlanTest, StopsARunningKernelWhenAsked) {
   for (bool sequential : {true, false}) {
     // Kernel 0 would run for hours; kernel 1 never starts. Two reduce loops: LLVM sums a
