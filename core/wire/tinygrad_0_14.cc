@@ -57,7 +57,8 @@ constexpr int kTarget = 1;
 
 class Translator {
  public:
-  explicit Translator(const v1::Graph& in) : in_(in), n_(in.nodes_size()) {}
+  Translator(const v1::Graph& in, int64_t max_nodes)
+      : in_(in), n_(in.nodes_size()), max_nodes_(max_nodes) {}
 
   absl::StatusOr<v1::Graph> Run() {
     if (n_ == 0) return absl::InvalidArgumentError("the graph has no nodes");
@@ -80,6 +81,13 @@ class Translator {
         absl::StatusOr<int> at = Emit(i, variant);
         if (!at.ok()) return at.status();
         emitted_[i][variant] = *at;
+      }
+      // Checked as it grows (a FLOORDIV becomes about 12 nodes): 100,000 of them took 240 MB
+      // before the decoder's limit refused the result (a review helper's finding).
+      if (out_.nodes_size() > max_nodes_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node ", i, ": the graph's translation from the tinygrad 0.14 dialect has ",
+            out_.nodes_size(), " nodes here, over the limit of ", max_nodes_));
       }
     }
     out_.set_dialect(v1::TINYGRAD_0_12);
@@ -603,6 +611,7 @@ class Translator {
   mutable absl::flat_hash_map<int, bool> mask_outside_reduce_;
   mutable std::map<std::pair<int, std::set<std::vector<int64_t>>>, bool> mask_outside_ranges_;
   mutable int64_t mask_search_edges_ = 0;
+  const int64_t max_nodes_;
   v1::Graph out_;
 };
 
@@ -613,7 +622,7 @@ absl::StatusOr<v1::Graph> TranslateTinygrad014(const v1::Graph& graph, int64_t m
     return absl::InvalidArgumentError(
         absl::StrCat("graph has ", graph.nodes_size(), " nodes, over the limit of ", max_nodes));
   }
-  return Translator(graph).Run();
+  return Translator(graph, max_nodes).Run();
 }
 
 }  // namespace uopd

@@ -155,6 +155,27 @@ TEST(Tinygrad014, ALiteralTakesTheTypeItsConsumerGivesIt) {
   EXPECT_TRUE(index_four);
 }
 
+// The node limit holds for what a graph translates to, as it is made: a FLOORDIV becomes about
+// a dozen nodes, and 100,000 of them took 240 MB before the translated graph was refused.
+TEST(Tinygrad014, ATranslationOverTheNodeLimitStopsAsItPassesIt) {
+  Graph014 k;
+  int four = k.WeakInt(4);
+  int out = k.Param(0, v1::DType::INT32, four);
+  int r = k.Range(four, 0);
+  int value = k.g().Node(v1::Node::CAST, v1::DType::INT32, {r});
+  for (int i = 0; i < 200; ++i) {
+    value = k.g().Node(v1::Node::FLOORDIV, v1::DType::INT32,
+                       {value, k.g().Int(v1::DType::INT32, 2 + i % 3)});
+  }
+  const v1::Graph v014 =
+      k.Sink({k.g().End(k.g().Store(k.Index(out, r, v1::DType::INT32), value), {r})});
+  ASSERT_LT(v014.nodes_size(), 1000);
+  UOPD_EXPECT_OK(TranslateTinygrad014(v014, 10'000).status());
+  auto refused = TranslateTinygrad014(v014, 1000);
+  EXPECT_TRUE(StatusIs(refused, absl::StatusCode::kInvalidArgument,
+                       {"translation from the tinygrad 0.14 dialect", "over the limit of 1000"}));
+}
+
 TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   // 0.12's words in a 0.14 graph.
   GraphBuilder g;
