@@ -21,6 +21,9 @@ constexpr int64_t kDefaultChunk = 1 << 20;
 constexpr int64_t kMaxChunk = (4 << 20) - (64 << 10);  // under the 4 MiB message limit
 // Outputs returned inline must fit one response.
 constexpr int64_t kMaxInlineReturn = (4 << 20) - (256 << 10);
+// What one returned buffer adds to a reply beside its bytes (its index and framing), so that
+// many empty buffers count too.
+constexpr int64_t kReturnedBufferOverhead = 16;
 
 // The session a call names in its `uopd-session` metadata (OpenSession), "" for none.
 std::string SessionOf(const grpc::ServerContextBase& context) {
@@ -61,7 +64,7 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
           absl::StrCat("return_buffers names buffer ", index, " twice"));
     }
     named[index] = true;
-    total += static_cast<int64_t>(buffers[index].bytes());
+    total += static_cast<int64_t>(buffers[index].bytes()) + kReturnedBufferOverhead;
   }
   if (total > kMaxInlineReturn) {
     return absl::ResourceExhaustedError(
