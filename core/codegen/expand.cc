@@ -114,7 +114,7 @@ class Expander {
     if (auto it = memo_.find(memo_key); it != memo_.end()) return it->second;
     const UOp* out = nullptr;
     if (node->op() == Op::kRange && env_.contains(node)) {
-      out = g_.ConstInt(Scalar::kIndex, env_.at(node));
+      out = g_.ConstInt(node->dtype().scalar, env_.at(node));  // a RANGE may be narrower
     } else if (node->op() == Op::kContract) {
       // The fragment: the value once per assignment of the ranges, first range slowest.
       // Its ranges may be an enclosing END's too (the output fragment's): their values there

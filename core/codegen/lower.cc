@@ -52,6 +52,7 @@ absl::StatusOr<LinearProgram> Lowerer::Run(const std::string& name) {
     width_ = static_cast<int>(ConstIntValue(*size));
   }
   UOPD_RETURN_IF_ERROR(CollectSignature());
+  UOPD_RETURN_IF_ERROR(CheckRangesFitTheirDTypes());
   ChooseIndexWidth();
   if (options_.gpu_grid) {
     ChooseGridRanges();
@@ -73,6 +74,23 @@ absl::StatusOr<LinearProgram> Lowerer::Run(const std::string& name) {
                                                           static_cast<int64_t>(it->second.max) + 1};
   }
   return std::move(program_);
+}
+
+absl::Status Lowerer::CheckRangesFitTheirDTypes() {
+  for (const UOp* node : topo_) {
+    if (node->op() != Op::kRange || node->dtype().scalar == Scalar::kIndex) continue;
+    // The counter runs to end - 1 as an INDEX; the RANGE's value is it in its own dtype, which
+    // must hold it. Value ranges take a RANGE for [0, end - 1] in its dtype, and a uint8 range
+    // to 1000 was taken for [0, 255] while its loop ran on (an access proven within 256
+    // elements wrote 744 past them: a review helper's finding).
+    const Int128 last = ranges_.Get(node->src(0)).max - 1;
+    if (last > DTypeRange(node->dtype().scalar).max) {
+      return NodeError(*node, absl::StrCat("a RANGE of dtype ", DTypeToString(node->dtype()),
+                                           " cannot count to ", static_cast<int64_t>(last),
+                                           ", its end's largest value less 1"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Lowerer::CollectSignature() {
@@ -300,7 +318,12 @@ absl::StatusOr<int> Lowerer::Value(const UOp* node) {
       if (it == open_ranges_.end()) {
         return NodeError(*node, "RANGE is used outside the END or REDUCE that closes it");
       }
-      return it->second;
+      if (node->dtype().scalar == Scalar::kIndex) return it->second;
+      // The counter is an INDEX; a RANGE of a narrower integer dtype is its value in that dtype,
+      // which holds it (CheckRangeFitsItsDType).
+      result = Emit(Instr{
+          .kind = InstrKind::kCast, .dtype = node->dtype(), .src = {it->second}, .origin = node});
+      break;
     }
     case Op::kIndex: {
       if (node->dtype().ptr) return NodeError(*node, "a pointer INDEX is used as a value");

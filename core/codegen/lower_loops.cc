@@ -18,7 +18,13 @@ namespace uopd::lowering {
 void Lowerer::ChooseIndexWidth() {
   constexpr Int128 kLimit = (Int128{1} << 31) - 2;
   for (const UOp* node : topo_) {
-    if (node->dtype().ptr || node->dtype().scalar != Scalar::kIndex || node->IsInvalid()) continue;
+    // Every RANGE's counter is an INDEX, whatever the RANGE's own dtype (an int64 one may count
+    // past 2^31).
+    const bool counter = node->op() == Op::kRange;
+    if (!counter &&
+        (node->dtype().ptr || node->dtype().scalar != Scalar::kIndex || node->IsInvalid())) {
+      continue;
+    }
     Interval r = ranges_.Get(node);
     if (r.min < -kLimit || r.max > kLimit) {
       program_.index_bits = 64;

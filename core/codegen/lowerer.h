@@ -37,6 +37,9 @@ class Lowerer {
 
   absl::Status CollectSignature();
 
+  // Every RANGE of an integer dtype other than INDEX holds each value its counter takes.
+  absl::Status CheckRangesFitTheirDTypes();
+
   static int SlotOf(const UOp* buffer);
 
   // The DEFINE_GLOBAL or DEFINE_REG an INDEX's buffer operand names (through AFTERs).

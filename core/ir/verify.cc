@@ -287,11 +287,10 @@ absl::Status VerifyRange(const UOp& node) {
   const DType& dtype = node.dtype();
   UOPD_RETURN_IF_ERROR(ExpectSources(node, 1, 1));
   UOPD_RETURN_IF_ERROR(ExpectArg(node, ArgKind::kRange, "range"));
-  // INDEX only: the loop counter is an INDEX whatever a narrower dtype would say, and value
-  // ranges would take a uint8 range's counter for [0, 255] while its loop runs to the end (a
-  // review helper's finding: a proven access wrote past its view).
-  if (dtype != DType::Of(Scalar::kIndex)) {
-    return Invalid(absl::StrCat("needs dtype index, got ", D(dtype)));
+  // An integer: tinygrad's UOp.range(n, dtype=dtypes.int) is an int32 RANGE. That its dtype
+  // holds every value of its counter is checked when it is lowered, from its end's value range.
+  if (!IsIndexLike(dtype) || dtype.count != 1) {
+    return Invalid(absl::StrCat("needs an integer dtype (index), got ", D(dtype)));
   }
   if (!IsIndexLike(node.src(0)->dtype()) || node.src(0)->IsInvalid()) {
     return Invalid(absl::StrCat("the end must be an integer, got ", OpName(node.src(0)->op()), " ",

@@ -38,12 +38,15 @@ bool IsAlreadyOptimized(const KernelAst& ast) {
 }
 
 // A custom kernel's register arrays (DEFINE_REG) are one per thread: an upcast, unroll or split
-// of a range they are used in would share one array among what were separate iterations. Such
-// kernels run as written (tinygrad's custom kernels ask for no opts either).
+// of a range they are used in would share one array among what were separate iterations. And
+// the optimizer's ranges are INDEX: a split RANGE of a narrower dtype (tinygrad's
+// UOp.range(n, dtype=dtypes.int)) would leave its uses mixing dtypes. Such kernels run as
+// written (tinygrad's custom kernels, where both come from, ask for no opts either).
 namespace {
-bool HasRegisterArrays(const KernelAst& ast) {
+bool RunsAsWritten(const KernelAst& ast) {
   for (const UOp* node : Toposort(ast.root)) {
     if (node->op() == Op::kDefineReg) return true;
+    if (node->op() == Op::kRange && node->dtype().scalar != Scalar::kIndex) return true;
   }
   return false;
 }
@@ -53,10 +56,11 @@ absl::StatusOr<OptimizedKernel> OptimizeKernel(std::shared_ptr<const KernelAst> 
                                                const OptTarget& target,
                                                const OptimizeRequest& request) {
   if (request.mode == OptMode::kNone) return OptimizedKernel{std::move(ast), {}};
-  if (HasRegisterArrays(*ast)) {
+  if (RunsAsWritten(*ast)) {
     if (request.mode == OptMode::kOpts && !request.opts.empty()) {
       return absl::InvalidArgumentError(
-          "opts_to_apply: a kernel with register arrays (DEFINE_REG) runs as written");
+          "opts_to_apply: a kernel with register arrays (DEFINE_REG) or a RANGE of a dtype other "
+          "than index runs as written");
     }
     return OptimizedKernel{std::move(ast), {}};
   }
@@ -89,7 +93,7 @@ std::vector<std::vector<Opt>> HeuristicContendersFor(const std::shared_ptr<const
                                                      const OptTarget& target) {
   // Nothing is timed for kernels too large to rank (before the pre-optimization passes, which
   // cost as much as the rest of a large kernel's optimization).
-  if (IsAlreadyOptimized(*ast) || HasRegisterArrays(*ast) ||
+  if (IsAlreadyOptimized(*ast) || RunsAsWritten(*ast) ||
       Toposort(ast->root).size() > kMaxRankedNodes) {
     return {};
   }

@@ -60,7 +60,7 @@ struct PreparedKernel {
   std::vector<int> dependencies;         // ids of kernels that must finish first
   std::vector<void*> buffer_ptrs;        // device addresses, by slot
   std::vector<const void*> buffer_ids;   // storage identity, by slot
-  std::vector<RuntimeVar> runtime_vars;  // variables a run must supply (not fixed, not core_*)
+  std::vector<RuntimeVar> runtime_vars;  // the variables a run must supply (not fixed)
 };
 
 struct KernelTiming {

@@ -17,7 +17,7 @@
 #   TINYGRAD_PYTEST_ARGS  more pytest arguments for the tinygrad suites (e.g. "-k conv")
 #   TINYGRAD_VENV    use this virtualenv instead (kept: the test dependencies and the package are
 #                    installed into it; run_test_ops.sh passes one with torch)
-#   TINYGRAD_SRC     an unpacked tinygrad-0.12.0 sdist (default: BUILD_DIR/tinygrad-src/tinygrad-0.12.0,
+#   TINYGRAD_SRC     an unpacked tinygrad-0.12.0 sdist (default: BUILD_DIR/tinygrad-src-0.12.0/tinygrad-0.12.0,
 #                    fetched once with `pip download --no-binary :all: tinygrad==0.12.0`)
 #   KEEP_RESULTS     a folder to leave the junit XML reports and the daemon's log in
 #   COMPILE_CACHE    a folder for both devices' compiled-kernel caches (the daemon's --cache_dir and
@@ -64,16 +64,18 @@ pip_install "$venv/bin/python" -m pip install --no-deps --no-build-isolation --n
 rm -rf "$copy/build"
 py=$venv/bin/python
 
-tgsrc=${TINYGRAD_SRC:-$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION}
+# A folder per version: the 0.12 and 0.14 comparisons run side by side.
+srcdir=$build/tinygrad-src-$TINYGRAD_VERSION
+tgsrc=${TINYGRAD_SRC:-$srcdir/tinygrad-$TINYGRAD_VERSION}
 tgtests=${TINYGRAD_TESTS:-$src/../shared/tinygrad-tests}
 if [ "$TINYGRAD_VERSION" != 0.12.0 ] && [ -f "$tgtests/test/test_tiny.py" ]; then
   tgsrc=$(cd "$tgtests" && pwd)
 elif [ ! -f "$tgsrc/test/test_tiny.py" ]; then
-  rm -rf "$build/tinygrad-src" && mkdir -p "$build/tinygrad-src"
+  rm -rf "$srcdir" && mkdir -p "$srcdir"
   pip_install "$py" -m pip download --no-deps --no-binary :all: "tinygrad==$TINYGRAD_VERSION" \
-    -d "$build/tinygrad-src"
-  tar -xzf "$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION.tar.gz" -C "$build/tinygrad-src"
-  tgsrc=$build/tinygrad-src/tinygrad-$TINYGRAD_VERSION
+    -d "$srcdir"
+  tar -xzf "$srcdir/tinygrad-$TINYGRAD_VERSION.tar.gz" -C "$srcdir"
+  tgsrc=$srcdir/tinygrad-$TINYGRAD_VERSION
 fi
 
 work=$(mktemp -d)

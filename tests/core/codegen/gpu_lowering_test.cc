@@ -137,9 +137,6 @@ std::pair<std::string, bool> Resolved(const Device& device,
 
 bool NamesTensorCores(const std::string& opts) { return opts.find("TC") != std::string::npos; }
 
-// A GPU on which the tensor core lowering computes something else: the timing drops it, and
-// tinygrad's list without tensor cores is what every worker runs. Where every contender is
-// wrong, only the kernel as written is.
 // out[50 + 10 * r0 + r1] = 1 over GLOBAL ranges r0 < n0 and r1 < n1, with n0 and n1 variables
 // of [-5, 10]: every access proven within out's 150 elements, as a range is [0, end - 1].
 v1::Graph StoreOverTwoSymbolicGridRanges() {
@@ -184,6 +181,9 @@ TEST(GpuLowering, GridRangesWithNegativeEndsHaveNoThreads) {
   }
 }
 
+// A GPU on which the tensor core lowering computes something else: the timing drops it, and
+// tinygrad's list without tensor cores is what every worker runs. Where every contender is
+// wrong, only the kernel as written is.
 TEST(GpuLowering, AWrongTensorCoreLoweringIsNeverWhatRuns) {
   auto ast = DecodeKernelAst(testing::Matmul(64, 64, 64, v1::DType::FLOAT16, v1::DType::FLOAT32));
   UOPD_ASSERT_OK(ast);

@@ -95,22 +95,25 @@ v1::Graph CopyIntoSecondHalf(int64_t n) {
   return g.Sink({g.End(g.Store(g.Target(out, shifted), g.Load(in, r)), {r})});
 }
 
-// An UPCAST range r < 4 (INDEX, as every RANGE) and its value as `scalar`.
-std::pair<int, int> NarrowUpcast(GraphBuilder& g, DType::Scalar scalar) {
-  int r = g.Range(g.Index(4), 0, v1::RangeArg::UPCAST);
-  return {r, g.Node(Node::CAST, scalar, {r})};
+// A RANGE of a narrow integer type.
+int NarrowRange(GraphBuilder& g, DType::Scalar scalar, int64_t end, int axis,
+                v1::RangeArg::AxisType type) {
+  int n = g.Node(Node::RANGE, scalar, {g.Int(scalar, end)});
+  g.Mut(n)->mutable_arg()->mutable_range()->add_axis(axis);
+  g.Mut(n)->mutable_arg()->mutable_range()->set_type(type);
+  return n;
 }
 
-// out[uint8(r) + 254] = in[r] over an UPCAST r < 4, the sum in uint8: elements 254, 255, 0 and
-// 1, which wrap (found by a review helper: a vector store from lane 0's element wrote 254..257).
+// out[uint8(r + 254)] = in[r] over an UPCAST r < 4 of type uint8: elements 254, 255, 0 and 1,
+// which wrap (found by a review helper: a vector store from lane 0's element wrote 254..257).
 v1::Graph WrappingVectorStore(int64_t out_size) {
   GraphBuilder g;
   int out = g.Buffer(0, DType::FLOAT32, out_size);
   int in = g.Buffer(1, DType::FLOAT32, 4);
-  auto [r, narrow] = NarrowUpcast(g, DType::UINT8);
+  int r = NarrowRange(g, DType::UINT8, 4, 0, v1::RangeArg::UPCAST);
   int at = g.Node(Node::CAST, DType::INDEX,
-                  {g.Node(Node::ADD, DType::UINT8, {narrow, g.Int(DType::UINT8, 254)})});
-  int from = r;
+                  {g.Node(Node::ADD, DType::UINT8, {r, g.Int(DType::UINT8, 254)})});
+  int from = g.Node(Node::CAST, DType::INDEX, {r});
   return g.Sink({g.End(g.Store(g.Target(out, at), g.Load(in, from)), {r})});
 }
 
@@ -125,12 +128,12 @@ v1::Graph MaskedLoadOfAnEmptyBuffer() {
   return g.Sink({g.Store(g.Target(out, g.Index(0)), g.Load(in, idx))});
 }
 
-// out[uint8(r) + 1] = 7 over an UPCAST r < 4, the index left uint8.
+// out[uint8(r + 1)] = 7 over an UPCAST r < 4 of type uint8, the index left uint8.
 v1::Graph NarrowVectorIndex() {
   GraphBuilder g;
   int out = g.Buffer(0, DType::FLOAT32, 8);
-  auto [r, narrow] = NarrowUpcast(g, DType::UINT8);
-  int at = g.Node(Node::ADD, DType::UINT8, {narrow, g.Int(DType::UINT8, 1)});
+  int r = NarrowRange(g, DType::UINT8, 4, 0, v1::RangeArg::UPCAST);
+  int at = g.Node(Node::ADD, DType::UINT8, {r, g.Int(DType::UINT8, 1)});
   return g.Sink({g.End(g.Store(g.Target(out, at), g.Float(DType::FLOAT32, 7)), {r})});
 }
 
@@ -314,6 +317,40 @@ TEST_F(ExecutionPlanTest, AccessesBehindAGuardThatFoldsToFalseNeverHappen) {
     EXPECT_EQ(Read((*plan)->buffers()[0]), std::vector<float>(8, 1)) << request.Key();
     EXPECT_EQ(Read((*plan)->buffers()[2]), std::vector<float>(8, -1)) << request.Key();
   }
+}
+
+// out[CAST(index, r + 5)] = 1 over a RANGE r of `scalar` to `end`, the sum in `scalar`.
+v1::Graph StoreOverANarrowRange(DType::Scalar scalar, int64_t end, int64_t out_size) {
+  GraphBuilder g;
+  int out = g.Buffer(0, DType::FLOAT32, out_size);
+  int r = g.Node(Node::RANGE, scalar, {g.Index(end)});  // the end an index, as tinygrad's
+  g.Mut(r)->mutable_arg()->mutable_range()->add_axis(0);
+  g.Mut(r)->mutable_arg()->mutable_range()->set_type(v1::RangeArg::LOOP);
+  int at = g.Node(Node::CAST, DType::INDEX, {g.Node(Node::ADD, scalar, {r, g.Int(scalar, 5)})});
+  return g.Sink({g.End(g.Store(g.Target(out, at), g.Float(DType::FLOAT32, 1)), {r})});
+}
+
+// A RANGE of a narrower integer dtype (tinygrad's UOp.range(n, dtype=dtypes.int)) runs when its
+// dtype holds every value its counter takes, and computes in that dtype; one that cannot count
+// to its end is refused. Before, a uint8 RANGE to 1000 over 256 elements was proven (value ranges
+// took it for [0, 255]) and its loop wrote 744 elements past them; arithmetic in its dtype was
+// INTERNAL (LLVM IR mixing i8 and i32) (a review helper's finding).
+TEST_F(ExecutionPlanTest, ANarrowRangeRunsWhereItsDTypeHoldsItsCounter) {
+  for (DType::Scalar scalar : {DType::INT32, DType::UINT8, DType::INT16}) {
+    auto plan = Build({Floats(std::vector<float>(16, 0))},
+                      {Bind(StoreOverANarrowRange(scalar, 8, 16), {0})});
+    UOPD_ASSERT_OK(plan);
+    UOPD_ASSERT_OK((*plan)->ExecuteWithVars({}));
+    std::vector<float> expected(16, 0);
+    for (int i = 5; i < 13; ++i) expected[i] = 1;
+    EXPECT_EQ(Read((*plan)->buffers()[0]), expected) << DType::Scalar_Name(scalar);
+  }
+  BufferView base = Floats(std::vector<float>(1200, -1));
+  auto past = Build({*BufferView::Of(base, 0, Scalar::kFloat32, 256)},
+                    {Bind(StoreOverANarrowRange(DType::UINT8, 1000, 256), {0})});
+  EXPECT_TRUE(StatusIs(past, absl::StatusCode::kInvalidArgument,
+                       {"RANGE", "uint8", "cannot count to 999"}));
+  EXPECT_EQ(Read(base), std::vector<float>(1200, -1));
 }
 
 TEST_F(ExecutionPlanTest, RefusesBadBindings) {
@@ -532,7 +569,6 @@ TEST_F(ExecutionPlanTest, StopsStartingKernelsOnceCancelled) {
   }
 }
 
-// A stop flag set while a kernel runs stops that kernel (on the CPU) and the run, in both modes.
 // A run waiting for another run of its plan ends when its call does (its stop flag), not when
 // the run before it ends: it held its thread past its deadline (a review helper's finding).
 TEST_F(ExecutionPlanTest, ARunWaitingForAnotherEndsWhenItsCallDoes) {
@@ -568,6 +604,7 @@ TEST_F(ExecutionPlanTest, ARunWaitingForAnotherEndsWhenItsCallDoes) {
   UOPD_EXPECT_OK((*plan)->ExecuteWithVars({})) << "the plan runs again once the first run ended";
 }
 
+// A stop flag set while a kernel runs stops that kernel (on the CPU) and the run, in both modes.
 TEST_F(ExecutionPlanTest, StopsARunningKernelWhenAsked) {
   for (bool sequential : {true, false}) {
     // Kernel 0 would run for hours; kernel 1 never starts. Two reduce loops: LLVM sums a
