@@ -183,6 +183,17 @@ bool DiskTier::Authentic(const std::string& key, absl::string_view payload,
   });
 }
 
+bool DiskTier::Contains(const std::string& key) {
+  if (!ValidKey(key)) return false;
+  absl::StatusOr<Fd> shard = OpenShard(ShardOf(key), /*create=*/false);
+  if (!shard.ok()) return false;
+  // A regular file of at most an entry's size, not read: one damaged inside is a miss when
+  // read, and removed then (a FindMissing that said it was here was advice, not a promise).
+  struct stat info;
+  return fstatat(shard->get(), FileOf(key).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(info.st_mode) && info.st_size <= static_cast<off_t>(kHeaderSize + kMaxEntryBytes);
+}
+
 absl::StatusOr<std::optional<std::string>> DiskTier::Get(const std::string& key) {
   if (!ValidKey(key)) return absl::InvalidArgumentError("cache keys are 64 lowercase hex digits");
   absl::StatusOr<Fd> shard = OpenShard(ShardOf(key), /*create=*/false);

@@ -51,6 +51,7 @@ class DiskTier : public CacheTier {
   // Every hit passed its MAC under the daemon's secret.
   bool vouches_for_hits() const override { return true; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
+  bool Contains(const std::string& key) override;
   // Get and Put: FAILED_PRECONDITION when the entry's shard folder is not a folder (a symbolic
   // link), which Get's callers take as a miss and Put's as a failed write.
   absl::Status Put(const std::string& key, const std::string& value) override;

@@ -266,6 +266,13 @@ absl::StatusOr<std::optional<std::string>> RedisTier::Command(
   return result;
 }
 
+bool RedisTier::Contains(const std::string& key) {
+  // The magic only, not the value: what FindMissing needs (a value whose signature does not
+  // hold is a miss when read, and replaced then).
+  auto head = Command({"GETRANGE", options_.prefix + key, "0", absl::StrCat(kMagic.size() - 1)});
+  return head.ok() && head->has_value() && **head == kMagic;
+}
+
 absl::StatusOr<std::optional<std::string>> RedisTier::Get(const std::string& key) {
   auto value = Command({"GETRANGE", options_.prefix + key, "0",
                         absl::StrCat(options_.max_value_bytes)});  // at most one byte too many

@@ -79,6 +79,7 @@ class RedisTier : public CacheTier {
   // Every hit carries the cluster key's signature.
   bool vouches_for_hits() const override { return true; }
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override;
+  bool Contains(const std::string& key) override;
   // Queued for the background publisher: returns at once.
   absl::Status Put(const std::string& key, const std::string& value) override;
   absl::Status Erase(const std::string& key) override;

@@ -102,6 +102,11 @@ TEST(DiskTier, StoresAcrossReopeningAndDropsDamagedEntries) {
   EXPECT_FALSE(std::filesystem::exists((*tier)->PathOf(Key('b'))));
   EXPECT_TRUE(
       testing::StatusIs((*tier)->Get("../../etc/passwd"), absl::StatusCode::kInvalidArgument));
+  // Presence, as FindMissing asks it, reads no entry.
+  EXPECT_TRUE((*tier)->Contains(Key('a')));
+  EXPECT_FALSE((*tier)->Contains(Key('b')));
+  EXPECT_FALSE((*tier)->Contains(Key('z')));
+  EXPECT_FALSE((*tier)->Contains("../../etc/passwd"));
 }
 
 // A file no daemon wrote, larger than any entry (planted by whoever can write the folder), is

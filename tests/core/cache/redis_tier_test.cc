@@ -93,6 +93,11 @@ TEST(RedisTier, PublishesInTheBackgroundAndReadsBack) {
   ASSERT_TRUE(tier.Flush(absl::Seconds(10)));
   EXPECT_EQ(GetValue(tier, Key('a')), "alpha");
   EXPECT_EQ(GetValue(tier, Key('b')), big);
+  // Presence, as FindMissing asks it, reads the entry's first bytes only.
+  EXPECT_TRUE(tier.Contains(Key('b')));
+  EXPECT_FALSE(tier.Contains(Key('z')));
+  redis.Command({"SET", "test:" + Key('j'), "junk"});
+  EXPECT_FALSE(tier.Contains(Key('j')));
   TierStats s = tier.stats();
   EXPECT_EQ(s.published, 2);
   EXPECT_EQ(s.hits, 2);
