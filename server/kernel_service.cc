@@ -21,9 +21,11 @@ constexpr int64_t kDefaultChunk = 1 << 20;
 constexpr int64_t kMaxChunk = (4 << 20) - (64 << 10);  // under the 4 MiB message limit
 // Outputs returned inline must fit one response.
 constexpr int64_t kMaxInlineReturn = (4 << 20) - (256 << 10);
-// What one returned buffer adds to a reply beside its bytes (its index and framing), so that
-// many empty buffers count too.
+// What one returned buffer adds to a reply beside its bytes (its index and framing), and how
+// much of the 256 KiB the reply keeps beside kMaxInlineReturn such overheads may take: many
+// empty buffers count too.
 constexpr int64_t kReturnedBufferOverhead = 16;
+constexpr int64_t kMaxReturnOverhead = 128 << 10;
 
 // The session a call names in its `uopd-session` metadata (OpenSession), "" for none.
 std::string SessionOf(const grpc::ServerContextBase& context) {
@@ -64,11 +66,12 @@ absl::Status FillOutputs(const std::vector<BufferView>& buffers,
           absl::StrCat("return_buffers names buffer ", index, " twice"));
     }
     named[index] = true;
-    total += static_cast<int64_t>(buffers[index].bytes()) + kReturnedBufferOverhead;
+    total += static_cast<int64_t>(buffers[index].bytes());
   }
-  if (total > kMaxInlineReturn) {
+  if (total > kMaxInlineReturn ||
+      static_cast<int64_t>(which.size()) * kReturnedBufferOverhead > kMaxReturnOverhead) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("returning ", total,
+        absl::StrCat("returning ", which.size(), " buffers of ", total,
                      " bytes inline exceeds the message limit; bind a buffer handle and "
                      "read it with ReadBuffer"));
   }
