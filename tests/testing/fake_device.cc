@@ -63,8 +63,9 @@ class FakeProgram : public Program {
                                param.size * ScalarItemSize(param.dtype.scalar));
     }
     absl::flat_hash_map<std::string, int64_t> vars;
-    for (size_t i = 0; i < spec_.var_names.size() && i < vals.size(); ++i) {
-      vars[spec_.var_names[i]] = vals[i];
+    // The client's variables lead the values, in spec.vars' order (runtime ones follow).
+    for (size_t i = 0; i < spec_.vars.size() && i < vals.size(); ++i) {
+      vars[spec_.vars[i].name] = vals[i];
     }
     if (absl::Status run = Interpret(*ast_, bytes, vars); !run.ok()) return run;
     if (counters_->miscomputes && counters_->miscomputes(spec_)) {
