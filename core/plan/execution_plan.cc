@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/ir/value_range.h"
 #include "core/util/status_macros.h"
 
 namespace uopd {
@@ -265,7 +267,13 @@ std::vector<RuntimeVar> ExecutionPlan::RuntimeVars() const {
       if (!inserted) {
         it->second.min = std::max(it->second.min, var.min);
         it->second.max = std::min(it->second.max, var.max);
-        it->second.multiple = std::lcm(it->second.multiple, var.multiple);
+        // Multiples of both; past int64 (large coprime multiples: std::lcm overflowed, UB), no
+        // value but 0 is one, which the largest int64 says as well.
+        const int64_t a = it->second.multiple, b = var.multiple;
+        const Int128 lcm = Int128{a} / std::gcd(a, b) * b;
+        it->second.multiple = lcm > std::numeric_limits<int64_t>::max()
+                                  ? std::numeric_limits<int64_t>::max()
+                                  : static_cast<int64_t>(lcm);
       }
     }
   }

@@ -3,6 +3,7 @@
 #include "core/plan/execution_plan.h"
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -528,6 +529,12 @@ TEST_F(ExecutionPlanTest, AValueThatIsNotAMultipleOfItsVariablesMultipleIsRefuse
   auto both = Build({out}, {Bind(Symbolic(4), {0}), Bind(Symbolic(6), {0})});
   UOPD_ASSERT_OK(both);
   EXPECT_EQ((*both)->RuntimeVars()[0].multiple, 12);
+  // Coprime multiples whose least common multiple passes int64 (std::lcm overflowed: undefined
+  // behaviour, a review helper's note): no value but 0 is a multiple of both.
+  auto huge = Build({out}, {Bind(Symbolic((int64_t{1} << 32) + 15), {0}),
+                            Bind(Symbolic((int64_t{1} << 32) + 17), {0})});
+  UOPD_ASSERT_OK(huge);
+  EXPECT_EQ((*huge)->RuntimeVars()[0].multiple, std::numeric_limits<int64_t>::max());
 }
 
 // out[i] = x[i] != 0 ? 0 : 0 (tinygrad's gradient of x**0): the optimizer's passes fold the
