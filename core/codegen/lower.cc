@@ -320,7 +320,7 @@ absl::StatusOr<int> Lowerer::Value(const UOp* node) {
       }
       if (node->dtype().scalar == Scalar::kIndex) return it->second;
       // The counter is an INDEX; a RANGE of a narrower integer dtype is its value in that dtype,
-      // which holds it (CheckRangeFitsItsDType).
+      // which holds it (CheckRangesFitTheirDTypes).
       result = Emit(Instr{
           .kind = InstrKind::kCast, .dtype = node->dtype(), .src = {it->second}, .origin = node});
       break;

@@ -72,8 +72,9 @@ struct KernelTiming {
 struct RunOptions {
   // Run kernels one by one in submission order on the calling thread (for comparison).
   bool sequential = false;
-  // Asked before each kernel starts (from any thread); once it returns true, no further kernel
-  // starts and the run ends with CANCELLED. Kernels already running finish. Null: never.
+  // Asked before each kernel starts (from any thread), and while the run waits for another run
+  // of the plan to end; once it returns true, no further kernel starts and the run ends with
+  // CANCELLED. Kernels already running finish. Null: never.
   std::function<bool()> cancelled;
   // Once set, no further kernel starts, and kernels running on devices that can be interrupted
   // (the CPU) stop early; the run ends with CANCELLED. Null: never.

@@ -62,6 +62,24 @@ v1::CompileRequest ClientSource(Client& client, const v1::Graph& graph, const st
   return request;
 }
 
+// out[i] = in[i] * factor over 4 float32, both buffers inline (in = 1, 2, 3, 4), returning out.
+v1::ExecuteRequest ScaleRequest(double factor) {
+  v1::ExecuteRequest request;
+  for (int i = 0; i < 2; ++i) {
+    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
+    buffer->set_dtype(DType::FLOAT32);
+    buffer->set_size(4);
+  }
+  const float in[4] = {1, 2, 3, 4};
+  request.mutable_buffers(1)->mutable_inline_()->set_data(
+      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
+  *request.add_kernels()->mutable_ast() = ScaleKernel(4, factor);
+  request.mutable_kernels(0)->add_buffers(0);
+  request.mutable_kernels(0)->add_buffers(1);
+  request.add_return_buffers(0);
+  return request;
+}
+
 TEST(Security, OffsetsNearTheInt64LimitAreOutOfRange) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("offsets"));
   ASSERT_TRUE(daemon.running());
@@ -101,18 +119,7 @@ TEST(Security, AReplyReturnsEachBufferOnce) {
   DaemonProcess daemon(UOPD_DAEMON_PATH, testing::TempDir("return-once"));
   ASSERT_TRUE(daemon.running());
   Client client(daemon.address());
-  v1::ExecuteRequest request;
-  for (int i = 0; i < 2; ++i) {
-    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
-    buffer->set_dtype(DType::FLOAT32);
-    buffer->set_size(16);
-    buffer->set_data(std::string(64, '\0'));
-  }
-  v1::KernelInvocation* kernel = request.add_kernels();
-  *kernel->mutable_ast() = testing::ScaleKernel(16, 2.0);
-  kernel->add_buffers(0);
-  kernel->add_buffers(1);
-  request.add_return_buffers(0);
+  v1::ExecuteRequest request = ScaleRequest(2.0);
   request.add_return_buffers(1);
   UOPD_EXPECT_OK(client.Execute(request));
   request.add_return_buffers(0);
@@ -477,20 +484,7 @@ TEST(Security, CacheEntriesAreNotReadableWithoutTheRight) {
 
 // Runs out[i] = in[i] * factor through `client` and returns out[1].
 float RunScale(Client& client, double factor) {
-  v1::ExecuteRequest request;
-  for (int i = 0; i < 2; ++i) {
-    v1::InlineBuffer* buffer = request.add_buffers()->mutable_inline_();
-    buffer->set_dtype(DType::FLOAT32);
-    buffer->set_size(4);
-  }
-  const float in[4] = {1, 2, 3, 4};
-  request.mutable_buffers(1)->mutable_inline_()->set_data(
-      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
-  *request.add_kernels()->mutable_ast() = ScaleKernel(4, factor);
-  request.mutable_kernels(0)->add_buffers(0);
-  request.mutable_kernels(0)->add_buffers(1);
-  request.add_return_buffers(0);
-  auto response = client.Execute(request);
+  auto response = client.Execute(ScaleRequest(factor));
   EXPECT_TRUE(response.ok()) << response.status();
   if (!response.ok()) return -1;
   float out[4];
