@@ -16,6 +16,17 @@ import time
 from typing import Any, Optional
 
 
+def _tinygrad_is_014() -> bool:
+    try:
+        from importlib.metadata import version
+        return tuple(int(x) for x in version("tinygrad").split(".")[:2]) >= (0, 14)
+    except Exception:
+        return False
+
+
+TINYGRAD_14 = _tinygrad_is_014()
+
+
 def ir_name(name: str) -> str:
     """A tinygrad kernel name without its terminal colours."""
     import re
@@ -38,6 +49,11 @@ class TinygradBackend:
         return self.model.run_sample()
 
     def kernels(self, reps: int, alt_opts: Optional[dict[str, str]] = None) -> list[dict]:
+        if TINYGRAD_14:
+            return self._kernels14(reps, alt_opts)
+        return self._kernels12(reps, alt_opts)
+
+    def _kernels12(self, reps: int, alt_opts: Optional[dict[str, str]] = None) -> list[dict]:
         """Each kernel of the captured JIT run alone `reps` times on the current inputs: its AST key,
         name, opts and median device time (tinygrad: the CPU queue's timestamps; UOPD: the daemon's
         kernel timing). On UOPD, `alt_opts` (AST key -> opts in tinygrad's spelling) also times each
@@ -67,7 +83,98 @@ class TinygradBackend:
             captured.jit_cache[j].bufs[i] = None
         return out
 
+    def _programs14(self) -> list[Any]:
+        """tinygrad 0.14: the kernel CALLs of the captured JIT in the order it runs them, the ones
+        the device's graph batches taken out of their batch (their PARAMs name JIT inputs)."""
+        from tinygrad.uop.ops import Ops
+        calls = []
+        for call in self.model.jit().captured.linear.src:
+            if call.src[0].op is Ops.CUSTOM_FUNCTION and call.src[0].arg == "graph":
+                calls.extend(call.src[0].src[0].src)
+            else:
+                calls.append(call)
+        return [c for c in calls if c.src[0].op is Ops.PROGRAM]
+
+    def _kernels14(self, reps: int, alt_opts: Optional[dict[str, str]] = None) -> list[dict]:
+        """kernels() on tinygrad 0.14, whose JIT holds a linear of CALLs: each kernel run alone
+        through tinygrad's own exec_kernel. Kernels are matched across devices by name (0.14's
+        CPU program holds its rewritten AST, so the two sides' AST keys differ)."""
+        from tinygrad.engine.jit import _prepare_jit_inputs
+        from tinygrad.engine.realize import ExecContext, exec_kernel
+        input_uops, var_vals, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
+        ctx = ExecContext(var_vals, tuple(input_uops), update_stats=False, wait=True)
+        out = []
+        for call in self._programs14():
+            prg = call.src[0]
+            times = [sum(t or 0.0 for t in exec_kernel(ctx, call, prg)) for _ in range(reps + 1)]
+            times = sorted(times[1:])
+            row = {"key": ir_name(prg.arg.name), "name": prg.arg.name, "opts": self._opts14(call),
+                   "us": times[len(times) // 2] * 1e6}
+            if alt_opts and row["key"] in alt_opts:
+                row["alt_us"] = self._time_with14(call, var_vals, alt_opts[row["key"]], reps)
+            out.append(row)
+        return out
+
+    def _runtime14(self, call: Any) -> Any:
+        from tinygrad.engine.realize import get_runtime
+        device = call.src[1].device
+        return get_runtime(device if isinstance(device, str) else device[0], call.src[0])
+
+    def _opts14(self, call: Any) -> str:
+        if self.device == "UOPD":
+            k = self._runtime14(call).kernel
+            if not hasattr(self, "_opts_cache"):
+                self._opts_cache: dict[bytes, str] = {}
+            if k.key not in self._opts_cache:
+                rt = self._runtime14(call)
+                reply = rt.dev.client.compile(k.graph, device=k.remote, optimization=k.optimization)
+                self._opts_cache[k.key] = " ".join(_opt_str(o.op, o.axis if o.HasField("axis") else None, o.arg)
+                                                   for o in reply.applied_opts)
+            return self._opts_cache[k.key]
+        info = call.src[0].src[0].arg  # the CPU program's rewritten SINK: its KernelInfo
+        return " ".join(_opt_str(o.op.name, o.axis, o.arg) for o in (getattr(info, "applied_opts", None) or ()))
+
+    def _time_with14(self, call: Any, var_vals: dict, opts: str, reps: int) -> Optional[float]:
+        import uopd
+        from tinygrad.engine.jit import _prepare_jit_inputs
+        from tinygrad.engine.realize import resolve_params
+        prg, rt = call.src[0], self._runtime14(call)
+        input_uops, _, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
+        bufs = [b.buffer.ensure_allocated()._buf for b in resolve_params(call, tuple(input_uops))]
+        k, views = rt.kernel.bound(rt.dev.device, tuple(bufs[i] for i in prg.arg.globals))
+        values = {v.arg.name: int(var_vals[v.arg.name]) for v in k.vars if v.arg.name in var_vals}
+        kernel = uopd.Kernel(k.graph, views, optimization=opts or "none")
+        times = []
+        try:
+            for _ in range(reps + 1):
+                t = rt.dev.client.execute([kernel], vars=values, device=rt.dev.remote).timings[0]
+                times.append((t.end_ns - t.start_ns) * 1e-3)
+        except Exception as e:  # an opt uopd refuses
+            print(f"alt opts {opts!r} for {prg.arg.name}: {e}", file=sys.stderr)
+            return None
+        times = sorted(times[1:])
+        return times[len(times) // 2]
+
+    def _call_breakdown14(self, reps: int) -> dict:
+        from tinygrad.engine.jit import _prepare_jit_inputs
+        from tinygrad.engine.realize import run_linear
+        captured = self.model.jit().captured
+        input_uops, var_vals, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
+        walls = []
+        for _ in range(reps + 1):
+            st = time.perf_counter()
+            run_linear(captured.linear, var_vals, input_uops=input_uops, update_stats=False, jit=True, wait=True)
+            walls.append(time.perf_counter() - st)
+        walls = sorted(walls[1:])
+        return {"wall_ms": walls[len(walls) // 2] * 1e3, "device_ms": float("nan"),
+                "batches": len(captured.linear.src), "kernels": len(self._programs14())}
+
     def call_breakdown(self, reps: int) -> dict:
+        if TINYGRAD_14:
+            return self._call_breakdown14(reps)
+        return self._call_breakdown12(reps)
+
+    def _call_breakdown12(self, reps: int) -> dict:
         """One JIT call, `reps` times: its wall time from Python and the device's own time for the
         batches it runs (tinygrad: the CPU graph's queue timestamps; UOPD: first kernel start to
         last kernel end of each RunPlan, as the daemon reports them)."""
