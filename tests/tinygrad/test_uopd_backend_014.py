@@ -204,6 +204,49 @@ class TestFp8(unittest.TestCase):
                 np.testing.assert_array_equal(got, want, err_msg=str(dt))
 
 
+class TestGlobalCounters(unittest.TestCase):
+    """What a run adds to GlobalCounters below DEBUG=2, as tinygrad's own devices count it: the
+    bytes of memory its kernels touch, and their operations (UOPD counted 0 of both before)."""
+
+    def _counted(self, fn):
+        from tinygrad.helpers import GlobalCounters
+        GlobalCounters.reset()
+        fn()
+        return GlobalCounters.global_ops, GlobalCounters.global_mem
+
+    def test_a_slice_assignment_touches_its_slice(self):
+        from tinygrad import dtypes
+        t = Tensor.zeros(100, dtype=dtypes.int32).contiguous().realize()
+        v = Tensor(np.arange(30, dtype=np.int32)).realize()
+
+        def assign() -> None:
+            t[20:50] = v
+            t.realize()
+        _, mem = self._counted(assign)
+        self.assertEqual(mem, 30 * 4 * 2)  # 30 elements read, 30 written
+        np.testing.assert_array_equal(t.numpy()[20:50], np.arange(30))
+
+    def test_elementwise_and_reduction_count_their_operations(self):
+        a = Tensor(np.arange(1024, dtype=np.float32)).realize()
+        b = Tensor.ones(1024).contiguous().realize()
+        ops, mem = self._counted(lambda: (a * b + 2).realize())
+        self.assertEqual((ops, mem), (2 * 1024, 3 * 1024 * 4))  # a multiply and an add each
+        m = Tensor.ones(32, 64).contiguous().realize()
+        ops, mem = self._counted(lambda: m.sum(1).realize())
+        self.assertGreaterEqual(ops, 32 * 63)  # an add per element beyond each row's first
+        self.assertLessEqual(ops, 32 * 64)
+        self.assertEqual(mem, (32 * 64 + 32) * 4)
+
+    def test_a_symbolic_kernel_counts_for_its_bound_size(self):
+        v = Tensor(np.arange(16, dtype=np.float32)).realize()
+        n = Variable("n", 1, 16)
+        for size in (3, 9):
+            result = Tensor.empty(1)
+            _, mem = self._counted(lambda: result.assign((v[:n.bind(size)] * 3).sum().reshape(1)).realize())
+            self.assertEqual(mem, (size + 1) * 4)  # size elements read, one written
+            self.assertEqual(result.item(), 3 * sum(range(size)))
+
+
 class TestIntrospection(unittest.TestCase):
     """tinygrad's program of a kernel (to_program), as its tests and DEBUG>=2 use it: uops and
     estimates from its lowering, a source and a binary the device runs (on UOPD: the daemon's

@@ -33,7 +33,7 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd.tinygrad import ir14
+from uopd.tinygrad import estimates14, ir14
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
                                    optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
@@ -45,7 +45,7 @@ from tinygrad.dtype import AddrSpace
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphException, GraphRunner
 from tinygrad.helpers import DEBUG
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Estimates, Renderer
 from tinygrad.uop.ops import Ops, UOp, KernelInfo, ProgramInfo
 
 __all__ = ["UopdDevice", "UopdAllocator", "UopdProgram", "client_for", "server_address"]
@@ -118,6 +118,7 @@ class UopdKernel:
         self.key = MAGIC + ast.key
         self._source: Optional[str] = None
         self._ast = ast
+        self._estimates = None
         self._merged: dict[tuple[int, ...], UopdKernel] = {}
 
     def source(self) -> str:
@@ -127,11 +128,21 @@ class UopdKernel:
         return self._source
 
     def program(self, ast: UOp) -> UOp:
-        """The PROGRAM tinygrad takes as compiled: BINARY names this kernel; nothing was lowered."""
+        """The PROGRAM tinygrad takes as compiled: BINARY names this kernel; nothing was lowered.
+        Its SINK carries the kernel's Estimates, which GlobalCounters add up on every run."""
         info = ProgramInfo(self.name, (1, 1, 1), None, self.vars, tuple(s.index for s in self.slots),
                            tuple(self.outs), tuple(self.ins))
+        if self._estimates is None:
+            try:
+                self._estimates = estimates14.estimates(self._ast)
+            except Exception as e:  # a statistic: the kernel runs without it
+                if DEBUG >= 1:
+                    print(f"UOPD: no estimates for {self.name}: {type(e).__name__}: {e}")
+                self._estimates = Estimates()
+        kernel_info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+        sink = ast.replace(arg=replace(kernel_info, estimates=self._estimates))
         params = tuple(u for u in ast.toposort() if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU)
-        return UOp(Ops.PROGRAM, src=(ast, UOp(Ops.LINEAR, src=params), UOp(Ops.SOURCE, arg=f"// uopd kernel {self.name}"),
+        return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=params), UOp(Ops.SOURCE, arg=f"// uopd kernel {self.name}"),
                                      UOp(Ops.BINARY, arg=self.key)), arg=info)
 
     def views(self, bufs: tuple[UopdBuf, ...]) -> list[uopd.ViewRef]:
