@@ -137,7 +137,11 @@ if [ "$TINYGRAD_VERSION" != 0.12.0 ]; then
       test/unit/test_getitem_ops.py test/unit/test_symbolic_tensor.py test/backend/test_custom_kernel.py
       test/backend/test_uops.py test/backend/test_jit.py test/backend/test_const_folding.py
       test/backend/test_subbuffer.py test/unit/test_call.py test/unit/test_function.py
-      test/unit/test_invalid_tensor.py test/unit/test_gradient.py"
+      test/unit/test_invalid_tensor.py test/unit/test_gradient.py test/unit/test_setitem_schedule.py
+      test/unit/test_callify.py test/unit/test_rearrange_einops.py test/unit/test_winograd.py
+      test/unit/test_tensor_data.py test/unit/test_realize_is_realize.py test/unit/test_schedule_cache.py
+      test/unit/test_allreduce.py test/backend/test_pickle.py test/backend/test_opt_gemm.py
+      test/backend/test_stunning.py test/backend/test_to_numpy.py test/backend/test_symbolic_jit.py"
   else
     echo "tinygrad $TINYGRAD_VERSION: no test tree (TINYGRAD_TESTS); its sdist has test/test_tiny.py only, so only that runs"
     default_suites="test/test_tiny.py"
