@@ -123,11 +123,21 @@ class Translator {
       default:
         break;
     }
-    if (n.op() == v1::Node::RANGE && n.arg().range().type() == v1::RangeArg::DEVICE) {
-      return Error(i, "multi-device (DEVICE) ranges are not supported");
+    if (IsDeviceRange(i)) {
+      // The multi-device axis (Tensor.shard): bound per device at launch as the variable
+      // _device_num, as tinygrad's codegen lowers it (pm_device_to_var); its end is the number
+      // of devices.
+      if (n.src_size() != 1 || node(n.src(0)).op() != v1::Node::CONST ||
+          node(n.src(0)).arg().value_case() != v1::Arg::kI64 || node(n.src(0)).arg().i64() < 1) {
+        return Error(i, "a DEVICE range ends at a constant number of devices (1 or more)");
+      }
     }
     if (n.op() == v1::Node::PARAM && !n.arg().has_param()) return Error(i, "has no ParamArg");
     return absl::OkStatus();
+  }
+
+  bool IsDeviceRange(int i) const {
+    return node(i).op() == v1::Node::RANGE && node(i).arg().range().type() == v1::RangeArg::DEVICE;
   }
 
   // A CONST whose type its consumer decides: a weak literal, or Invalid.
@@ -354,6 +364,17 @@ class Translator {
     return n;
   }
 
+  // Like(i), without the DEVICE ranges among its sources after the first: that range is a
+  // variable here, which nothing ends or waits for.
+  v1::Node WithoutDeviceRanges(int i) const {
+    v1::Node n = Like(i);
+    n.clear_src();
+    for (int pos = 0; pos < node(i).src_size(); ++pos) {
+      if (pos == 0 || !IsDeviceRange(node(i).src(pos))) n.add_src(Source(i, pos));
+    }
+    return n;
+  }
+
   v1::Node Make(NodeOp op, Scalar s, std::vector<int> src) const {
     v1::Node n;
     n.set_op(op);
@@ -528,7 +549,7 @@ class Translator {
         return Add(std::move(index));
       }
       case v1::Node::AFTER: {
-        v1::Node after = Like(i);
+        v1::Node after = WithoutDeviceRanges(i);
         if (const int buffer = BufferOf(i); buffer >= 0) {
           absl::StatusOr<v1::DType> dtype = BufferDType(buffer);
           if (!dtype.ok()) return dtype.status();
@@ -588,7 +609,20 @@ class Translator {
         cast.clear_arg();  // the target type is the node's dtype
         return Add(std::move(cast));
       }
+      case v1::Node::END: {
+        v1::Node end = WithoutDeviceRanges(i);
+        if (end.src_size() == 1) return end.src(0);  // it ended only the DEVICE range
+        return Add(std::move(end));
+      }
       case v1::Node::RANGE: {
+        if (IsDeviceRange(i)) {
+          v1::Node var = Make(v1::Node::DEFINE_VAR, Committed(scalar(i)), {});
+          v1::VarArg* arg = var.mutable_arg()->mutable_var();
+          arg->set_name("_device_num");
+          arg->set_min(0);
+          arg->set_max(node(n.src(0)).arg().i64() - 1);
+          return Add(std::move(var));
+        }
         v1::Node range = Like(i);
         v1::RangeArg* arg = range.mutable_arg()->mutable_range();
         if (arg->type() == v1::RangeArg::WEAK) {

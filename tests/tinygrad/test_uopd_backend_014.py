@@ -204,6 +204,28 @@ class TestFp8(unittest.TestCase):
                 np.testing.assert_array_equal(got, want, err_msg=str(dt))
 
 
+class TestShardedKernels(unittest.TestCase):
+    """Tensors sharded over devices: tinygrad 0.14 writes a kernel over the DEVICE axis once and
+    binds the axis per device at launch (_device_num); the daemon refused the axis before."""
+
+    def test_a_kernel_over_the_device_axis_runs_once_per_device(self):
+        from tinygrad.uop.ops import AxisType, UOp
+        devices = tuple(f"{Device.DEFAULT.split(':')[0]}:{i}" for i in range(4))
+        axis = UOp.range(4, -1, AxisType.DEVICE)
+        ref = Tensor.arange(16).reshape(4, 4).contiguous().realize()
+        u = ref.uop.copy_to_device(devices)._shard(0, axis // 2)._shard(1, axis % 2).unshard((0, 1), (axis // 2, axis % 2))
+        np.testing.assert_equal((Tensor(u) * 3 + 1).contiguous().realize().numpy(), ref.numpy() * 3 + 1)
+        np.testing.assert_equal(Tensor(u).sum().contiguous().realize().numpy(), ref.numpy().sum())
+
+    def test_data_parallel_matmul(self):
+        devices = tuple(f"{Device.DEFAULT.split(':')[0]}:{i}" for i in range(2))
+        a = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
+        w = np.arange(12, dtype=np.float32).reshape(4, 3) / 5
+        x = Tensor(a).shard(devices, axis=0)
+        y = x @ Tensor(w).shard(devices)
+        np.testing.assert_allclose(y.numpy(), a @ w, rtol=1e-6)
+
+
 class TestGlobalCounters(unittest.TestCase):
     """What a run adds to GlobalCounters below DEBUG=2, as tinygrad's own devices count it: the
     bytes of memory its kernels touch, and their operations (UOPD counted 0 of both before)."""

@@ -176,6 +176,39 @@ TEST(Tinygrad014, ATranslationOverTheNodeLimitStopsAsItPassesIt) {
                        {"translation from the tinygrad 0.14 dialect", "over the limit of 1000"}));
 }
 
+TEST(Tinygrad014, TheDeviceAxisOfAShardedKernelIsTheDeviceNumberVariable) {
+  // out[d*4 + i] = a[d*4 + i] * 2 on each of 2 devices, d the DEVICE range (Tensor.shard):
+  // tinygrad binds it per device as _device_num, which the daemon refused before.
+  Graph014 k;
+  int eight = k.WeakInt(8);
+  int out = k.Param(0, v1::DType::FLOAT32, eight);
+  int in = k.Param(1, v1::DType::FLOAT32, eight);
+  int d = k.Range(k.WeakInt(2), 1);
+  k.g().Mut(d)->mutable_arg()->mutable_range()->set_type(v1::RangeArg::DEVICE);
+  int i = k.Range(k.WeakInt(4), 0);
+  int at = k.g().Node(v1::Node::ADD, v1::DType::WEAKINT,
+                      {k.g().Node(v1::Node::MUL, v1::DType::WEAKINT, {d, k.WeakInt(4)}), i});
+  int doubled = k.g().Node(v1::Node::MUL, v1::DType::FLOAT32,
+                           {k.Index(in, at, v1::DType::FLOAT32), k.WeakFloat(2.0)});
+  int store = k.g().Store(k.Index(out, at, v1::DType::FLOAT32), doubled);
+  const v1::Graph sharded = k.Sink({k.g().End(store, {i, d})});
+  absl::StatusOr<v1::Graph> v012 = TranslateTinygrad014(sharded, 1000);
+  ASSERT_TRUE(v012.ok()) << v012.status();
+  int vars = 0, ranges = 0;
+  for (const v1::Node& n : v012->nodes()) {
+    if (n.op() == v1::Node::RANGE) ++ranges;
+    if (n.op() == v1::Node::END) EXPECT_EQ(n.src_size(), 2);  // the store and i
+    if (n.op() != v1::Node::DEFINE_VAR) continue;
+    ++vars;
+    EXPECT_EQ(n.arg().var().name(), "_device_num");
+    EXPECT_EQ(n.arg().var().min(), 0);
+    EXPECT_EQ(n.arg().var().max(), 1);
+  }
+  EXPECT_EQ(vars, 1);
+  EXPECT_EQ(ranges, 1);
+  UOPD_EXPECT_OK(DecodeKernelAst(sharded));
+}
+
 TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   // 0.12's words in a 0.14 graph.
   GraphBuilder g;
@@ -191,12 +224,15 @@ TEST(Tinygrad014, WhatTheDialectCannotSayIsRefusedNamingTheNode) {
   forward.mutable_nodes(0)->add_src(3);
   EXPECT_TRUE(StatusIs(DecodeKernelAst(forward), absl::StatusCode::kInvalidArgument,
                        {"nodes[0]", "source 3 is not an earlier node"}));
-  // Multi-device ranges.
+  // A multi-device range whose end is not a number of devices.
   Graph014 k;
-  int r = k.Range(k.WeakInt(2), 0);
+  int devices = k.g().Node(v1::Node::PARAM, v1::DType::WEAKINT,
+                           {k.g().Node(v1::Node::STACK, v1::DType::VOID)});
+  k.g().Mut(devices)->mutable_arg()->mutable_param()->set_slot(-1);
+  int r = k.Range(devices, 0);
   k.g().Mut(r)->mutable_arg()->mutable_range()->set_type(v1::RangeArg::DEVICE);
-  EXPECT_TRUE(
-      StatusIs(DecodeKernelAst(k.Sink({})), absl::StatusCode::kInvalidArgument, {"DEVICE"}));
+  EXPECT_TRUE(StatusIs(DecodeKernelAst(k.Sink({r})), absl::StatusCode::kInvalidArgument,
+                       {"nodes[2] (RANGE", "DEVICE range ends at a constant"}));
   // A REDUCE without the value it reduces (found by fuzzing: it read source 0 of an empty list,
   // a null dereference in the daemon).
   Graph014 empty;

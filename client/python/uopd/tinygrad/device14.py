@@ -46,7 +46,7 @@ from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphException, GraphRunner
 from tinygrad.helpers import DEBUG
 from tinygrad.renderer import Estimates, Renderer
-from tinygrad.uop.ops import Ops, UOp, KernelInfo, ProgramInfo
+from tinygrad.uop.ops import AxisType, Ops, UOp, KernelInfo, ProgramInfo
 
 __all__ = ["UopdDevice", "UopdAllocator", "UopdProgram", "client_for", "server_address"]
 
@@ -113,7 +113,11 @@ class UopdKernel:
         self.outs = sorted({t.src[0].arg.slot for t in targets if t.op is Ops.INDEX and t.src[0].op is Ops.PARAM})
         self.ins = sorted({u.src[0].arg.slot for u in nodes
                            if u.op is Ops.INDEX and u in read and u.src[0].op is Ops.PARAM})
-        self.vars = tuple(sorted({u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.ALU},
+        # A sharded kernel's DEVICE range is the variable _device_num in the daemon, as in
+        # tinygrad's codegen: tinygrad binds it per device at launch when the program lists it.
+        devices = {UOp.variable("_device_num", 0, r.vmax, dtype=r.dtype, param=True)
+                   for r in nodes if r.op is Ops.RANGE and r.arg[-1] is AxisType.DEVICE}
+        self.vars = tuple(sorted({u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.ALU} | devices,
                                  key=lambda v: v.arg.name))
         self.key = MAGIC + ast.key
         self._source: Optional[str] = None

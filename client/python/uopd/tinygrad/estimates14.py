@@ -28,6 +28,7 @@ call's values."""
 from __future__ import annotations
 
 from tinygrad.codegen import multi_pm, pm_flatten_range, pm_load_collapse, pm_mops, sym
+from tinygrad.codegen.gpudims import pm_device_to_var
 from tinygrad.dtype import AddrSpace, dtypes
 from tinygrad.renderer import Estimates
 from tinygrad.uop.ops import GroupOp, Ops, UOp, graph_rewrite, smin
@@ -35,6 +36,7 @@ from tinygrad.uop.ops import GroupOp, Ops, UOp, graph_rewrite, smin
 
 def estimates(ast: UOp) -> Estimates:
     sink = graph_rewrite(ast, multi_pm, name="uopd estimates: multi")
+    sink = graph_rewrite(sink, pm_device_to_var, name="uopd estimates: device axis")  # bound per device
     sink = graph_rewrite(sink, pm_mops, bottom_up=True, name="uopd estimates: movement ops")
     sink = graph_rewrite(sink, pm_load_collapse, name="uopd estimates: load collapse")
     sink = graph_rewrite(sink, sym + pm_flatten_range, name="uopd estimates: symbolic")
