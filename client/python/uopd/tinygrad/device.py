@@ -46,7 +46,7 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd.tinygrad import ir
+from uopd.tinygrad import estimates, ir
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
                                    optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
@@ -136,6 +136,17 @@ def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
     return ast, opts, name
 
 
+def _estimates_of(ast: UOp, name: str) -> Estimates:
+    """What the kernel adds to GlobalCounters on each run, made from its AST (uopd.tinygrad.estimates);
+    DEBUG>=2 replaces it with tinygrad's own count from its lowering (UopdRunner.inspect)."""
+    try:
+        return estimates.estimates(ast)
+    except Exception as e:  # a statistic: the kernel runs without it
+        if DEBUG >= 1:
+            print(f"UOPD: no estimates for {name}: {type(e).__name__}: {e}")
+        return Estimates()
+
+
 class UopdRunner(CompiledRunner):
     """A kernel AST on a UOPD device: encoded once, run by the daemon with Execute."""
 
@@ -172,7 +183,7 @@ class UopdRunner(CompiledRunner):
         self._prg = None
         self.lib = MAGIC + ast.key  # what compiling its program gives (UopdProgram finds this runner by it)
         self._source: Optional[str] = None
-        Runner.__init__(self, f"uopd {name}", device, Estimates())
+        Runner.__init__(self, f"uopd {name}", device, _estimates_of(ast, name))
 
     def source(self) -> str:
         """The daemon's rendering of this kernel (asked once; the daemon compiles it then)."""

@@ -33,7 +33,7 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd.tinygrad import estimates14, ir14
+from uopd.tinygrad import estimates, ir14
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
                                    optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
@@ -138,7 +138,7 @@ class UopdKernel:
                            tuple(self.outs), tuple(self.ins))
         if self._estimates is None:
             try:
-                self._estimates = estimates14.estimates(self._ast)
+                self._estimates = estimates.estimates(self._ast)
             except Exception as e:  # a statistic: the kernel runs without it
                 if DEBUG >= 1:
                     print(f"UOPD: no estimates for {self.name}: {type(e).__name__}: {e}")

@@ -1,18 +1,21 @@
 # mypy: ignore-errors
 # (tinygrad is an optional dependency without type information; see device14.py.)
-"""What a UOPD kernel counts in tinygrad 0.14's GlobalCounters: its Estimates (operations, bytes
-loaded and stored, distinct bytes of memory touched), made from the kernel AST without lowering it.
+"""What a UOPD kernel counts in tinygrad's GlobalCounters (0.12 and 0.14): its Estimates
+(operations, bytes loaded and stored, bytes of memory touched), made from the kernel AST without
+lowering it.
 
 tinygrad estimates a kernel from its lowered, linearized program (``Estimates.from_uops``), which
 UOPD kernels skip (the daemon lowers them). Lowering one in Python to count it would take 10-150 ms
 per kernel (a ResNet-18's 17 kernels: 0.6 s of a 3.6 s first run), so the count is made on the AST
 after the rewrites that change what a kernel touches: tinygrad's movement-op and load-collapse
 passes (a gather or an arange-compare sum becomes one indexed load) and its symbolic folding, the
-same ones the daemon applies. Then, as ``from_uops`` counts with ``ignore_indexing``:
+same ones the daemon applies (and on 0.14 the device axis of a sharded kernel, a variable bound
+per device). Then, as ``from_uops`` counts with ``ignore_indexing``:
 
-* memory: for each buffer, the bytes its loads and its stores touch, each capped at the buffer's
-  size. This is what tinygrad's own count gives (the same figures on every kernel of
-  tests/corpus14's programs and of tinygrad's setitem schedule tests).
+* memory: on 0.14, for each buffer, the bytes its loads and its stores touch, each capped at the
+  buffer's size; on 0.12, each buffer loaded or stored whole, as 0.12 assumes. These are the
+  figures tinygrad's own count gives (the same on every kernel of tests/corpus14's programs and of
+  tinygrad's memory-count tests).
 * operations: each ALU op outside index arithmetic, and each step of a reduction, once per
   value of the loops it depends on. tinygrad counts its optimized program, whose rewrites differ
   by kernel (an op that does not depend on an inner loop may be computed in it; a cumulative
@@ -27,19 +30,31 @@ Sizes that depend on a variable stay symbolic, as tinygrad's do: GlobalCounters 
 call's values."""
 from __future__ import annotations
 
-from tinygrad.codegen import multi_pm, pm_flatten_range, pm_load_collapse, pm_mops, sym
-from tinygrad.codegen.gpudims import pm_device_to_var
 from tinygrad.dtype import AddrSpace, dtypes
 from tinygrad.renderer import Estimates
 from tinygrad.uop.ops import GroupOp, Ops, UOp, graph_rewrite, smin
 
+try:  # tinygrad 0.14
+    from tinygrad.codegen import multi_pm, pm_flatten_range, pm_load_collapse, pm_mops, sym
+    from tinygrad.codegen.gpudims import pm_device_to_var
+    _PASSES = [(multi_pm, False), (pm_device_to_var, False), (pm_mops, True), (pm_load_collapse, False),
+               (sym + pm_flatten_range, False)]
+    _WHOLE_BUFFERS = False
+    _BUFFERS = (Ops.PARAM,)  # a buffer's PARAM (a variable's is in AddrSpace.ALU)
+    _POINTER = ()  # 0.14's INDEX has its element's dtype
+except ImportError:  # tinygrad 0.12
+    from tinygrad.codegen import pm_flatten_range, pm_load_collapse, pm_mops, pm_syntactic_sugar, sym
+    _PASSES = [(pm_mops + pm_syntactic_sugar, True), (pm_load_collapse, False), (sym + pm_flatten_range, False)]
+    _WHOLE_BUFFERS = True  # 0.12's from_uops: "assume all DEFINE_GLOBAL memory is accessed"
+    _BUFFERS = (Ops.DEFINE_GLOBAL,)
+    from tinygrad.dtype import PtrDType
+    _POINTER = PtrDType  # 0.12's INDEX and DEFINE_GLOBAL have pointer dtypes
+
 
 def estimates(ast: UOp) -> Estimates:
-    sink = graph_rewrite(ast, multi_pm, name="uopd estimates: multi")
-    sink = graph_rewrite(sink, pm_device_to_var, name="uopd estimates: device axis")  # bound per device
-    sink = graph_rewrite(sink, pm_mops, bottom_up=True, name="uopd estimates: movement ops")
-    sink = graph_rewrite(sink, pm_load_collapse, name="uopd estimates: load collapse")
-    sink = graph_rewrite(sink, sym + pm_flatten_range, name="uopd estimates: symbolic")
+    sink = ast
+    for passes, bottom_up in _PASSES:
+        sink = graph_rewrite(sink, passes, bottom_up=bottom_up, name="uopd estimates")
     nodes = sink.toposort()
 
     index_math = [s for u in nodes if u.op is Ops.INDEX for s in u.src[1:]]
@@ -67,9 +82,20 @@ def estimates(ast: UOp) -> Estimates:
         return n
 
     def buffer_of(u: UOp):
-        while u.src and u.op is not Ops.PARAM:
+        while u.src and u.op not in _BUFFERS:
             u = u.src[0]
-        return u if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU else None
+        if u.op in _BUFFERS and (_WHOLE_BUFFERS or u.arg.addrspace is not AddrSpace.ALU):
+            return u
+        return None
+
+    def size_of(buf: UOp):
+        base = buf.dtype
+        if _WHOLE_BUFFERS:
+            return base.size * base.base.itemsize
+        return buf.max_numel() * base.itemsize
+
+    def element_size(dtype) -> int:
+        return dtype.base.itemsize if isinstance(dtype, _POINTER) else dtype.itemsize
 
     read = {s for u in nodes for i, s in enumerate(u.src) if not (u.op is Ops.STORE and i == 0)}
     ops, lds, mem = 0, 0, {}
@@ -77,14 +103,17 @@ def estimates(ast: UOp) -> Estimates:
     def access(u: UOp, buf: UOp, kind: Ops, itemsize: int) -> None:
         nonlocal lds
         n = itemsize * iterations(u)
-        mem[(buf, kind)] = smin(mem.get((buf, kind), 0) + n, buf.max_numel() * buf.dtype.itemsize)
+        if _WHOLE_BUFFERS:
+            mem[(buf, kind)] = size_of(buf)
+        else:
+            mem[(buf, kind)] = smin(mem.get((buf, kind), 0) + n, size_of(buf))
         lds = lds + n
 
     for u in nodes:
         if u.op is Ops.INDEX and u in read and (buf := buffer_of(u)) is not None:
-            access(u, buf, Ops.LOAD, u.dtype.itemsize)
+            access(u, buf, Ops.LOAD, element_size(u.dtype))
         if u.op is Ops.STORE and (buf := buffer_of(u.src[0])) is not None:
-            access(u, buf, Ops.STORE, u.src[1].dtype.itemsize)
+            access(u, buf, Ops.STORE, element_size(u.src[1].dtype))
         elif u.op in GroupOp.ALU and u not in indexing:
             ops = ops + iterations(u, nested=False)
         elif u.op is Ops.REDUCE:
