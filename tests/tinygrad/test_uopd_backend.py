@@ -331,6 +331,32 @@ class TestIntrospection(unittest.TestCase):
 
 
 @unittest.skipUnless(ON_UOPD, "UOPD only")
+class TestOptimizationChoice(unittest.TestCase):
+    """BEAM and NOOPT choose how the daemon optimizes a kernel, as they choose tinygrad's own
+    (they were ignored: every kernel got the daemon's heuristics)."""
+
+    def _new_runners(self, fn):
+        from uopd.tinygrad.device import _runners
+        before = set(_runners)
+        fn()
+        return [r for key, r in _runners.items() if key not in before]
+
+    def test_beam_searches_and_noopt_runs_as_written(self):
+        from tinygrad.helpers import Context
+        from uopd.v1 import kernel_service_pb2 as ks
+        a = Tensor(np.arange(24 * 20, dtype=np.float32).reshape(24, 20) / 100).realize()
+        b = Tensor(np.arange(20 * 12, dtype=np.float32).reshape(20, 12) / 100).realize()
+        for context, mode in (({"BEAM": 1}, ks.Optimization.SEARCH), ({"NOOPT": 1}, ks.Optimization.NONE)):
+            out = {}
+            with Context(**context):
+                runners = self._new_runners(lambda: out.setdefault("c", (a @ b).realize()))
+            self.assertEqual([r.optimization.mode for r in runners], [mode], context)
+            np.testing.assert_allclose(out["c"].numpy(), a.numpy() @ b.numpy(), rtol=1e-5)
+        runners = self._new_runners(lambda: (a @ b + 1).realize())
+        self.assertTrue(all(r.optimization.mode == ks.Optimization.DEFAULT for r in runners))
+
+
+@unittest.skipUnless(ON_UOPD, "UOPD only")
 class TestUopdOnly(unittest.TestCase):
     def test_runner_is_uopd(self):
         from tinygrad.engine.realize import get_runner

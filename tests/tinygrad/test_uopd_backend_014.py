@@ -226,6 +226,32 @@ class TestShardedKernels(unittest.TestCase):
         np.testing.assert_allclose(y.numpy(), a @ w, rtol=1e-6)
 
 
+@unittest.skipUnless(ON_UOPD, "UOPD only")
+class TestOptimizationChoice(unittest.TestCase):
+    """BEAM and NOOPT choose how the daemon optimizes a kernel, as they choose tinygrad's own
+    (they were ignored: every kernel got the daemon's heuristics)."""
+
+    def _new_kernels(self, fn):
+        from uopd.tinygrad.device14 import _kernels
+        before = set(_kernels)
+        fn()
+        return [k for key, k in _kernels.items() if key not in before]
+
+    def test_beam_searches_and_noopt_runs_as_written(self):
+        from tinygrad.helpers import Context
+        from uopd.v1 import kernel_service_pb2 as ks
+        a = Tensor(np.arange(24 * 20, dtype=np.float32).reshape(24, 20) / 100).realize()
+        b = Tensor(np.arange(20 * 12, dtype=np.float32).reshape(20, 12) / 100).realize()
+        for context, mode in (({"BEAM": 1}, ks.Optimization.SEARCH), ({"NOOPT": 1}, ks.Optimization.NONE)):
+            out = {}
+            with Context(**context):
+                kernels = self._new_kernels(lambda: out.setdefault("c", (a @ b).realize()))
+            self.assertEqual([k.optimization.mode for k in kernels], [mode], context)
+            np.testing.assert_allclose(out["c"].numpy(), a.numpy() @ b.numpy(), rtol=1e-5)
+        kernels = self._new_kernels(lambda: (a @ b + 1).realize())
+        self.assertTrue(all(k.optimization.mode == ks.Optimization.DEFAULT for k in kernels))
+
+
 class TestGlobalCounters(unittest.TestCase):
     """What a run adds to GlobalCounters below DEBUG=2, as tinygrad's own devices count it: the
     bytes of memory its kernels touch, and their operations (UOPD counted 0 of both before)."""

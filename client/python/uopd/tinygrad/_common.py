@@ -103,17 +103,31 @@ def daemon_source(graph: Any, remote: str, optimization: Optional[ks.Optimizatio
     return client_for().compile(graph, device=remote, optimization=optimization, want_source=True).source
 
 
-def optimization_for(opts: Any) -> Optional[ks.Optimization]:
-    """What the daemon optimizes a kernel with: its opts_to_apply (else the daemon's default), and
-    fused multiply-adds where tinygrad's own devices have them: its clang and NVRTC contract a
-    multiply and an add into one FMA, so kernels run at their speed and round as they do.
-    ``$UOPD_FMA=0`` asks for every operation rounded (the same bits on every device)."""
+def optimization_for(opts: Any, beam: int = 0, noopt: bool = False) -> Optional[ks.Optimization]:
+    """What the daemon optimizes a kernel with, in tinygrad's order of choice: the AST's
+    opts_to_apply; else with BEAM (``beam`` >= 1) the daemon's timed search (SEARCH: candidates
+    run on the device, as tinygrad's beam search does); else with NOOPT the kernel as written;
+    else the daemon's default (its heuristics). And fused multiply-adds where tinygrad's own
+    devices have them: its clang and NVRTC contract a multiply and an add into one FMA, so
+    kernels run at their speed and round as they do. ``$UOPD_FMA=0`` asks for every operation
+    rounded (the same bits on every device)."""
     allow_fma = os.environ.get("UOPD_FMA", "1") != "0"
-    if opts is None:
+    if opts is not None:
+        optimization = optimization_of(opts)
+    elif beam >= 1:
+        optimization = ks.Optimization(mode=ks.Optimization.SEARCH)
+    elif noopt:
+        optimization = ks.Optimization(mode=ks.Optimization.NONE)
+    else:
         return ks.Optimization(allow_fma=True) if allow_fma else None
-    optimization = optimization_of(opts)
     optimization.allow_fma = allow_fma
     return optimization
+
+
+def mode_tag(beam: int, noopt: bool) -> bytes:
+    """What tells one AST's kernels apart when BEAM or NOOPT chose their optimization (tinygrad
+    keys its own compiled programs by both)."""
+    return (b":beam" if beam >= 1 else b"") + (b":noopt" if noopt else b"")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from google.protobuf import json_format
 import uopd
 from uopd.tinygrad import estimates, ir
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   optimization_for, remote_device, server_address)
+                                   mode_tag, optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -58,7 +58,7 @@ from tinygrad import codegen
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphRunner, GraphException
 from tinygrad.engine.realize import CompiledRunner, Runner, ExecItem
-from tinygrad.helpers import DEBUG
+from tinygrad.helpers import BEAM, DEBUG, NOOPT
 from tinygrad.renderer import Estimates, ProgramSpec, Renderer
 from tinygrad.uop.ops import Ops, UOp, KernelInfo, PatternMatcher, UPat
 
@@ -150,12 +150,12 @@ def _estimates_of(ast: UOp, name: str) -> Estimates:
 class UopdRunner(CompiledRunner):
     """A kernel AST on a UOPD device: encoded once, run by the daemon with Execute."""
 
-    def __init__(self, device: str, ast: UOp):
+    def __init__(self, device: str, ast: UOp, tag: bytes = b""):
         if ast.op is not Ops.SINK:
             raise NotImplementedError(f"the UOPD device runs kernel ASTs (SINK), not {ast.op}")
         sent, opts, name = _kernel_parts(ast)
         self.graph: graph_pb2.Graph = json_format.ParseDict(ir.encode_graph(sent, kernel_ast_only=False), graph_pb2.Graph())
-        self.optimization = optimization_for(opts)
+        self.optimization = optimization_for(opts, int(b":beam" in tag), b":noopt" in tag)
         nodes = sent.toposort()
         globs = sorted({u.arg: u for u in nodes if u.op is Ops.DEFINE_GLOBAL}.items())
         outs: set[int] = set()
@@ -181,7 +181,7 @@ class UopdRunner(CompiledRunner):
                         ins=sorted(ins))
         self.p = p
         self._prg = None
-        self.lib = MAGIC + ast.key  # what compiling its program gives (UopdProgram finds this runner by it)
+        self.lib = MAGIC + ast.key + tag  # what compiling its program gives (UopdProgram finds this runner by it)
         self._source: Optional[str] = None
         Runner.__init__(self, f"uopd {name}", device, _estimates_of(ast, name))
 
@@ -198,7 +198,7 @@ class UopdRunner(CompiledRunner):
             print(p.src)
 
     def __reduce__(self) -> Any:
-        return self.__class__, (self.p.device, self.p.ast)
+        return self.__class__, (self.p.device, self.p.ast, self.lib[len(MAGIC) + len(self.p.ast.key):])
 
     def views(self, bufs: list[UopdBuf]) -> list[uopd.ViewRef]:
         out = []
@@ -309,10 +309,11 @@ def _is_uopd(device: str) -> bool:
 def get_runner(device: str, ast: UOp) -> CompiledRunner:
     if not _is_uopd(device):
         return _get_runner(device, ast)
-    key = (device, ast.key)
+    tag = mode_tag(BEAM.value, bool(NOOPT))
+    key = (device, ast.key + tag)
     runner = _runners.get(key)
     if runner is None:
-        runner = _runners[key] = UopdRunner(device, ast)
+        runner = _runners[key] = UopdRunner(device, ast, tag)
         if DEBUG >= 2:  # tinygrad's estimates for its GFLOP/s, and the daemon's source at DEBUG>=4
             try:
                 runner.inspect(get_program(ast, Device[device].renderer))

@@ -35,7 +35,7 @@ from google.protobuf import json_format
 import uopd
 from uopd.tinygrad import estimates, ir14
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   optimization_for, remote_device, server_address)
+                                   mode_tag, optimization_for, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -44,7 +44,7 @@ from tinygrad.device import Compiled, Compiler, Device, Program, TinyELF
 from tinygrad.dtype import AddrSpace
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphException, GraphRunner
-from tinygrad.helpers import DEBUG
+from tinygrad.helpers import DEBUG, NOOPT
 from tinygrad.renderer import Estimates, Renderer
 from tinygrad.uop.ops import AxisType, Ops, UOp, KernelInfo, ProgramInfo
 
@@ -91,13 +91,13 @@ class Slot:
 class UopdKernel:
     """One kernel AST of a UOPD device: encoded once, with what binding it needs."""
 
-    def __init__(self, device: str, ast: UOp):
+    def __init__(self, device: str, ast: UOp, tag: bytes = b""):
         info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
         opts = list(info.opts_to_apply) if info.opts_to_apply is not None else None
         sent = ir14.lower_movement_ops(ast.replace(arg=KernelInfo(name=info.name)))
         self.name = info.name if info.name != "test" else f"uopd_{ast.key.hex()[:10]}"
         self.graph = json_format.ParseDict(ir14.encode_graph(sent), graph_pb2.Graph())
-        self.optimization = optimization_for(opts)
+        self.optimization = optimization_for(opts, info.beam, b":noopt" in tag)
         self.remote = remote_device(device)
         nodes = sent.toposort()
         params = {u.arg.slot: u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}
@@ -119,7 +119,7 @@ class UopdKernel:
                    for r in nodes if r.op is Ops.RANGE and r.arg[-1] is AxisType.DEVICE}
         self.vars = tuple(sorted({u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.ALU} | devices,
                                  key=lambda v: v.arg.name))
-        self.key = MAGIC + ast.key
+        self.key = MAGIC + ast.key + tag
         self._source: Optional[str] = None
         self._ast = ast
         self._estimates = None
@@ -298,12 +298,13 @@ def _kernel_for(device: str, ast: UOp) -> UopdKernel:
     """The kernel of `ast` on `device`, made once per process; a new one starts compiling in the
     daemon at once (``$UOPD_PRECOMPILE=0``: when first run)."""
     global _precompile_pool
-    key = MAGIC + ast.key
+    tag = mode_tag(0, bool(NOOPT))  # BEAM is in the AST (KernelInfo.beam)
+    key = MAGIC + ast.key + tag
     with _kernels_lock:
         kernel = _kernels.get(key)
         if kernel is not None:
             return kernel
-        kernel = _kernels[key] = UopdKernel(device, ast)
+        kernel = _kernels[key] = UopdKernel(device, ast, tag)
         if os.environ.get("UOPD_PRECOMPILE") != "0":
             if _precompile_pool is None:
                 _precompile_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uopd-precompile")
