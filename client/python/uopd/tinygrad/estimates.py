@@ -61,12 +61,15 @@ def estimates(ast: UOp) -> Estimates:
     indexing = set(UOp.sink(*index_math).toposort(lambda x: x.op is not Ops.END)) if index_math else set()
     # The loops a node runs in: its own ranges and the output ranges of the store it feeds (a
     # load inside a reduction is counted for every output element, as in tinygrad's loop nest).
+    # Consumers come before their sources in reverse topological order: one pass hands each
+    # store's ranges down to what it stores (a node feeding two stores takes the first's).
     outer: dict[UOp, tuple[UOp, ...]] = {}
-    for store in nodes:
-        if store.op is Ops.STORE:
-            ranges = tuple(r for r in store.ranges if r.op is Ops.RANGE)
-            for u in store.toposort():
-                outer.setdefault(u, ranges)
+    for u in reversed(nodes):
+        if u.op is Ops.STORE:
+            outer[u] = tuple(r for r in u.ranges if r.op is Ops.RANGE)
+        if (scope := outer.get(u)) is not None:
+            for src in u.src:
+                outer.setdefault(src, scope)
     counts: dict[tuple[UOp, ...], object] = {}
 
     def iterations(u: UOp, nested: bool = True):
