@@ -133,7 +133,12 @@ def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
             opts = list(info.opts_to_apply)
         if info != KernelInfo(name=info.name):
             ast = ast.replace(arg=KernelInfo(name=info.name))
-    return ast, opts, name
+    inlined = ir.inline_bufferize(ast)
+    if inlined is not ast:
+        # Its opts name axes of the kernel with its local buffers, which it no longer has: the
+        # daemon's default optimizes the inlined kernel instead (the same values).
+        opts = None
+    return inlined, opts, name
 
 
 def _estimates_of(ast: UOp, name: str) -> Estimates:

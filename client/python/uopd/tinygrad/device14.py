@@ -94,7 +94,12 @@ class UopdKernel:
     def __init__(self, device: str, ast: UOp, tag: bytes = b""):
         info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
         opts = list(info.opts_to_apply) if info.opts_to_apply is not None else None
-        sent = ir14.lower_movement_ops(ast.replace(arg=KernelInfo(name=info.name)))
+        lowered = ir14.lower_movement_ops(ast.replace(arg=KernelInfo(name=info.name)))
+        sent = ir14.inline_stages(lowered)
+        if sent is not lowered:
+            # Its opts name axes of the kernel with its STAGEs, which it no longer has: the
+            # daemon's default optimizes the inlined kernel instead (the same values).
+            opts = None
         self.name = info.name if info.name != "test" else f"uopd_{ast.key.hex()[:10]}"
         self.graph = json_format.ParseDict(ir14.encode_graph(sent), graph_pb2.Graph())
         self.optimization = optimization_for(opts, info.beam, b":noopt" in tag)
@@ -122,6 +127,7 @@ class UopdKernel:
         self.key = MAGIC + ast.key + tag
         self._source: Optional[str] = None
         self._ast = ast
+        self._sent = sent
         self._estimates = None
         self._merged: dict[tuple[int, ...], UopdKernel] = {}
 
@@ -138,7 +144,7 @@ class UopdKernel:
                            tuple(self.outs), tuple(self.ins))
         if self._estimates is None:
             try:
-                self._estimates = estimates.estimates(self._ast)
+                self._estimates = estimates.estimates(self._sent)
             except Exception as e:  # a statistic: the kernel runs without it
                 if DEBUG >= 1:
                     print(f"UOPD: no estimates for {self.name}: {type(e).__name__}: {e}")
