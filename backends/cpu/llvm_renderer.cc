@@ -111,7 +111,7 @@ std::string LlvmRenderer::Spell(const LoweredKernel& kernel) const {
 
 std::string LlvmRenderer::Identity() const {
   return absl::StrCat(
-      "llvm-ir/v11;split=", options_.min_parallel_work,
+      "llvm-ir/v12;split=", options_.min_parallel_work,
       options_.gpu_lowering ? ";gpu-lowering/v2" : "",
       options_.max_widened_accumulators > 0
           ? absl::StrCat(";widened-accumulators<=", options_.max_widened_accumulators)

@@ -87,7 +87,29 @@ absl::Status Lowerer::UpdateReduce(const PendingReduce& r) {
 int Lowerer::FinishReduce(const PendingReduce& r) {
   int result = Emit(
       Instr{.kind = InstrKind::kAccRead, .dtype = r.acc_type, .src = {r.acc}, .origin = r.node});
-  if (r.over_lanes) {
+  if (r.over_lanes && r.loops.empty() && !r.group) {
+    // The whole reduction is in the lanes (no loop): lane after lane, in order, as tinygrad's
+    // expander folds an unrolled reduction, so the result is tinygrad's to the bit (the halving
+    // tree below rounds in another order: 1 ulp off on a 4-element sum, test_swizzle_reduceop).
+    const int lanes = r.acc_type.count;
+    int acc = -1;
+    for (int lane = 0; lane < lanes; ++lane) {
+      const int value = Emit(Instr{.kind = InstrKind::kExtract,
+                                   .dtype = r.node->dtype(),
+                                   .src = {result},
+                                   .lane = lane,
+                                   .origin = r.node});
+      acc = lane == 0 ? value
+                      : Emit(Instr{.kind = InstrKind::kAlu,
+                                   .op = r.node->arg().reduce_op,
+                                   .dtype = r.node->dtype(),
+                                   .src = {acc, value},
+                                   .origin = r.node});
+    }
+    result = acc;
+  } else if (r.over_lanes) {
+    // A loop's vector of partial results: halving (the order of a reduction that runs in a
+    // loop of vectors is the optimizer's anyway).
     result = Emit(Instr{.kind = InstrKind::kHReduce,
                         .op = r.node->arg().reduce_op,
                         .dtype = r.node->dtype(),

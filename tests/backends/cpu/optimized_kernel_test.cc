@@ -135,6 +135,29 @@ TEST_F(OptimizedKernelTest, ARowSumKeepsPartialSumsPerVectorLane) {
   }
 }
 
+TEST_F(OptimizedKernelTest, AReductionWhollyInTheLanesAddsThemInOrderAsTinygradDoes) {
+  // sum(x[r, 0..3]) with its 4 elements unrolled into lanes and no loop left: tinygrad's
+  // expander folds lane after lane, ((x0 + x1) + x2) + x3; halving, (x0 + x2) + (x1 + x3), gives
+  // 2 instead of 1 on these values (and was 1 ulp off tinygrad on test_swizzle_reduceop).
+  GraphBuilder g;
+  const int64_t rows = 3, cols = 4;
+  int out = g.Buffer(0, DType::FLOAT32, rows);
+  int r = g.Range(g.Index(rows), 0);
+  int in = g.Buffer(1, DType::FLOAT32, rows * cols);
+  int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
+  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(in, g.RowMajor(r, cols, k)), {k});
+  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+  auto unrolled = Optimize(graph, {MakeOpt(OptOp::kUnroll, 0, 0)});
+  std::vector<float> values;
+  for (int64_t row = 0; row < rows; ++row) {
+    for (float v : {1e8f, 1.0f, -1e8f, 1.0f}) values.push_back(v);
+  }
+  std::vector<HostBuffer> buffers = {HostBuffer::Of(std::vector<float>(rows)),
+                                     HostBuffer::Of(values)};
+  UOPD_ASSERT_OK(testing::RunAstOn(*device_, unrolled, buffers));
+  EXPECT_EQ(buffers[0].As<float>(), std::vector<float>(rows, 1.0f));
+}
+
 // tinygrad's pad of a 2x3x4x5 tensor with PADTO(2, 8) UPCAST(2, 16): each row is a masked
 // 16-lane load whose first lane may point 22 elements before the input. On Zen 2 (AVX2), LLVM 19
 // split the masked load and loaded its upper half, whose mask folded to all-false, without its
