@@ -260,6 +260,9 @@ class UopdGraph(GraphRunner):
             raise GraphException("UopdGraph runs UopdRunner kernels only")
         super().__init__(jit_cache, input_buffers, var_vals)
         self.replay = BatchReplay()
+        # The last run's buffers and the kernels bound to them: a JIT runs its batch on the same
+        # buffers call after call, and binding every kernel anew took a tenth of a LLaMA token.
+        self._bound: Optional[tuple[tuple, list[uopd.Kernel]]] = None
 
     @property
     def plans(self) -> OrderedDict[tuple, uopd.Plan]:
@@ -268,10 +271,13 @@ class UopdGraph(GraphRunner):
     def __call__(self, input_buffers: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> Optional[float]:
         for (j, i), input_idx in self.input_replace.items():
             self.jit_cache[j].bufs[i] = input_buffers[input_idx]
-        kernels, allvars = [], {}
+        buffers = tuple(tuple(ji.bufs[i]._buf for i in ji.prg.p.globals) for ji in self.jit_cache)  # type: ignore[union-attr]
+        if self._bound is None or self._bound[0] != buffers:
+            self._bound = (buffers, [ji.prg.kernel([ji.bufs[i] for i in ji.prg.p.globals])  # type: ignore[attr-defined]
+                                     for ji in self.jit_cache])
+        kernels, allvars = self._bound[1], {}
         for ji in self.jit_cache:
             prg: UopdRunner = ji.prg  # type: ignore[assignment]
-            kernels.append(prg.kernel([ji.bufs[i] for i in prg.p.globals]))  # type: ignore[misc]
             allvars.update(prg.var_values(var_vals | ji.fixedvars))
         for (j, i) in self.input_replace.keys():
             self.jit_cache[j].bufs[i] = None
