@@ -306,7 +306,7 @@ def main() -> None:
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-kernels", dest="kernels", action="store_false")
     p.add_argument("--tinygrad-opts", action="store_true",
-                   help="per-kernel view: also time each kernel on UOPD with the opts tinygrad chose")
+                   help="per-kernel view: also time each kernel on UOPD with the opts tinygrad chose (tinygrad 0.12 only)")
     p.add_argument("--kernel-reps", type=int, default=5)
     p.add_argument("--kernel-rounds", type=int, default=4,
                    help="per-kernel view: rounds alternating the two sides, each kernel's best kept")

@@ -33,6 +33,26 @@ def ir_name(name: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", name)
 
 
+def _median_after_first(samples: list[float]) -> float:
+    """The median of `samples` without the first (which warms caches and compiles)."""
+    rest = sorted(samples[1:])
+    return rest[len(rest) // 2]
+
+
+def _daemon_us(client: Any, kernel: Any, values: dict, remote: str, reps: int, what: str) -> Optional[float]:
+    """`kernel` run alone in the daemon reps + 1 times: the median of its kernel timings in µs,
+    or None where the daemon refuses it (an opt it cannot apply)."""
+    times = []
+    try:
+        for _ in range(reps + 1):
+            t = client.execute([kernel], vars=values, device=remote).timings[0]
+            times.append((t.end_ns - t.start_ns) * 1e-3)
+    except Exception as e:
+        print(f"{what}: {e}", file=sys.stderr)
+        return None
+    return _median_after_first(times)
+
+
 def _opt_str(op: str, axis: Any, arg: Any) -> str:
     return f"{op}({axis}, {arg})" if axis is not None else f"{op}({arg})"
 
@@ -73,9 +93,8 @@ class TinygradBackend:
             times = []
             for _ in range(reps + 1):
                 times.append(ei.run(var_vals, wait=True))
-            times = sorted(times[1:])
             row = {"key": ei.ast.key.hex()[:16], "name": prg.p.name, "opts": self._opts(prg),
-                   "us": times[len(times) // 2] * 1e6}
+                   "us": _median_after_first(times) * 1e6}
             if alt_opts and row["key"] in alt_opts:
                 row["alt_us"] = self._time_with(ei, var_vals, alt_opts[row["key"]], reps)
             out.append(row)
@@ -97,8 +116,10 @@ class TinygradBackend:
 
     def _kernels14(self, reps: int, alt_opts: Optional[dict[str, str]] = None) -> list[dict]:
         """kernels() on tinygrad 0.14, whose JIT holds a linear of CALLs: each kernel run alone
-        through tinygrad's own exec_kernel. Kernels are matched across devices by name (0.14's
-        CPU program holds its rewritten AST, so the two sides' AST keys differ)."""
+        through tinygrad's own exec_kernel. Keyed by name: 0.14 names a kernel while optimizing
+        it, so UOPD's (optimized in the daemon) are matched to tinygrad's by their place in the
+        JIT, after both sides ran; `alt_opts` (keyed by tinygrad's names) finds none of them, so
+        --tinygrad-opts times nothing more on 0.14."""
         from tinygrad.engine.jit import _prepare_jit_inputs
         from tinygrad.engine.realize import ExecContext, exec_kernel
         input_uops, var_vals, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
@@ -107,11 +128,8 @@ class TinygradBackend:
         for call in self._programs14():
             prg = call.src[0]
             times = [sum(t or 0.0 for t in exec_kernel(ctx, call, prg)) for _ in range(reps + 1)]
-            times = sorted(times[1:])
             row = {"key": ir_name(prg.arg.name), "name": prg.arg.name, "opts": self._opts14(call),
-                   "us": times[len(times) // 2] * 1e6}
-            if alt_opts and row["key"] in alt_opts:
-                row["alt_us"] = self._time_with14(call, var_vals, alt_opts[row["key"]], reps)
+                   "us": _median_after_first(times) * 1e6}
             out.append(row)
         return out
 
@@ -122,38 +140,17 @@ class TinygradBackend:
 
     def _opts14(self, call: Any) -> str:
         if self.device == "UOPD":
-            k = self._runtime14(call).kernel
+            rt = self._runtime14(call)
+            k = rt.kernel
             if not hasattr(self, "_opts_cache"):
                 self._opts_cache: dict[bytes, str] = {}
             if k.key not in self._opts_cache:
-                rt = self._runtime14(call)
                 reply = rt.dev.client.compile(k.graph, device=k.remote, optimization=k.optimization)
                 self._opts_cache[k.key] = " ".join(_opt_str(o.op, o.axis if o.HasField("axis") else None, o.arg)
                                                    for o in reply.applied_opts)
             return self._opts_cache[k.key]
         info = call.src[0].src[0].arg  # the CPU program's rewritten SINK: its KernelInfo
         return " ".join(_opt_str(o.op.name, o.axis, o.arg) for o in (getattr(info, "applied_opts", None) or ()))
-
-    def _time_with14(self, call: Any, var_vals: dict, opts: str, reps: int) -> Optional[float]:
-        import uopd
-        from tinygrad.engine.jit import _prepare_jit_inputs
-        from tinygrad.engine.realize import resolve_params
-        prg, rt = call.src[0], self._runtime14(call)
-        input_uops, _, _, _ = _prepare_jit_inputs(self.model.jit_args(), {})
-        bufs = [b.buffer.ensure_allocated()._buf for b in resolve_params(call, tuple(input_uops))]
-        k, views = rt.kernel.bound(rt.dev.device, tuple(bufs[i] for i in prg.arg.globals))
-        values = {v.arg.name: int(var_vals[v.arg.name]) for v in k.vars if v.arg.name in var_vals}
-        kernel = uopd.Kernel(k.graph, views, optimization=opts or "none")
-        times = []
-        try:
-            for _ in range(reps + 1):
-                t = rt.dev.client.execute([kernel], vars=values, device=rt.dev.remote).timings[0]
-                times.append((t.end_ns - t.start_ns) * 1e-3)
-        except Exception as e:  # an opt uopd refuses
-            print(f"alt opts {opts!r} for {prg.arg.name}: {e}", file=sys.stderr)
-            return None
-        times = sorted(times[1:])
-        return times[len(times) // 2]
 
     def _call_breakdown14(self, reps: int) -> dict:
         from tinygrad.engine.jit import _prepare_jit_inputs
@@ -165,8 +162,7 @@ class TinygradBackend:
             st = time.perf_counter()
             run_linear(captured.linear, var_vals, input_uops=input_uops, update_stats=False, jit=True, wait=True)
             walls.append(time.perf_counter() - st)
-        walls = sorted(walls[1:])
-        return {"wall_ms": walls[len(walls) // 2] * 1e3, "device_ms": float("nan"),
+        return {"wall_ms": _median_after_first(walls) * 1e3, "device_ms": float("nan"),
                 "batches": len(captured.linear.src), "kernels": len(self._programs14())}
 
     def call_breakdown(self, reps: int) -> dict:
@@ -194,8 +190,7 @@ class TinygradBackend:
             spans.append(span)
             for (j, i) in captured._input_replace:
                 captured._jit_cache[j].bufs[i] = None
-        walls, spans = sorted(walls[1:]), sorted(spans[1:])
-        return {"wall_ms": walls[len(walls) // 2] * 1e3, "device_ms": spans[len(spans) // 2] * 1e3,
+        return {"wall_ms": _median_after_first(walls) * 1e3, "device_ms": _median_after_first(spans) * 1e3,
                 "batches": len(captured._jit_cache), "kernels": len(captured.jit_cache)}
 
     def export(self, out_dir: str, model: str) -> list[str]:
@@ -251,17 +246,8 @@ class TinygradBackend:
         prg = ei.prg
         views = prg.views([ei.bufs[i] for i in prg.p.globals])
         kernel = uopd.Kernel(prg.graph, views, optimization=opts or "none")
-        times = []
-        try:
-            for _ in range(reps + 1):
-                t = prg.dev.client.execute([kernel], vars=prg.var_values(var_vals | ei.fixedvars),
-                                           device=prg.remote).timings[0]
-                times.append((t.end_ns - t.start_ns) * 1e-3)
-        except Exception as e:  # an opt uopd refuses
-            print(f"alt opts {opts!r} for {prg.p.name}: {e}", file=sys.stderr)
-            return None
-        times = sorted(times[1:])
-        return times[len(times) // 2]
+        return _daemon_us(prg.dev.client, kernel, prg.var_values(var_vals | ei.fixedvars), prg.remote, reps,
+                          f"alt opts {opts!r} for {prg.p.name}")
 
     def _opts(self, prg: Any) -> str:
         if self.device == "UOPD":

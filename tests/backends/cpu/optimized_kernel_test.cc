@@ -109,16 +109,20 @@ TEST_F(OptimizedKernelTest, HeuristicsTileAMatmulInVectorRegistersWithTheSameRes
   for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-4) << "element " << e;
 }
 
-TEST_F(OptimizedKernelTest, ARowSumKeepsPartialSumsPerVectorLane) {
+// out[r] = sum over c of in[r, c], float32.
+v1::Graph RowSum(int64_t rows, int64_t cols) {
   GraphBuilder g;
-  const int64_t rows = 8, cols = 64;
   int out = g.Buffer(0, DType::FLOAT32, rows);
   int r = g.Range(g.Index(rows), 0);
   int in = g.Buffer(1, DType::FLOAT32, rows * cols);
   int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
   int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(in, g.RowMajor(r, cols, k)), {k});
-  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
-  auto unrolled = Optimize(graph, {MakeOpt(OptOp::kUnroll, 0, 16)});
+  return g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
+}
+
+TEST_F(OptimizedKernelTest, ARowSumKeepsPartialSumsPerVectorLane) {
+  const int64_t rows = 8, cols = 64;
+  auto unrolled = Optimize(RowSum(rows, cols), {MakeOpt(OptOp::kUnroll, 0, 16)});
   auto spec = device_->renderer().Render(unrolled, "rowsum");
   UOPD_ASSERT_OK(spec);
   EXPECT_TRUE(absl::StrContains(spec->src, "load <16 x float>")) << "not one vector load";
@@ -139,15 +143,8 @@ TEST_F(OptimizedKernelTest, AReductionWhollyInTheLanesAddsThemInOrderAsTinygradD
   // sum(x[r, 0..3]) with its 4 elements unrolled into lanes and no loop left: tinygrad's
   // expander folds lane after lane, ((x0 + x1) + x2) + x3; halving, (x0 + x2) + (x1 + x3), gives
   // 2 instead of 1 on these values (and was 1 ulp off tinygrad on test_swizzle_reduceop).
-  GraphBuilder g;
   const int64_t rows = 3, cols = 4;
-  int out = g.Buffer(0, DType::FLOAT32, rows);
-  int r = g.Range(g.Index(rows), 0);
-  int in = g.Buffer(1, DType::FLOAT32, rows * cols);
-  int k = g.Range(g.Index(cols), 1, v1::RangeArg::REDUCE);
-  int sum = g.Reduce(Node::ADD, DType::FLOAT32, g.Load(in, g.RowMajor(r, cols, k)), {k});
-  v1::Graph graph = g.Sink({g.End(g.Store(g.Target(out, r), sum), {r})});
-  auto unrolled = Optimize(graph, {MakeOpt(OptOp::kUnroll, 0, 0)});
+  auto unrolled = Optimize(RowSum(rows, cols), {MakeOpt(OptOp::kUnroll, 0, 0)});
   std::vector<float> values;
   for (int64_t row = 0; row < rows; ++row) {
     for (float v : {1e8f, 1.0f, -1e8f, 1.0f}) values.push_back(v);

@@ -16,6 +16,7 @@ from uopd._opts import optimization_of
 from uopd.v1 import kernel_service_pb2 as ks
 
 from tinygrad.device import LRUAllocator, BufferSpec
+from tinygrad.uop.ops import Ops, UOp, UPat, PatternMatcher, graph_rewrite
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 
@@ -130,6 +131,27 @@ def mode_tag(beam: int, noopt: bool) -> bytes:
     return (b":beam" if beam >= 1 else b"") + (b":noopt" if noopt else b"")
 
 
+def read_through(root: UOp, staged_op: Any) -> UOp:
+    """`root` with each read of a kernel-local buffer that tinygrad's partial-contiguous
+    scheduling (PCONTIG) makes (``staged_op``: 0.12's BUFFERIZE, 0.14's STAGE; OP(v, r...) holds
+    v at every value of the ranges r, and INDEX(OP, i...) reads it at i) replaced by the value
+    itself at those indices, v with r substituted by i: the same values, computed where they are
+    read instead of held (tinygrad removes a removable one the same way when it is cheap). A read
+    with another shape than staged is left, for the encoder to refuse. The same UOp when there
+    are none."""
+    if not any(u.op is staged_op for u in root.toposort()):
+        return root
+
+    def read(idx: UOp, staged: UOp) -> Optional[UOp]:
+        ranges, indices = staged.src[1:], idx.src[1:]
+        if len(ranges) != len(indices):
+            return None
+        return staged.src[0].substitute(dict(zip(ranges, indices)))
+
+    reads = PatternMatcher([(UPat(Ops.INDEX, src=(UPat(staged_op, name="staged"),), allow_any_len=True, name="idx"), read)])
+    return graph_rewrite(root, reads, name="read through kernel-local buffers")
+
+
 # ---------------------------------------------------------------------------------------------
 # TinyJit's batches
 
@@ -147,11 +169,15 @@ class BatchReplay:
     def __init__(self) -> None:
         self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
         self.seen: set[tuple] = set()
+        # The graphs pass the same list of kernels while their buffers stay: its key is kept.
+        self._keyed: tuple[Optional[list], tuple] = (None, ())
 
     def run(self, client: uopd.Client, remote: str, kernels: list[uopd.Kernel], variables: dict[str, int],
             wait: bool) -> Optional[float]:
         """Runs the batch; with ``wait``, its time on the device (else host time), in seconds."""
-        key = tuple((v.base, v.offset, v.size) for k in kernels for v in k.buffers)
+        if self._keyed[0] is not kernels:
+            self._keyed = (kernels, tuple((v.base, v.offset, v.size) for k in kernels for v in k.buffers))
+        key = self._keyed[1]
         st = time.perf_counter()
         plan = self.plans.get(key)
         if plan is None and key in self.seen:

@@ -46,9 +46,10 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd.tinygrad import estimates, ir
+from uopd.tinygrad import ir
+from uopd.tinygrad.estimates import kernel_estimates
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   mode_tag, optimization_for, remote_device, server_address)
+                                   mode_tag, optimization_for, read_through, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -59,7 +60,7 @@ from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphRunner, GraphException
 from tinygrad.engine.realize import CompiledRunner, Runner, ExecItem
 from tinygrad.helpers import BEAM, DEBUG, NOOPT
-from tinygrad.renderer import Estimates, ProgramSpec, Renderer
+from tinygrad.renderer import ProgramSpec, Renderer
 from tinygrad.uop.ops import Ops, UOp, KernelInfo, PatternMatcher, UPat
 
 __all__ = ["UopdDevice", "UopdAllocator", "UopdRunner", "UopdGraph", "client_for", "server_address"]
@@ -133,7 +134,7 @@ def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
             opts = list(info.opts_to_apply)
         if info != KernelInfo(name=info.name):
             ast = ast.replace(arg=KernelInfo(name=info.name))
-    inlined = ir.inline_bufferize(ast)
+    inlined = read_through(ast, Ops.BUFFERIZE)
     if inlined is not ast:
         # Its opts name axes of the kernel with its local buffers, which it no longer has: the
         # daemon's default optimizes the inlined kernel instead (the same values).
@@ -141,26 +142,16 @@ def _kernel_parts(ast: UOp) -> tuple[UOp, Any, str]:
     return inlined, opts, name
 
 
-def _estimates_of(ast: UOp, name: str) -> Estimates:
-    """What the kernel adds to GlobalCounters on each run, made from its AST (uopd.tinygrad.estimates);
-    DEBUG>=2 replaces it with tinygrad's own count from its lowering (UopdRunner.inspect)."""
-    try:
-        return estimates.estimates(ast)
-    except Exception as e:  # a statistic: the kernel runs without it
-        if DEBUG >= 1:
-            print(f"UOPD: no estimates for {name}: {type(e).__name__}: {e}")
-        return Estimates()
-
-
 class UopdRunner(CompiledRunner):
     """A kernel AST on a UOPD device: encoded once, run by the daemon with Execute."""
 
-    def __init__(self, device: str, ast: UOp, tag: bytes = b""):
+    def __init__(self, device: str, ast: UOp, beam: int = 0, noopt: bool = False):
         if ast.op is not Ops.SINK:
             raise NotImplementedError(f"the UOPD device runs kernel ASTs (SINK), not {ast.op}")
         sent, opts, name = _kernel_parts(ast)
         self.graph: graph_pb2.Graph = json_format.ParseDict(ir.encode_graph(sent, kernel_ast_only=False), graph_pb2.Graph())
-        self.optimization = optimization_for(opts, int(b":beam" in tag), b":noopt" in tag)
+        self.optimization = optimization_for(opts, beam, noopt)
+        self._mode = (beam, noopt)
         nodes = sent.toposort()
         globs = sorted({u.arg: u for u in nodes if u.op is Ops.DEFINE_GLOBAL}.items())
         outs: set[int] = set()
@@ -186,9 +177,10 @@ class UopdRunner(CompiledRunner):
                         ins=sorted(ins))
         self.p = p
         self._prg = None
-        self.lib = MAGIC + ast.key + tag  # what compiling its program gives (UopdProgram finds this runner by it)
+        # What compiling its program gives (UopdProgram finds this runner by it).
+        self.lib = MAGIC + ast.key + mode_tag(beam, noopt)
         self._source: Optional[str] = None
-        Runner.__init__(self, f"uopd {name}", device, _estimates_of(ast, name))
+        Runner.__init__(self, f"uopd {name}", device, kernel_estimates(ast, name))
 
     def source(self) -> str:
         """The daemon's rendering of this kernel (asked once; the daemon compiles it then)."""
@@ -203,7 +195,7 @@ class UopdRunner(CompiledRunner):
             print(p.src)
 
     def __reduce__(self) -> Any:
-        return self.__class__, (self.p.device, self.p.ast, self.lib[len(MAGIC) + len(self.p.ast.key):])
+        return self.__class__, (self.p.device, self.p.ast, *self._mode)
 
     def views(self, bufs: list[UopdBuf]) -> list[uopd.ViewRef]:
         out = []
@@ -320,11 +312,11 @@ def _is_uopd(device: str) -> bool:
 def get_runner(device: str, ast: UOp) -> CompiledRunner:
     if not _is_uopd(device):
         return _get_runner(device, ast)
-    tag = mode_tag(BEAM.value, bool(NOOPT))
-    key = (device, ast.key + tag)
+    beam, noopt = BEAM.value, bool(NOOPT)
+    key = (device, ast.key + mode_tag(beam, noopt))
     runner = _runners.get(key)
     if runner is None:
-        runner = _runners[key] = UopdRunner(device, ast, tag)
+        runner = _runners[key] = UopdRunner(device, ast, beam, noopt)
         if DEBUG >= 2:  # tinygrad's estimates for its GFLOP/s, and the daemon's source at DEBUG>=4
             try:
                 runner.inspect(get_program(ast, Device[device].renderer))

@@ -33,9 +33,10 @@ from typing import Any, Optional
 from google.protobuf import json_format
 
 import uopd
-from uopd.tinygrad import estimates, ir14
+from uopd.tinygrad import ir14
+from uopd.tinygrad.estimates import kernel_estimates
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   mode_tag, optimization_for, remote_device, server_address)
+                                   mode_tag, optimization_for, read_through, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -45,7 +46,7 @@ from tinygrad.dtype import AddrSpace
 from tinygrad.engine import realize
 from tinygrad.engine.jit import GraphException, GraphRunner
 from tinygrad.helpers import DEBUG, NOOPT
-from tinygrad.renderer import Estimates, Renderer
+from tinygrad.renderer import Renderer
 from tinygrad.uop.ops import AxisType, Ops, UOp, KernelInfo, ProgramInfo
 
 __all__ = ["UopdDevice", "UopdAllocator", "UopdProgram", "client_for", "server_address"]
@@ -91,18 +92,18 @@ class Slot:
 class UopdKernel:
     """One kernel AST of a UOPD device: encoded once, with what binding it needs."""
 
-    def __init__(self, device: str, ast: UOp, tag: bytes = b""):
+    def __init__(self, device: str, ast: UOp, noopt: bool = False):
         info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
         opts = list(info.opts_to_apply) if info.opts_to_apply is not None else None
         lowered = ir14.lower_movement_ops(ast.replace(arg=KernelInfo(name=info.name)))
-        sent = ir14.inline_stages(lowered)
+        sent = read_through(lowered, Ops.STAGE)
         if sent is not lowered:
             # Its opts name axes of the kernel with its STAGEs, which it no longer has: the
             # daemon's default optimizes the inlined kernel instead (the same values).
             opts = None
         self.name = info.name if info.name != "test" else f"uopd_{ast.key.hex()[:10]}"
         self.graph = json_format.ParseDict(ir14.encode_graph(sent), graph_pb2.Graph())
-        self.optimization = optimization_for(opts, info.beam, b":noopt" in tag)
+        self.optimization = optimization_for(opts, info.beam, noopt)
         self.remote = remote_device(device)
         nodes = sent.toposort()
         params = {u.arg.slot: u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU}
@@ -124,7 +125,7 @@ class UopdKernel:
                    for r in nodes if r.op is Ops.RANGE and r.arg[-1] is AxisType.DEVICE}
         self.vars = tuple(sorted({u for u in nodes if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.ALU} | devices,
                                  key=lambda v: v.arg.name))
-        self.key = MAGIC + ast.key + tag
+        self.key = MAGIC + ast.key + mode_tag(0, noopt)  # BEAM is in the AST (KernelInfo.beam)
         self._source: Optional[str] = None
         self._ast = ast
         self._sent = sent
@@ -143,12 +144,7 @@ class UopdKernel:
         info = ProgramInfo(self.name, (1, 1, 1), None, self.vars, tuple(s.index for s in self.slots),
                            tuple(self.outs), tuple(self.ins))
         if self._estimates is None:
-            try:
-                self._estimates = estimates.estimates(self._sent)
-            except Exception as e:  # a statistic: the kernel runs without it
-                if DEBUG >= 1:
-                    print(f"UOPD: no estimates for {self.name}: {type(e).__name__}: {e}")
-                self._estimates = Estimates()
+            self._estimates = kernel_estimates(self._sent, self.name)
         kernel_info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
         sink = ast.replace(arg=replace(kernel_info, estimates=self._estimates))
         params = tuple(u for u in ast.toposort() if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU)
@@ -233,7 +229,8 @@ class UopdGraph(GraphRunner):
         # buffers call after call, and binding 45 kernels anew took a tenth of a LLaMA token.
         self._bound: Optional[tuple[tuple, list[uopd.Kernel]]] = None
         self._var_names = tuple(dict.fromkeys(v.arg.name for rt in self.runtimes for v in rt.kernel.vars))
-        self._device_vars = any(device_vars for _, _, _, device_vars in self.calls)
+        # A graph's kernels run on one device (GraphRunner.supports_uop), so their values agree.
+        self._device_vars = {k: v for _, _, _, device_vars in self.calls for k, v in device_vars.items()}
 
     @property
     def plans(self) -> OrderedDict[tuple, uopd.Plan]:
@@ -255,13 +252,8 @@ class UopdGraph(GraphRunner):
                 k, views = runtime.kernel.bound(runtime.dev.device, bufs)
                 kernels.append(uopd.Kernel(k.graph, views, optimization=k.optimization))
             self._bound = (buffers, kernels)
-        if self._device_vars:
-            variables = {}
-            for (_, _, _, device_vars), runtime in zip(self.calls, self.runtimes):
-                values = {**var_vals, **device_vars}
-                variables.update({v.arg.name: int(values[v.arg.name]) for v in runtime.kernel.vars if v.arg.name in values})
-        else:
-            variables = {name: int(var_vals[name]) for name in self._var_names if name in var_vals}
+        values = {**var_vals, **self._device_vars} if self._device_vars else var_vals
+        variables = {name: int(values[name]) for name in self._var_names if name in values}
         dev: UopdDevice = Device[self.calls[0][2][0].device]
         return self.replay.run(dev.client, dev.remote, self._bound[1], variables, wait)
 
@@ -304,13 +296,13 @@ def _kernel_for(device: str, ast: UOp) -> UopdKernel:
     """The kernel of `ast` on `device`, made once per process; a new one starts compiling in the
     daemon at once (``$UOPD_PRECOMPILE=0``: when first run)."""
     global _precompile_pool
-    tag = mode_tag(0, bool(NOOPT))  # BEAM is in the AST (KernelInfo.beam)
-    key = MAGIC + ast.key + tag
+    noopt = bool(NOOPT)
+    key = MAGIC + ast.key + mode_tag(0, noopt)
     with _kernels_lock:
         kernel = _kernels.get(key)
         if kernel is not None:
             return kernel
-        kernel = _kernels[key] = UopdKernel(device, ast, tag)
+        kernel = _kernels[key] = UopdKernel(device, ast, noopt)
         if os.environ.get("UOPD_PRECOMPILE") != "0":
             if _precompile_pool is None:
                 _precompile_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uopd-precompile")

@@ -31,6 +31,7 @@ call's values."""
 from __future__ import annotations
 
 from tinygrad.dtype import AddrSpace, dtypes
+from tinygrad.helpers import DEBUG
 from tinygrad.renderer import Estimates
 from tinygrad.uop.ops import GroupOp, Ops, UOp, graph_rewrite, smin
 
@@ -49,6 +50,17 @@ except ImportError:  # tinygrad 0.12
     _BUFFERS = (Ops.DEFINE_GLOBAL,)
     from tinygrad.dtype import PtrDType
     _POINTER = PtrDType  # 0.12's INDEX and DEFINE_GLOBAL have pointer dtypes
+
+
+def kernel_estimates(ast: UOp, name: str) -> Estimates:
+    """estimates(ast), or none (zeros) where counting fails: a statistic, the kernel runs
+    without it."""
+    try:
+        return estimates(ast)
+    except Exception as e:
+        if DEBUG >= 1:
+            print(f"UOPD: no estimates for {name}: {type(e).__name__}: {e}")
+        return Estimates()
 
 
 def estimates(ast: UOp) -> Estimates:

@@ -258,30 +258,6 @@ _expand_contract = PatternMatcher([
 ])
 
 
-def _read_through_bufferize(idx: UOp, staged: UOp) -> UOp | None:
-    ranges, indices = staged.src[1:], idx.src[1:]
-    if len(ranges) != len(indices):
-        return None  # read with another shape than staged: left for the encoder to refuse
-    return staged.src[0].substitute(dict(zip(ranges, indices)))
-
-
-_pm_inline_bufferize = PatternMatcher([
-    (UPat(Ops.INDEX, src=(UPat(Ops.BUFFERIZE, name="staged"),), allow_any_len=True, name="idx"),
-     _read_through_bufferize),
-])
-
-
-def inline_bufferize(root: UOp) -> UOp:
-    """`root` with each read of a BUFFERIZE (a kernel-local buffer that tinygrad's
-    partial-contiguous scheduling, PCONTIG, makes: BUFFERIZE(v, r...) holds v at every value of
-    the ranges r, and INDEX(BUFFERIZE, i...) reads it at i) replaced by the value itself at those
-    indices, v with r substituted by i: the same values, computed where they are read instead of
-    held. The same UOp when there are none."""
-    if not any(u.op is Ops.BUFFERIZE for u in root.toposort()):
-        return root
-    return graph_rewrite(root, _pm_inline_bufferize, name="inline bufferize")
-
-
 def encode_graph(root: UOp, kernel_ast_only: bool = True) -> dict[str, Any]:
     """IR v1 Graph JSON of a kernel AST. With kernel_ast_only, ops that IR.md lists only as 'after lowering'
     are refused too (a scheduled kernel AST should not contain them)."""

@@ -16,7 +16,7 @@ from tinygrad.dtype import AddrSpace, DType, dtypes
 from tinygrad.schedule.multi import multi_pm
 from tinygrad.schedule.rangeify import pm_mops
 from tinygrad.uop.movement import mop_cleanup
-from tinygrad.uop.ops import GroupOp, UOp, Ops, AxisType, KernelInfo, ParamArg, PatternMatcher, UPat, graph_rewrite
+from tinygrad.uop.ops import GroupOp, UOp, Ops, AxisType, KernelInfo, ParamArg, graph_rewrite
 
 DIALECT = "TINYGRAD_0_14"
 
@@ -186,29 +186,6 @@ def lower_movement_ops(root: UOp) -> UOp:
     # An INDEX of a partly indexed view (`src[G, :][R]`) folds once its INDEXes merge, which
     # tinygrad's codegen does later (mop_cleanup, with its reduces): here both, to a fixed point.
     return graph_rewrite(sink, pm_mops + mop_cleanup, name="early movement ops", bottom_up=True)
-
-
-def _read_through_stage(idx: UOp, stage: UOp) -> UOp | None:
-    ranges, indices = stage.src[1:], idx.src[1:]
-    if len(ranges) != len(indices):
-        return None  # read with another shape than staged: left for the encoder to refuse
-    return stage.src[0].substitute(dict(zip(ranges, indices)))
-
-
-_pm_inline_stages = PatternMatcher([
-    (UPat(Ops.INDEX, src=(UPat(Ops.STAGE, name="stage"),), allow_any_len=True, name="idx"), _read_through_stage),
-])
-
-
-def inline_stages(root: UOp) -> UOp:
-    """`root` with each read of a STAGE (a kernel-local buffer that tinygrad's partial-contiguous
-    scheduling, PCONTIG, makes: STAGE(v, r...) holds v at every value of the ranges r, and
-    INDEX(STAGE, i...) reads it at i) replaced by the value itself at those indices, v with r
-    substituted by i: the same values, computed where they are read instead of held (tinygrad
-    removes a removable STAGE the same way when it is cheap). The same UOp when there are none."""
-    if not any(u.op is Ops.STAGE for u in root.toposort()):
-        return root
-    return graph_rewrite(root, _pm_inline_stages, name="inline stages")
 
 
 def encode_graph(root: UOp) -> dict[str, Any]:
