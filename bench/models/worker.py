@@ -244,7 +244,7 @@ class TinygradBackend:
     def _time_with(self, ei: Any, var_vals: dict, opts: str, reps: int) -> Optional[float]:
         import uopd
         prg = ei.prg
-        views = prg.views([ei.bufs[i] for i in prg.p.globals])
+        views = prg.views([ei.bufs[i]._buf for i in prg.p.globals])
         kernel = uopd.Kernel(prg.graph, views, optimization=opts or "none")
         return _daemon_us(prg.dev.client, kernel, prg.var_values(var_vals | ei.fixedvars), prg.remote, reps,
                           f"alt opts {opts!r} for {prg.p.name}")
