@@ -142,7 +142,8 @@ if [ "$TINYGRAD_VERSION" != 0.12.0 ]; then
       test/unit/test_tensor_data.py test/unit/test_realize_is_realize.py test/unit/test_schedule_cache.py
       test/unit/test_allreduce.py test/backend/test_pickle.py test/backend/test_opt_gemm.py
       test/backend/test_stunning.py test/backend/test_to_numpy.py test/backend/test_symbolic_jit.py
-      test/backend/test_rangeify.py test/backend/test_schedule.py"
+      test/backend/test_rangeify.py test/backend/test_schedule.py test/opt/test_kernel_opts.py
+      test/unit/test_jit.py test/device/test_validate_with_cpu.py"
   else
     echo "tinygrad $TINYGRAD_VERSION: no test tree (TINYGRAD_TESTS); its sdist has test/test_tiny.py only, so only that runs"
     default_suites="test/test_tiny.py"

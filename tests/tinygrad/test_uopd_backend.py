@@ -357,6 +357,27 @@ class TestOptimizationChoice(unittest.TestCase):
         self.assertTrue(all(r.optimization.mode == ks.Optimization.DEFAULT for r in runners))
 
 
+class TestKernelOptErrors(unittest.TestCase):
+    """An opt of a kernel's opts_to_apply that does not apply raises tinygrad's KernelOptError on
+    every device, which tinygrad's tests and tools catch (on UOPD it was the daemon's
+    InvalidArgument)."""
+
+    def test_padding_an_upcasted_axis_is_a_kernel_opt_error(self):
+        from tinygrad.codegen.opt import KernelOptError, Opt, OptOps
+
+        def eye(C: UOp) -> UOp:
+            i, j = UOp.range(C.shape[0], 0), UOp.range(C.shape[1], 1)
+            opts = (Opt(OptOps.UPCAST, 1, 0), Opt(OptOps.PADTO, 1, 8))
+            return C[i, j].store(i.eq(j).cast(C.dtype.base)).end(i, j).sink(
+                arg=KernelInfo(name="eye_padded_after_upcast", opts_to_apply=opts))
+        with self.assertRaises(KernelOptError) as raised:
+            Tensor.custom_kernel(Tensor.empty(4, 4), fxn=eye)[0].realize()
+        if Device.DEFAULT.split(":")[0] == "UOPD":
+            self.assertIn("opts_to_apply[1] (PADTO(1, 8))", str(raised.exception))
+        np.testing.assert_equal(Tensor.custom_kernel(Tensor.empty(4, 4), fxn=custom_eye_kernel)[0].numpy(),
+                                np.eye(4, dtype=np.float32))
+
+
 @unittest.skipUnless(ON_UOPD, "UOPD only")
 class TestUopdOnly(unittest.TestCase):
     def test_runner_is_uopd(self):

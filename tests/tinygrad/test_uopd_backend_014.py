@@ -252,6 +252,46 @@ class TestOptimizationChoice(unittest.TestCase):
         self.assertGreater(len(kernels), 0)
         self.assertTrue(all(k.optimization.mode == ks.Optimization.DEFAULT for k in kernels))
 
+    def test_jitbeam_searches_the_kernels_a_jit_captures(self):
+        from unittest.mock import patch
+        from tinygrad.helpers import getenv
+        from uopd.v1 import kernel_service_pb2 as ks
+
+        @TinyJit
+        def add(x: Tensor, y: Tensor) -> Tensor:
+            return (x + y).realize()
+        a, b = Tensor.ones(10, 10).contiguous().realize(), Tensor.ones(10, 10).contiguous().realize()
+        self.assertEqual([k.optimization.mode for k in self._new_kernels(lambda: add(a, b))],
+                         [ks.Optimization.DEFAULT])
+        jitbeam = patch("tinygrad.engine.jit.getenv",
+                        side_effect=lambda k, d=0: 1 if k == "JITBEAM" else getenv(k, d))
+        with jitbeam:
+            kernels = self._new_kernels(lambda: add(a, b))  # the second call captures
+        self.assertEqual([k.optimization.mode for k in kernels], [ks.Optimization.SEARCH])
+        np.testing.assert_equal(add(a, b).numpy(), np.full((10, 10), 2.0, np.float32))
+
+
+class TestKernelOptErrors(unittest.TestCase):
+    """An opt of a kernel's opts_to_apply that does not apply raises tinygrad's KernelOptError on
+    every device, which tinygrad's tests and tools catch (on UOPD it was the daemon's
+    InvalidArgument)."""
+
+    def test_padding_an_upcasted_axis_is_a_kernel_opt_error(self):
+        from tinygrad.codegen.opt import KernelOptError, Opt, OptOps
+        from tinygrad.uop.ops import KernelInfo, UOp
+
+        def eye(*opts: Opt):
+            def kernel(C: UOp) -> UOp:
+                i, j = UOp.range(C.shape[0], 0), UOp.range(C.shape[1], 1)
+                return C[i, j].store(i.eq(j).cast(C.dtype)).end(i, j).sink(
+                    arg=KernelInfo(name=f"eye_{len(opts)}_opts", opts_to_apply=opts))
+            return Tensor.custom_kernel(Tensor.empty(4, 4), fxn=kernel)[0]
+        with self.assertRaises(KernelOptError) as raised:
+            eye(Opt(OptOps.UPCAST, 1, 0), Opt(OptOps.PADTO, 1, 8)).realize()
+        if Device.DEFAULT.split(":")[0] == "UOPD":
+            self.assertIn("opts_to_apply[1] (PADTO(1, 8))", str(raised.exception))
+        np.testing.assert_equal(eye(Opt(OptOps.UPCAST, 1, 0)).numpy(), np.eye(4, dtype=np.float32))
+
 
 class TestGlobalCounters(unittest.TestCase):
     """What a run adds to GlobalCounters below DEBUG=2, as tinygrad's own devices count it: the

@@ -5,16 +5,19 @@ device14.py): which server, the process's client of it, and tinygrad's buffers a
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import uopd
 from uopd._opts import optimization_of
 from uopd.v1 import kernel_service_pb2 as ks
 
+from tinygrad.codegen.opt import KernelOptError
 from tinygrad.device import LRUAllocator, BufferSpec
 from tinygrad.uop.ops import Ops, UOp, UPat, PatternMatcher, graph_rewrite
 
@@ -98,10 +101,28 @@ class UopdAllocator(LRUAllocator["UopdDevice"]):
         return UopdBuf(buf.handle, size, buf.offset + offset)
 
 
+# How the daemon names an opt of a kernel's opts_to_apply that does not apply (core/opt/optimize.cc):
+# "kernel 0 (name, ast ...): opts_to_apply[1] (PADTO(1, 8)): cannot pad upcasted ...".
+_OPT_REFUSED = re.compile(r"\bopts_to_apply(\[\d+\] \(.*?\))?: ")
+
+
+@contextmanager
+def kernel_opt_errors() -> Iterator[None]:
+    """The daemon's refusal of a kernel's opts as tinygrad's own devices refuse them: a
+    KernelOptError (what tinygrad's tests and its beam search catch), not an RPC error."""
+    try:
+        yield
+    except uopd.InvalidArgument as e:
+        if _OPT_REFUSED.search(e.message):
+            raise KernelOptError(e.message) from e
+        raise
+
+
 def daemon_source(graph: Any, remote: str, optimization: Optional[ks.Optimization]) -> str:
     """The daemon's rendered source of a kernel AST (Compile with want_source: the daemon compiles
     it then, once, as it would for its first run)."""
-    return client_for().compile(graph, device=remote, optimization=optimization, want_source=True).source
+    with kernel_opt_errors():
+        return client_for().compile(graph, device=remote, optimization=optimization, want_source=True).source
 
 
 def optimization_for(opts: Any, beam: int = 0, noopt: bool = False) -> Optional[ks.Optimization]:
@@ -180,17 +201,18 @@ class BatchReplay:
         key = self._keyed[1]
         st = time.perf_counter()
         plan = self.plans.get(key)
-        if plan is None and key in self.seen:
-            plan = self.plans[key] = client.prepare(kernels, device=remote)
-            while len(self.plans) > self.PLANS:
-                _, old = self.plans.popitem(last=False)
-                _release(old)
-        if plan is not None:
-            self.plans.move_to_end(key)
-            result = plan.run(vars=variables)
-        else:
-            self.seen.add(key)
-            result = client.execute(kernels, vars=variables, device=remote)
+        with kernel_opt_errors():
+            if plan is None and key in self.seen:
+                plan = self.plans[key] = client.prepare(kernels, device=remote)
+                while len(self.plans) > self.PLANS:
+                    _, old = self.plans.popitem(last=False)
+                    _release(old)
+            if plan is not None:
+                self.plans.move_to_end(key)
+                result = plan.run(vars=variables)
+            else:
+                self.seen.add(key)
+                result = client.execute(kernels, vars=variables, device=remote)
         if not wait:
             return None
         if result.timings:

@@ -49,7 +49,7 @@ import uopd
 from uopd.tinygrad import ir
 from uopd.tinygrad.estimates import kernel_estimates
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   mode_tag, optimization_for, read_through, remote_device, server_address)
+                                   kernel_opt_errors, mode_tag, optimization_for, read_through, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -210,7 +210,8 @@ class UopdRunner(CompiledRunner):
     def run(self, bufs: list[UopdBuf], variables: dict[str, int], wait: bool) -> Optional[float]:
         st = time.perf_counter()
         kernel = uopd.Kernel(self.graph, self.views(bufs), optimization=self.optimization)
-        result = client_for().execute([kernel], vars=variables, device=self.remote)
+        with kernel_opt_errors():
+            result = client_for().execute([kernel], vars=variables, device=self.remote)
         if not wait:
             return None
         if result.timings:

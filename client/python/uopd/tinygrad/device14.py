@@ -36,7 +36,7 @@ import uopd
 from uopd.tinygrad import ir14
 from uopd.tinygrad.estimates import kernel_estimates
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   mode_tag, optimization_for, read_through, remote_device, server_address)
+                                   kernel_opt_errors, mode_tag, optimization_for, read_through, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -205,8 +205,9 @@ class UopdProgram(Program["UopdDevice"]):
         variables = {v.arg.name: int(x) for v, x in zip(k.vars, vals) if x is not None}
         # On this device: a kernel is made once per process, for whichever UOPD device lowered it first.
         k, views = k.bound(self.dev.device, bufs)
-        result = self.dev.client.execute([uopd.Kernel(k.graph, views, optimization=k.optimization)],
-                                         vars=variables, device=self.dev.remote)
+        with kernel_opt_errors():
+            result = self.dev.client.execute([uopd.Kernel(k.graph, views, optimization=k.optimization)],
+                                             vars=variables, device=self.dev.remote)
         if not wait:
             return None
         if result.timings:
