@@ -37,10 +37,13 @@ sys.path.insert(0, HERE)
 from models import weights as W  # noqa: E402  (numpy only)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-UNIT = {"llama": "tok/s", "resnet": "img/s", "train": "steps/s"}
+UNIT = {"llama": "tok/s", "resnet": "img/s", "train": "steps/s", "bert": "seq/s", "mobilenet": "img/s"}
 TITLE = {"llama": f"LLaMA-style decoder, dim {W.LLAMA['dim']}, {W.LLAMA['n_layers']} layers, greedy decode",
          "resnet": f"ResNet-18, batch {W.RESNET['batch']}, {W.RESNET['size']}x{W.RESNET['size']}",
-         "train": f"small CNN training step (2 conv + 2 linear, batch {W.TRAIN['batch']}, Adam)"}
+         "train": f"small CNN training step (2 conv + 2 linear, batch {W.TRAIN['batch']}, Adam)",
+         "bert": f"BERT-style encoder, dim {W.BERT['dim']}, {W.BERT['n_layers']} layers, batch {W.BERT['batch']} x "
+                 f"{W.BERT['seq']} tokens",
+         "mobilenet": f"MobileNetV2, batch {W.MOBILENET['batch']}, {W.MOBILENET['size']}x{W.MOBILENET['size']}"}
 
 
 class Worker:
@@ -122,7 +125,7 @@ def compare(model: str, ref: dict, other: dict) -> str:
     if model == "llama":
         same = ref["tokens"] == other["tokens"]
         return f"tokens {'identical' if same else 'DIFFER'}, logits within {max_diff(ref['logits'], other['logits']):.1e}"
-    key = "logits" if model == "resnet" else "losses"
+    key = "losses" if model == "train" else "logits"
     return f"{key} within {max_diff(ref[key], other[key]):.1e}"
 
 

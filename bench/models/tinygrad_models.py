@@ -1,6 +1,7 @@
-"""The three workloads in tinygrad 0.12, written as tinygrad's own examples write them (nn.Embedding,
-a KV cache updated with assign and read with a symbolic length, eval-mode BatchNorm, nn.optim.Adam),
-each behind a TinyJit. `device` is "CPU" (tinygrad's own CPU device) or "UOPD"."""
+"""The workloads in tinygrad (0.12 and 0.14), written as tinygrad's own examples write them
+(nn.Embedding, a KV cache updated with assign and read with a symbolic length, eval-mode BatchNorm,
+LayerNorm and GELU, grouped convolutions, nn.optim.Adam), each behind a TinyJit. `device` is "CPU"
+(tinygrad's own CPU device) or "UOPD"."""
 from __future__ import annotations
 
 import numpy as np
@@ -189,4 +190,89 @@ class CnnTraining:
         return self.cfg["steps"]
 
 
-MODELS = {"llama": Llama, "resnet": ResNet18, "train": CnnTraining}
+class Bert:
+    """A BERT-style encoder (token and position embeddings, post-LayerNorm blocks of bidirectional
+    attention and a GELU feed-forward), a batch of sequences per JIT call: prefill-shaped attention
+    (sequence x sequence scores) and row-wise norms, which the decoder does not have."""
+
+    def __init__(self, device: str, cfg: dict = W.BERT):
+        self.cfg, self.device = cfg, device
+        self.w = {k: Tensor(v, device=device).realize() for k, v in W.bert(cfg).items()}
+        self.embedding = nn.Embedding(cfg["vocab"], cfg["dim"])
+        self.embedding.weight = self.w["tok_embeddings"]
+        self.tokens = [Tensor(t, device=device).realize() for t in W.bert_tokens(cfg)]
+        self.forward = TinyJit(lambda t: self._forward(t).realize())
+
+    def _norm(self, x: Tensor, name: str) -> Tensor:
+        return x.layernorm(eps=self.cfg["norm_eps"]) * self.w[name + ".weight"] + self.w[name + ".bias"]
+
+    def _linear(self, x: Tensor, name: str) -> Tensor:
+        return x.linear(self.w[name].T, self.w[name + ".bias"])
+
+    def _forward(self, tokens: Tensor) -> Tensor:
+        cfg = self.cfg
+        b, s = tokens.shape
+        h, hd = cfg["n_heads"], cfg["dim"] // cfg["n_heads"]
+        x = self._norm(self.embedding(tokens) + self.w["pos_embeddings"], "embeddings_norm")
+        for layer in range(cfg["n_layers"]):
+            p = f"layers.{layer}."
+            q, k, v = (self._linear(x, p + n).reshape(b, s, h, hd).transpose(1, 2) for n in ("wq", "wk", "wv"))
+            att = q.scaled_dot_product_attention(k, v).transpose(1, 2).reshape(b, s, cfg["dim"])
+            x = self._norm(x + self._linear(att, p + "wo"), p + "attention_norm")
+            x = self._norm(x + self._linear(self._linear(x, p + "w1").gelu(), p + "w2"), p + "ffn_norm")
+        return x
+
+    def run_sample(self) -> dict:
+        outs = [self.forward(t).numpy() for t in self.tokens]
+        return {"logits": np.concatenate([o.reshape(-1)[:64] for o in outs]).tolist()}
+
+    def jit(self) -> TinyJit:
+        return self.forward
+
+    def jit_args(self) -> tuple:
+        return (self.tokens[0],)
+
+    def units(self) -> int:
+        return len(self.tokens) * self.cfg["batch"]
+
+
+class MobileNetV2:
+    """MobileNetV2 inference (inverted residual blocks: 1x1 expansion, 3x3 depthwise convolution,
+    1x1 projection; eval-mode BatchNorm, ReLU6), one image per JIT call: grouped convolutions,
+    which ResNet does not have."""
+
+    def __init__(self, device: str, cfg: dict = W.MOBILENET):
+        self.cfg, self.device = cfg, device
+        self.w = {k: Tensor(v, device=device).realize() for k, v in W.mobilenet(cfg).items()}
+        self.images = [Tensor(x, device=device).realize() for x in W.mobilenet_images(cfg)]
+        self.forward = TinyJit(lambda x: self._forward(x).realize())
+
+    def _forward(self, x: Tensor) -> Tensor:
+        w = self.w
+        x = _batchnorm(x.conv2d(w["stem"], stride=2, padding=1), w, "stem_bn").relu6()
+        for p, cin, mid, cout, stride in W.mobilenet_layers(self.cfg):
+            y = x
+            if mid != cin:
+                y = _batchnorm(y.conv2d(w[p + "expand"]), w, p + "expand_bn").relu6()
+            y = _batchnorm(y.conv2d(w[p + "depthwise"], groups=mid, stride=stride, padding=1), w,
+                           p + "depthwise_bn").relu6()
+            y = _batchnorm(y.conv2d(w[p + "project"]), w, p + "project_bn")
+            x = x + y if stride == 1 and cin == cout else y
+        x = _batchnorm(x.conv2d(w["head"]), w, "head_bn").relu6()
+        return x.mean((2, 3)).linear(w["fc.weight"].T, w["fc.bias"])
+
+    def run_sample(self) -> dict:
+        outs = [self.forward(x).numpy() for x in self.images]
+        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
+
+    def jit(self) -> TinyJit:
+        return self.forward
+
+    def jit_args(self) -> tuple:
+        return (self.images[0],)
+
+    def units(self) -> int:
+        return len(self.images)
+
+
+MODELS = {"llama": Llama, "resnet": ResNet18, "train": CnnTraining, "bert": Bert, "mobilenet": MobileNetV2}

@@ -1,4 +1,4 @@
-"""The same three workloads in PyTorch eager, from the same weights (bench/models/weights.py), the
+"""The same workloads in PyTorch eager, from the same weights (bench/models/weights.py), the
 baseline the issue measures against."""
 from __future__ import annotations
 
@@ -131,4 +131,68 @@ class CnnTraining:
         return self.cfg["steps"]
 
 
-MODELS = {"llama": Llama, "resnet": ResNet18, "train": CnnTraining}
+class Bert:
+    def __init__(self, cfg: dict = W.BERT):
+        self.cfg = cfg
+        self.w = {k: _t(v) for k, v in W.bert(cfg).items()}
+        self.tokens = [torch.from_numpy(t.astype(np.int64)) for t in W.bert_tokens(cfg)]
+
+    def _norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.layer_norm(x, (self.cfg["dim"],), self.w[name + ".weight"], self.w[name + ".bias"], self.cfg["norm_eps"])
+
+    def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.linear(x, self.w[name], self.w[name + ".bias"])
+
+    def _forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        cfg = self.cfg
+        b, s = tokens.shape
+        h, hd = cfg["n_heads"], cfg["dim"] // cfg["n_heads"]
+        x = self._norm(F.embedding(tokens, self.w["tok_embeddings"]) + self.w["pos_embeddings"], "embeddings_norm")
+        for layer in range(cfg["n_layers"]):
+            p = f"layers.{layer}."
+            q, k, v = (self._linear(x, p + n).reshape(b, s, h, hd).transpose(1, 2) for n in ("wq", "wk", "wv"))
+            att = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, cfg["dim"])
+            x = self._norm(x + self._linear(att, p + "wo"), p + "attention_norm")
+            x = self._norm(x + self._linear(F.gelu(self._linear(x, p + "w1"), approximate="tanh"), p + "w2"),
+                           p + "ffn_norm")
+        return x
+
+    @torch.no_grad()
+    def run_sample(self) -> dict:
+        outs = [self._forward(t).numpy() for t in self.tokens]
+        return {"logits": np.concatenate([o.reshape(-1)[:64] for o in outs]).tolist()}
+
+    def units(self) -> int:
+        return len(self.tokens) * self.cfg["batch"]
+
+
+class MobileNetV2:
+    def __init__(self, cfg: dict = W.MOBILENET):
+        self.cfg = cfg
+        self.w = {k: _t(v) for k, v in W.mobilenet(cfg).items()}
+        self.images = [_t(x) for x in W.mobilenet_images(cfg)]
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.w
+        x = F.relu6(_batchnorm(F.conv2d(x, w["stem"], stride=2, padding=1), w, "stem_bn"))
+        for p, cin, mid, cout, stride in W.mobilenet_layers(self.cfg):
+            y = x
+            if mid != cin:
+                y = F.relu6(_batchnorm(F.conv2d(y, w[p + "expand"]), w, p + "expand_bn"))
+            y = F.relu6(_batchnorm(F.conv2d(y, w[p + "depthwise"], groups=mid, stride=stride, padding=1), w,
+                                   p + "depthwise_bn"))
+            y = _batchnorm(F.conv2d(y, w[p + "project"]), w, p + "project_bn")
+            x = x + y if stride == 1 and cin == cout else y
+        x = F.relu6(_batchnorm(F.conv2d(x, w["head"]), w, "head_bn"))
+        return F.linear(x.mean((2, 3)), w["fc.weight"], w["fc.bias"])
+
+    @torch.no_grad()
+    def run_sample(self) -> dict:
+        outs = [self._forward(x).numpy() for x in self.images]
+        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
+
+    def units(self) -> int:
+        return len(self.images)
+
+
+MODELS = {"llama": Llama, "resnet": ResNet18, "train": CnnTraining, "bert": Bert, "mobilenet": MobileNetV2}

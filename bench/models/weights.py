@@ -100,3 +100,87 @@ def cnn_batches(cfg: dict = TRAIN, seed: int = 4) -> list[tuple[np.ndarray, np.n
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal((cfg["batch"], 1, cfg["size"], cfg["size"]), dtype=np.float32),
              rng.integers(0, cfg["classes"], cfg["batch"]).astype(np.int32)) for _ in range(cfg["batches"])]
+
+
+BERT = dict(batch=2, seq=128, dim=256, n_layers=2, n_heads=4, hidden=1024, vocab=2048, norm_eps=1e-12, batches=2)
+
+
+def bert(cfg: dict = BERT, seed: int = 5) -> dict[str, np.ndarray]:
+    """A BERT-style encoder's weights: nn.Linear layout (out, in), LayerNorm weight and bias."""
+    rng = np.random.default_rng(seed)
+    dim, hidden = cfg["dim"], cfg["hidden"]
+    w: dict[str, np.ndarray] = {"tok_embeddings": _normal(rng, (cfg["vocab"], dim), 0.5),
+                                "pos_embeddings": _normal(rng, (cfg["seq"], dim), 0.5)}
+
+    def norm(name: str) -> None:
+        w[name + ".weight"] = (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32)
+        w[name + ".bias"] = (0.1 * rng.standard_normal(dim)).astype(np.float32)
+
+    norm("embeddings_norm")
+    for layer in range(cfg["n_layers"]):
+        p = f"layers.{layer}."
+        for name in ("wq", "wk", "wv", "wo"):
+            w[p + name] = _normal(rng, (dim, dim), dim ** -0.5)
+            w[p + name + ".bias"] = (0.02 * rng.standard_normal(dim)).astype(np.float32)
+        w[p + "w1"], w[p + "w1.bias"] = _normal(rng, (hidden, dim), dim ** -0.5), np.zeros(hidden, np.float32)
+        w[p + "w2"], w[p + "w2.bias"] = _normal(rng, (dim, hidden), hidden ** -0.5), np.zeros(dim, np.float32)
+        norm(p + "attention_norm")
+        norm(p + "ffn_norm")
+    return w
+
+
+def bert_tokens(cfg: dict = BERT, seed: int = 6) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["seq"])).astype(np.int32) for _ in range(cfg["batches"])]
+
+
+MOBILENET = dict(batch=1, size=160, classes=1000, images=4)
+# MobileNetV2's inverted residual blocks: (expansion, output channels, repeats, stride of the first)
+MOBILENET_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                    (6, 320, 1, 1))
+
+
+def mobilenet_layers(cfg: dict = MOBILENET) -> list[tuple[str, int, int, int, int]]:
+    """(block name, input channels, expanded channels, output channels, stride) of every block."""
+    layers, cin = [], 32
+    for group, (t, c, n, s) in enumerate(MOBILENET_BLOCKS):
+        for i in range(n):
+            layers.append((f"block{group}.{i}.", cin, cin * t, c, s if i == 0 else 1))
+            cin = c
+    return layers
+
+
+def mobilenet(cfg: dict = MOBILENET, seed: int = 7) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    w: dict[str, np.ndarray] = {}
+
+    def conv(name: str, cout: int, cin_per_group: int, k: int) -> None:
+        w[name] = _normal(rng, (cout, cin_per_group, k, k), (2.0 / (cin_per_group * k * k)) ** 0.5)
+
+    def bn(name: str, c: int) -> None:
+        w[name + ".weight"] = (1 + 0.1 * rng.standard_normal(c)).astype(np.float32)
+        w[name + ".bias"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
+        w[name + ".mean"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
+        w[name + ".var"] = (1 + 0.1 * rng.random(c)).astype(np.float32)
+
+    conv("stem", 32, 3, 3)
+    bn("stem_bn", 32)
+    for p, cin, mid, cout, _ in mobilenet_layers(cfg):
+        if mid != cin:
+            conv(p + "expand", mid, cin, 1)
+            bn(p + "expand_bn", mid)
+        conv(p + "depthwise", mid, 1, 3)
+        bn(p + "depthwise_bn", mid)
+        conv(p + "project", cout, mid, 1)
+        bn(p + "project_bn", cout)
+    conv("head", 1280, 320, 1)
+    bn("head_bn", 1280)
+    w["fc.weight"] = _normal(rng, (cfg["classes"], 1280), 1280 ** -0.5)
+    w["fc.bias"] = np.zeros(cfg["classes"], np.float32)
+    return w
+
+
+def mobilenet_images(cfg: dict = MOBILENET, seed: int = 8) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((cfg["batch"], 3, cfg["size"], cfg["size"]), dtype=np.float32)
+            for _ in range(cfg["images"])]
