@@ -293,6 +293,40 @@ class TestKernelOptErrors(unittest.TestCase):
         np.testing.assert_equal(eye(Opt(OptOps.UPCAST, 1, 0)).numpy(), np.eye(4, dtype=np.float32))
 
 
+@unittest.skipUnless(ON_UOPD, "UOPD only")
+class TestReplays(unittest.TestCase):
+    """A kernel run again on the same buffers runs as a prepared plan (a RunPlan, not an Execute:
+    130 -> 50 us a call from tinygrad), and a plan goes when the allocator frees one of its
+    buffers: a plan holds its buffers' memory in the daemon."""
+
+    def test_a_plan_goes_with_a_buffer_the_allocator_frees(self):
+        import uopd
+        from tinygrad.device import BufferSpec
+        from uopd.tinygrad._common import BatchReplay
+        from uopd.tinygrad.device14 import _kernels
+        dev = Device[Device.DEFAULT]
+        a = Tensor(np.arange(1 << 16, dtype=np.float32)).realize()
+        before = set(_kernels)
+        (a * 7.25 + 0.5).realize()  # a kernel no other test makes
+        kernel = [k for key, k in _kernels.items() if key not in before][-1]
+        nbytes = 4 << 16
+        bufs = tuple(dev.allocator._alloc(nbytes, BufferSpec()) for _ in kernel.slots)
+        k, views = kernel.bound(dev.device, bufs)
+        replay = BatchReplay()
+        for _ in range(3):
+            replay.run(dev.client, dev.remote, [uopd.Kernel(k.graph, views, optimization=k.optimization)], {}, False)
+        self.assertEqual(len(replay.plans), 1)
+
+        def in_use() -> int:
+            return next(d.bytes_in_use for d in dev.client.devices() if d.name == dev.remote)
+        held = in_use()
+        dev.allocator._free(bufs[0], BufferSpec())
+        self.assertEqual(len(replay.plans), 0)
+        self.assertLessEqual(in_use(), held - nbytes)  # the memory went with the handle
+        for b in bufs[1:]:
+            dev.allocator._free(b, BufferSpec())
+
+
 class TestGlobalCounters(unittest.TestCase):
     """What a run adds to GlobalCounters below DEBUG=2, as tinygrad's own devices count it: the
     bytes of memory its kernels touch, and their operations (UOPD counted 0 of both before)."""

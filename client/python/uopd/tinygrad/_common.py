@@ -84,6 +84,7 @@ class UopdAllocator(LRUAllocator["UopdDevice"]):
         return UopdBuf(buf.handle, size)
 
     def _free(self, opaque: UopdBuf, options: BufferSpec) -> None:
+        _plans_over.release_over(opaque.handle)
         try:
             self.dev.client.free_buffer(opaque.handle)
         except Exception:  # at interpreter exit the channel may be gone; the server frees on disconnect
@@ -174,28 +175,31 @@ def read_through(root: UOp, staged_op: Any) -> UOp:
 
 
 # ---------------------------------------------------------------------------------------------
-# TinyJit's batches
+# Runs of kernels: TinyJit's batches and single programs
 
 
 class BatchReplay:
-    """How a UOPD graph (TinyJit's batch of kernels) runs, on every tinygrad release: the first
-    run with a given set of buffers is one Execute of the whole batch; when the same buffers come
-    again (tinygrad hands the same daemon buffers back, and intermediates stay put), the batch is
-    prepared once as a plan (compiled and bound in the daemon) and every later run with those
-    buffers is a RunPlan carrying only the variables' values. At most PLANS plans are kept (least
-    recently used released first)."""
+    """How a list of kernels runs again and again (TinyJit's batch on a UOPD graph, or one program),
+    on every tinygrad release: the first run with a given set of buffers is one Execute; when the
+    same buffers come again (tinygrad hands the same daemon buffers back, and intermediates stay
+    put), the kernels are prepared once as a plan (compiled and bound in the daemon) and every later
+    run with those buffers is a RunPlan carrying only the variables' values, which skips decoding
+    and binding the kernels (a one-kernel Execute from tinygrad took 130 us, its RunPlan 50). At most
+    PLANS plans are kept (least recently used released first), and a plan goes when the allocator
+    frees one of its buffers: a plan holds its buffers' memory in the daemon."""
 
     PLANS = 4
+    SEEN = 64  # buffer sets remembered from their first run
 
     def __init__(self) -> None:
         self.plans: OrderedDict[tuple, uopd.Plan] = OrderedDict()
-        self.seen: set[tuple] = set()
+        self.seen: OrderedDict[tuple, None] = OrderedDict()
         # The graphs pass the same list of kernels while their buffers stay: its key is kept.
         self._keyed: tuple[Optional[list], tuple] = (None, ())
 
     def run(self, client: uopd.Client, remote: str, kernels: list[uopd.Kernel], variables: dict[str, int],
             wait: bool) -> Optional[float]:
-        """Runs the batch; with ``wait``, its time on the device (else host time), in seconds."""
+        """Runs the kernels; with ``wait``, their time on the device (else host time), in seconds."""
         if self._keyed[0] is not kernels:
             self._keyed = (kernels, tuple((v.base, v.offset, v.size) for k in kernels for v in k.buffers))
         key = self._keyed[1]
@@ -204,14 +208,16 @@ class BatchReplay:
         with kernel_opt_errors():
             if plan is None and key in self.seen:
                 plan = self.plans[key] = client.prepare(kernels, device=remote)
+                _plans_over.add(self, key)
                 while len(self.plans) > self.PLANS:
-                    _, old = self.plans.popitem(last=False)
-                    _release(old)
+                    self.forget(next(iter(self.plans)))
             if plan is not None:
                 self.plans.move_to_end(key)
                 result = plan.run(vars=variables)
             else:
-                self.seen.add(key)
+                self.seen[key] = None
+                while len(self.seen) > self.SEEN:
+                    self.seen.popitem(last=False)
                 result = client.execute(kernels, vars=variables, device=remote)
         if not wait:
             return None
@@ -219,10 +225,55 @@ class BatchReplay:
             return (max(t.end_ns for t in result.timings) - min(t.start_ns for t in result.timings)) * 1e-9
         return time.perf_counter() - st
 
-    def release(self) -> None:
-        for plan in self.plans.values():
+    def forget(self, key: tuple) -> None:
+        """Releases the plan of one set of buffers, and forgets that they ran."""
+        self.seen.pop(key, None)
+        if self._keyed[1] == key:
+            self._keyed = (None, ())
+        plan = self.plans.pop(key, None)
+        if plan is not None:
+            _plans_over.remove(self, key)
             _release(plan)
-        self.plans.clear()
+
+    def release(self) -> None:
+        for key in list(self.plans):
+            self.forget(key)
+
+
+class _PlansOverBuffers:
+    """Which replays hold a plan over each daemon buffer, so that freeing the buffer releases them
+    (freeing a handle a plan holds frees no memory in the daemon)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders: dict[Any, set[tuple[BatchReplay, tuple]]] = {}
+
+    @staticmethod
+    def _bases(key: tuple) -> set[Any]:
+        return {base for base, _, _ in key}
+
+    def add(self, replay: BatchReplay, key: tuple) -> None:
+        with self._lock:
+            for base in self._bases(key):
+                self._holders.setdefault(base, set()).add((replay, key))
+
+    def remove(self, replay: BatchReplay, key: tuple) -> None:
+        with self._lock:
+            for base in self._bases(key):
+                holders = self._holders.get(base)
+                if holders is not None:
+                    holders.discard((replay, key))
+                    if not holders:
+                        del self._holders[base]
+
+    def release_over(self, base: Any) -> None:
+        with self._lock:
+            holders = list(self._holders.get(base, ()))
+        for replay, key in holders:
+            replay.forget(key)
+
+
+_plans_over = _PlansOverBuffers()
 
 
 def _release(plan: uopd.Plan) -> None:

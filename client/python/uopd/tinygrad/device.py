@@ -39,7 +39,6 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 import os
 import threading
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -49,7 +48,7 @@ import uopd
 from uopd.tinygrad import ir
 from uopd.tinygrad.estimates import kernel_estimates
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   kernel_opt_errors, mode_tag, optimization_for, read_through, remote_device, server_address)
+                                   mode_tag, optimization_for, read_through, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -172,6 +171,7 @@ class UopdRunner(CompiledRunner):
                                    base.scalar().itemsize))
         variables = sorted({u for u in nodes if u.op is Ops.DEFINE_VAR}, key=lambda v: v.arg)
         self.remote = remote_device(device)
+        self.replay = BatchReplay()  # its runs, Executes then RunPlans once the buffers repeat
         p = ProgramSpec(name, "", device, ast, None, b"", global_size=[1, 1, 1], local_size=None,
                         vars=variables, globals=[s.index for s in self.slots], outs=sorted(outs),
                         ins=sorted(ins))
@@ -208,16 +208,8 @@ class UopdRunner(CompiledRunner):
         return uopd.Kernel(self.graph, self.views([b._buf for b in rawbufs]), optimization=self.optimization)
 
     def run(self, bufs: list[UopdBuf], variables: dict[str, int], wait: bool) -> Optional[float]:
-        st = time.perf_counter()
         kernel = uopd.Kernel(self.graph, self.views(bufs), optimization=self.optimization)
-        with kernel_opt_errors():
-            result = client_for().execute([kernel], vars=variables, device=self.remote)
-        if not wait:
-            return None
-        if result.timings:
-            t = result.timings[0]
-            return (t.end_ns - t.start_ns) * 1e-9
-        return time.perf_counter() - st
+        return self.replay.run(client_for(), self.remote, [kernel], variables, wait)
 
     def var_values(self, var_vals: Optional[dict[str, int]]) -> dict[str, int]:
         return {v.expr: (var_vals or {})[v.expr] for v in self.p.vars}

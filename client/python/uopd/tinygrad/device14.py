@@ -24,7 +24,6 @@ import functools
 from contextvars import ContextVar
 import os
 import threading
-import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -36,7 +35,7 @@ import uopd
 from uopd.tinygrad import ir14
 from uopd.tinygrad.estimates import kernel_estimates
 from uopd.tinygrad._common import (BatchReplay, UopdAllocator, UopdBuf, client_for, daemon_source,
-                                   kernel_opt_errors, mode_tag, optimization_for, read_through, remote_device, server_address)
+                                   mode_tag, optimization_for, read_through, remote_device, server_address)
 from uopd.v1 import graph_pb2
 from uopd.v1 import kernel_service_pb2 as ks
 
@@ -198,22 +197,15 @@ class UopdProgram(Program["UopdDevice"]):
         self.kernel = _kernels.get(obj.lib)
         if self.kernel is None:
             raise RuntimeError(f"kernel {obj.name} was not made for the UOPD device in this process")
+        self.replay = BatchReplay()  # its runs, Executes then RunPlans once the buffers repeat
 
     def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple = (), wait=False, **kw) -> Optional[float]:
         k = self.kernel
-        st = time.perf_counter()
         variables = {v.arg.name: int(x) for v, x in zip(k.vars, vals) if x is not None}
         # On this device: a kernel is made once per process, for whichever UOPD device lowered it first.
         k, views = k.bound(self.dev.device, bufs)
-        with kernel_opt_errors():
-            result = self.dev.client.execute([uopd.Kernel(k.graph, views, optimization=k.optimization)],
-                                             vars=variables, device=self.dev.remote)
-        if not wait:
-            return None
-        if result.timings:
-            t = result.timings[0]
-            return (t.end_ns - t.start_ns) * 1e-9
-        return time.perf_counter() - st
+        kernel = uopd.Kernel(k.graph, views, optimization=k.optimization)
+        return self.replay.run(self.dev.client, self.dev.remote, [kernel], variables, wait)
 
 
 class UopdGraph(GraphRunner):
