@@ -326,6 +326,35 @@ class TestReplays(unittest.TestCase):
         for b in bufs[1:]:
             dev.allocator._free(b, BufferSpec())
 
+    def test_the_process_keeps_at_most_its_limit_of_plans(self):
+        import uopd
+        from tinygrad.device import BufferSpec
+        from uopd.tinygrad._common import BatchReplay, _plans_over
+        from uopd.tinygrad.device14 import _kernels
+        dev = Device[Device.DEFAULT]
+        a = Tensor(np.arange(64, dtype=np.float32)).realize()
+        before = set(_kernels)
+        (a * 3.25 - 0.5).realize()  # a kernel no other test makes
+        kernel = [k for key, k in _kernels.items() if key not in before][-1]
+        replays = [BatchReplay() for _ in range(3)]
+        bufs = [tuple(dev.allocator._alloc(256, BufferSpec()) for _ in kernel.slots) for _ in replays]
+        limit = _plans_over.LIMIT
+        _plans_over.LIMIT = 2
+        try:
+            for replay, b in zip(replays, bufs):
+                k, views = kernel.bound(dev.device, b)
+                for _ in range(2):
+                    replay.run(dev.client, dev.remote, [uopd.Kernel(k.graph, views, optimization=k.optimization)],
+                               {}, False)
+            self.assertEqual([len(r.plans) for r in replays], [0, 1, 1])  # the first one made went
+        finally:
+            _plans_over.LIMIT = limit
+            for r in replays:
+                r.release()
+            for b in bufs:
+                for x in b:
+                    dev.allocator._free(x, BufferSpec())
+
 
 class TestGlobalCounters(unittest.TestCase):
     """What a run adds to GlobalCounters below DEBUG=2, as tinygrad's own devices count it: the

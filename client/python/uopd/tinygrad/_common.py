@@ -185,8 +185,9 @@ class BatchReplay:
     put), the kernels are prepared once as a plan (compiled and bound in the daemon) and every later
     run with those buffers is a RunPlan carrying only the variables' values, which skips decoding
     and binding the kernels (a one-kernel Execute from tinygrad took 130 us, its RunPlan 50). At most
-    PLANS plans are kept (least recently used released first), and a plan goes when the allocator
-    frees one of its buffers: a plan holds its buffers' memory in the daemon."""
+    PLANS plans are kept (least recently used released first; the process keeps at most
+    _PlansOverBuffers.LIMIT), and a plan goes when the allocator frees one of its buffers: a plan
+    holds its buffers' memory in the daemon."""
 
     PLANS = 4
     SEEN = 64  # buffer sets remembered from their first run
@@ -213,6 +214,7 @@ class BatchReplay:
                     self.forget(next(iter(self.plans)))
             if plan is not None:
                 self.plans.move_to_end(key)
+                _plans_over.touch(self, key)
                 result = plan.run(vars=variables)
             else:
                 self.seen[key] = None
@@ -241,12 +243,16 @@ class BatchReplay:
 
 
 class _PlansOverBuffers:
-    """Which replays hold a plan over each daemon buffer, so that freeing the buffer releases them
-    (freeing a handle a plan holds frees no memory in the daemon)."""
+    """The process's plans: which replays hold a plan over each daemon buffer, so that freeing the
+    buffer releases them (freeing a handle a plan holds frees no memory in the daemon), and at
+    most LIMIT plans in all (least recently run released first), however many kernels ran."""
+
+    LIMIT = 1024
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._holders: dict[Any, set[tuple[BatchReplay, tuple]]] = {}
+        self._recent: OrderedDict[tuple[BatchReplay, tuple], None] = OrderedDict()
 
     @staticmethod
     def _bases(key: tuple) -> set[Any]:
@@ -256,9 +262,20 @@ class _PlansOverBuffers:
         with self._lock:
             for base in self._bases(key):
                 self._holders.setdefault(base, set()).add((replay, key))
+            self._recent[(replay, key)] = None
+            over = len(self._recent) - self.LIMIT
+            excess = list(self._recent)[:over] if over > 0 else []
+        for old_replay, old_key in excess:
+            old_replay.forget(old_key)
+
+    def touch(self, replay: BatchReplay, key: tuple) -> None:
+        with self._lock:
+            if (replay, key) in self._recent:
+                self._recent.move_to_end((replay, key))
 
     def remove(self, replay: BatchReplay, key: tuple) -> None:
         with self._lock:
+            self._recent.pop((replay, key), None)
             for base in self._bases(key):
                 holders = self._holders.get(base)
                 if holders is not None:
