@@ -314,7 +314,8 @@ def main() -> None:
     p.add_argument("--kernel-rounds", type=int, default=4,
                    help="per-kernel view: rounds alternating the two sides, each kernel's best kept")
     p.add_argument("--export", help="write each distinct kernel of the models as a corpus case file under "
-                   "EXPORT/MODEL/ (inputs and tinygrad's outputs), for bench/corpus_opt_bench and bench/opt_bench")
+                   "EXPORT/MODEL/ (inputs and tinygrad's outputs), for bench/corpus_opt_bench and bench/opt_bench "
+                   "(tinygrad 0.12 only)")
     p.add_argument("--keep", action="store_true", help="keep the daemon's and the workers' logs")
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args()

@@ -197,6 +197,8 @@ class TinygradBackend:
         """Each distinct kernel of the captured JIT as a corpus case file (tests/corpus/README.md) in
         out_dir: its AST, its buffers' current bytes, and the outputs tinygrad's CPU device computes
         from them. For trying opts on real model kernels (bench/opt_bench, bench/corpus_opt_bench)."""
+        if TINYGRAD_14:
+            raise RuntimeError("--export writes tinygrad 0.12's kernels only (corpus cases are 0.12 ASTs)")
         import base64
         from tinygrad.device import Buffer
         from tinygrad.engine.jit import _prepare_jit_inputs
