@@ -94,14 +94,37 @@ def _batchnorm(x: Tensor, w: dict[str, Tensor], name: str) -> Tensor:
     return x.batchnorm(w[name + ".weight"], w[name + ".bias"], w[name + ".mean"], w[name + ".var"].add(1e-5).rsqrt())
 
 
-class ResNet18:
+class _ImageClassifier:
+    """Inference on a batch of images per JIT call: the subclass's weights and _forward."""
+
+    def __init__(self, device: str, cfg: dict, weights: dict[str, np.ndarray], images: list[np.ndarray]):
+        self.cfg, self.device = cfg, device
+        self.w = {k: Tensor(v, device=device).realize() for k, v in weights.items()}
+        self.images = [Tensor(x, device=device).realize() for x in images]
+        self.forward = TinyJit(lambda x: self._forward(x).realize())
+
+    def _forward(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def run_sample(self) -> dict:
+        outs = [self.forward(x).numpy() for x in self.images]
+        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
+
+    def jit(self) -> TinyJit:
+        return self.forward
+
+    def jit_args(self) -> tuple:
+        return (self.images[0],)
+
+    def units(self) -> int:
+        return len(self.images)
+
+
+class ResNet18(_ImageClassifier):
     """ResNet-18 inference (eval-mode BatchNorm), one image per JIT call."""
 
     def __init__(self, device: str, cfg: dict = W.RESNET):
-        self.cfg, self.device = cfg, device
-        self.w = {k: Tensor(v, device=device).realize() for k, v in W.resnet18(cfg).items()}
-        self.images = [Tensor(x, device=device).realize() for x in W.resnet_images(cfg)]
-        self.forward = TinyJit(lambda x: self._forward(x).realize())
+        super().__init__(device, cfg, W.resnet18(cfg), W.resnet_images(cfg))
 
     def _forward(self, x: Tensor) -> Tensor:
         w = self.w
@@ -117,19 +140,6 @@ class ResNet18:
                     x = _batchnorm(x.conv2d(w[p + "downsample"], stride=s), w, p + "downsample_bn")
                 x, cin = (out + x).relu(), c
         return x.mean((2, 3)).linear(w["fc.weight"].T, w["fc.bias"])
-
-    def run_sample(self) -> dict:
-        outs = [self.forward(x).numpy() for x in self.images]
-        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
-
-    def jit(self) -> TinyJit:
-        return self.forward
-
-    def jit_args(self) -> tuple:
-        return (self.images[0],)
-
-    def units(self) -> int:
-        return len(self.images)
 
 
 def _training():
@@ -236,16 +246,13 @@ class Bert:
         return len(self.tokens) * self.cfg["batch"]
 
 
-class MobileNetV2:
+class MobileNetV2(_ImageClassifier):
     """MobileNetV2 inference (inverted residual blocks: 1x1 expansion, 3x3 depthwise convolution,
     1x1 projection; eval-mode BatchNorm, ReLU6), one image per JIT call: grouped convolutions,
     which ResNet does not have."""
 
     def __init__(self, device: str, cfg: dict = W.MOBILENET):
-        self.cfg, self.device = cfg, device
-        self.w = {k: Tensor(v, device=device).realize() for k, v in W.mobilenet(cfg).items()}
-        self.images = [Tensor(x, device=device).realize() for x in W.mobilenet_images(cfg)]
-        self.forward = TinyJit(lambda x: self._forward(x).realize())
+        super().__init__(device, cfg, W.mobilenet(cfg), W.mobilenet_images(cfg))
 
     def _forward(self, x: Tensor) -> Tensor:
         w = self.w
@@ -260,19 +267,6 @@ class MobileNetV2:
             x = x + y if stride == 1 and cin == cout else y
         x = _batchnorm(x.conv2d(w["head"]), w, "head_bn").relu6()
         return x.mean((2, 3)).linear(w["fc.weight"].T, w["fc.bias"])
-
-    def run_sample(self) -> dict:
-        outs = [self.forward(x).numpy() for x in self.images]
-        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
-
-    def jit(self) -> TinyJit:
-        return self.forward
-
-    def jit_args(self) -> tuple:
-        return (self.images[0],)
-
-    def units(self) -> int:
-        return len(self.images)
 
 
 MODELS = {"llama": Llama, "resnet": ResNet18, "train": CnnTraining, "bert": Bert, "mobilenet": MobileNetV2}

@@ -69,11 +69,27 @@ def _batchnorm(x: torch.Tensor, w: dict[str, torch.Tensor], name: str) -> torch.
     return F.batch_norm(x, w[name + ".mean"], w[name + ".var"], w[name + ".weight"], w[name + ".bias"], False, 0.0, 1e-5)
 
 
-class ResNet18:
-    def __init__(self, cfg: dict = W.RESNET):
+class _ImageClassifier:
+    def __init__(self, cfg: dict, weights: dict[str, np.ndarray], images: list[np.ndarray]):
         self.cfg = cfg
-        self.w = {k: _t(v) for k, v in W.resnet18(cfg).items()}
-        self.images = [_t(x) for x in W.resnet_images(cfg)]
+        self.w = {k: _t(v) for k, v in weights.items()}
+        self.images = [_t(x) for x in images]
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def run_sample(self) -> dict:
+        outs = [self._forward(x).numpy() for x in self.images]
+        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
+
+    def units(self) -> int:
+        return len(self.images)
+
+
+class ResNet18(_ImageClassifier):
+    def __init__(self, cfg: dict = W.RESNET):
+        super().__init__(cfg, W.resnet18(cfg), W.resnet_images(cfg))
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.w
@@ -89,14 +105,6 @@ class ResNet18:
                     x = _batchnorm(F.conv2d(x, w[p + "downsample"], stride=s), w, p + "downsample_bn")
                 x, cin = F.relu(out + x), c
         return F.linear(x.mean((2, 3)), w["fc.weight"], w["fc.bias"])
-
-    @torch.no_grad()
-    def run_sample(self) -> dict:
-        outs = [self._forward(x).numpy() for x in self.images]
-        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
-
-    def units(self) -> int:
-        return len(self.images)
 
 
 class CnnTraining:
@@ -166,11 +174,9 @@ class Bert:
         return len(self.tokens) * self.cfg["batch"]
 
 
-class MobileNetV2:
+class MobileNetV2(_ImageClassifier):
     def __init__(self, cfg: dict = W.MOBILENET):
-        self.cfg = cfg
-        self.w = {k: _t(v) for k, v in W.mobilenet(cfg).items()}
-        self.images = [_t(x) for x in W.mobilenet_images(cfg)]
+        super().__init__(cfg, W.mobilenet(cfg), W.mobilenet_images(cfg))
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.w
@@ -185,14 +191,6 @@ class MobileNetV2:
             x = x + y if stride == 1 and cin == cout else y
         x = F.relu6(_batchnorm(F.conv2d(x, w["head"]), w, "head_bn"))
         return F.linear(x.mean((2, 3)), w["fc.weight"], w["fc.bias"])
-
-    @torch.no_grad()
-    def run_sample(self) -> dict:
-        outs = [self._forward(x).numpy() for x in self.images]
-        return {"logits": np.concatenate([o.reshape(-1)[:16] for o in outs]).tolist()}
-
-    def units(self) -> int:
-        return len(self.images)
 
 
 MODELS = {"llama": Llama, "resnet": ResNet18, "train": CnnTraining, "bert": Bert, "mobilenet": MobileNetV2}

@@ -41,6 +41,26 @@ def rope_tables(cfg: dict = LLAMA, theta: float = 10000.0) -> tuple[np.ndarray, 
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
+def _conv_weight(rng: np.random.Generator, cout: int, cin_per_group: int, k: int) -> np.ndarray:
+    """He-initialized (cout, cin_per_group, k, k)."""
+    return _normal(rng, (cout, cin_per_group, k, k), (2.0 / (cin_per_group * k * k)) ** 0.5)
+
+
+def _batchnorm_weights(rng: np.random.Generator, name: str, c: int) -> dict[str, np.ndarray]:
+    """An eval-mode BatchNorm's weight, bias, running mean and variance, drawn in that order."""
+    return {name + ".weight": (1 + 0.1 * rng.standard_normal(c)).astype(np.float32),
+            name + ".bias": (0.1 * rng.standard_normal(c)).astype(np.float32),
+            name + ".mean": (0.1 * rng.standard_normal(c)).astype(np.float32),
+            name + ".var": (1 + 0.1 * rng.random(c)).astype(np.float32)}
+
+
+def _images(cfg: dict, seed: int) -> list[np.ndarray]:
+    """cfg["images"] batches of cfg["batch"] RGB images, cfg["size"] square."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((cfg["batch"], 3, cfg["size"], cfg["size"]), dtype=np.float32)
+            for _ in range(cfg["images"])]
+
+
 RESNET18_STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))  # (channels, stride of the first block)
 
 
@@ -48,14 +68,11 @@ def resnet18(cfg: dict = RESNET, seed: int = 1) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     w: dict[str, np.ndarray] = {}
 
-    def conv(name: str, cout: int, cin: int, k: int) -> None:
-        w[name] = _normal(rng, (cout, cin, k, k), (2.0 / (cin * k * k)) ** 0.5)
+    def conv(name: str, cout: int, cin_per_group: int, k: int) -> None:
+        w[name] = _conv_weight(rng, cout, cin_per_group, k)
 
     def bn(name: str, c: int) -> None:
-        w[name + ".weight"] = (1 + 0.1 * rng.standard_normal(c)).astype(np.float32)
-        w[name + ".bias"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
-        w[name + ".mean"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
-        w[name + ".var"] = (1 + 0.1 * rng.random(c)).astype(np.float32)
+        w.update(_batchnorm_weights(rng, name, c))
 
     conv("conv1", 64, 3, 7)
     bn("bn1", 64)
@@ -78,9 +95,7 @@ def resnet18(cfg: dict = RESNET, seed: int = 1) -> dict[str, np.ndarray]:
 
 
 def resnet_images(cfg: dict = RESNET, seed: int = 2) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal((cfg["batch"], 3, cfg["size"], cfg["size"]), dtype=np.float32)
-            for _ in range(cfg["images"])]
+    return _images(cfg, seed)
 
 
 def cnn(cfg: dict = TRAIN, seed: int = 3) -> dict[str, np.ndarray]:
@@ -155,13 +170,10 @@ def mobilenet(cfg: dict = MOBILENET, seed: int = 7) -> dict[str, np.ndarray]:
     w: dict[str, np.ndarray] = {}
 
     def conv(name: str, cout: int, cin_per_group: int, k: int) -> None:
-        w[name] = _normal(rng, (cout, cin_per_group, k, k), (2.0 / (cin_per_group * k * k)) ** 0.5)
+        w[name] = _conv_weight(rng, cout, cin_per_group, k)
 
     def bn(name: str, c: int) -> None:
-        w[name + ".weight"] = (1 + 0.1 * rng.standard_normal(c)).astype(np.float32)
-        w[name + ".bias"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
-        w[name + ".mean"] = (0.1 * rng.standard_normal(c)).astype(np.float32)
-        w[name + ".var"] = (1 + 0.1 * rng.random(c)).astype(np.float32)
+        w.update(_batchnorm_weights(rng, name, c))
 
     conv("stem", 32, 3, 3)
     bn("stem_bn", 32)
@@ -181,6 +193,4 @@ def mobilenet(cfg: dict = MOBILENET, seed: int = 7) -> dict[str, np.ndarray]:
 
 
 def mobilenet_images(cfg: dict = MOBILENET, seed: int = 8) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal((cfg["batch"], 3, cfg["size"], cfg["size"]), dtype=np.float32)
-            for _ in range(cfg["images"])]
+    return _images(cfg, seed)
